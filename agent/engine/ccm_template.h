@@ -1,0 +1,32 @@
+// The cloud-controller-manager static pod handoff creates on a kubeadm-style node.
+#ifndef HANDOFF_AGENT_ENGINE_CCM_TEMPLATE_H_
+#define HANDOFF_AGENT_ENGINE_CCM_TEMPLATE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "agent/engine/classify.h"
+#include "agent/engine/settings.h"
+#include "agent/manifest/static_pod.h"
+
+namespace handoff {
+
+inline constexpr int kCloudControllerManagerPort = 10258;
+inline constexpr std::string_view kLeaderMigrationVolume = "leader-migration-config";
+
+// Builds the cloud-controller-manager pod for the node whose kube-controller-manager is `kcm`
+// (as it is in state prepared, before it goes external): the AWS CCM image from settings, its
+// flags (leader election, Leader Migration with `leader_migration` mounted, secure port 10258,
+// routes off unless configured, the kube-controller-manager's kubeconfigs and --cloud-config),
+// HTTPS liveness and startup probes on /healthz:10258, kubeadm's labels, priority class, host
+// network and seccomp profile, and the hostPath mounts the kube-controller-manager has (its
+// kubeconfig, certificates and CA bundles), less the flexvolume plugin dir. Settings'
+// extraArgs are applied last and win. Error when no image is set.
+absl::StatusOr<StaticPod> BuildCloudControllerManager(const ComponentView& kcm,
+                                                      const Settings& settings,
+                                                      const std::string& manifest_path,
+                                                      bool leader_migration);
+
+}  // namespace handoff
+
+#endif  // HANDOFF_AGENT_ENGINE_CCM_TEMPLATE_H_

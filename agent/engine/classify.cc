@@ -1,0 +1,309 @@
+#include "agent/engine/classify.h"
+
+#include <map>
+
+#include "agent/base/strings.h"
+#include "agent/leadermigration/config.h"
+#include "agent/manifest/feature_gates.h"
+#include "agent/manifest/kubelet_flags.h"
+
+namespace handoff {
+namespace {
+
+namespace lm = leadermigration;
+
+bool IsTrue(const std::optional<std::string>& value) {
+  return value && (*value == "true" || *value == "True" || *value == "TRUE" || *value == "1" ||
+                   *value == "t" || *value == "T");
+}
+
+// The manifest of `component`: the file named "<component>.yaml" when it defines that pod,
+// otherwise the only file that does.
+std::optional<ComponentView> FindComponent(const NodeSnapshot& snapshot, std::string_view component,
+                                           std::vector<std::string>& problems) {
+  const ManifestFile* chosen = nullptr;
+  const std::string canonical = StrCat(snapshot.paths.manifest_dir, "/", component, ".yaml");
+  for (const ManifestFile& file : snapshot.manifests) {
+    if (!file.pod || file.pod->PodName() != component) continue;
+    if (chosen == nullptr || file.path == canonical) chosen = &file;
+  }
+  if (chosen == nullptr) return std::nullopt;
+  absl::StatusOr<size_t> container = chosen->pod->FindContainer(component);
+  if (!container.ok()) {
+    problems.push_back(std::string(container.status().message()));
+    return std::nullopt;
+  }
+  ComponentView view{std::string(component), chosen->path, *chosen->pod, *container, std::nullopt};
+  absl::StatusOr<KubeVersion> version = KubeVersion::FromImage(view.pod.Image(view.container));
+  if (version.ok()) view.version = *version;
+  return view;
+}
+
+class Classifier {
+ public:
+  explicit Classifier(const NodeSnapshot& snapshot) : snapshot_(snapshot) {}
+
+  Classification Run() {
+    CheckManifestDirectory();
+    result_.view.apiserver = FindComponent(snapshot_, kKubeApiserver, result_.problems);
+    result_.view.controller_manager =
+        FindComponent(snapshot_, kKubeControllerManager, result_.problems);
+    result_.view.cloud_controller_manager =
+        FindComponent(snapshot_, kCloudControllerManager, result_.problems);
+    result_.view.scheduler = FindComponent(snapshot_, kKubeScheduler, result_.problems);
+    const std::optional<ComponentView>& kcm = result_.view.controller_manager;
+    const std::optional<ComponentView>& ccm = result_.view.cloud_controller_manager;
+    if (!kcm) {
+      Problem(StrCat("no kube-controller-manager manifest in ", snapshot_.paths.manifest_dir,
+                     " (set paths.manifestDir if the kubelet reads another directory)"));
+      return Finish(NodeState::kInconsistent);
+    }
+    for (const auto* component : {&kcm, &ccm}) {
+      if (*component) CheckManager(**component);
+    }
+    const std::string provider = kcm->Flag("cloud-provider").value_or("");
+    const std::optional<std::string> kubelet_provider = KubeletCloudProvider();
+    const std::string apiserver_provider =
+        result_.view.apiserver ? result_.view.apiserver->Flag("cloud-provider").value_or("") : "";
+
+    if (provider == "aws") {
+      if (ccm) {
+        Problem(StrCat(ccm->path,
+                       ": a cloud-controller-manager is defined while kube-controller-manager "
+                       "still runs the in-tree aws provider (",
+                       kcm->path, "); a node runs one or the other"));
+      }
+      if (apiserver_provider == "external") {
+        Problem(StrCat(result_.view.apiserver->path,
+                       ": kube-apiserver has --cloud-provider=external while "
+                       "kube-controller-manager still runs the in-tree provider (a half-done "
+                       "move; run `handoff-agent recover` or restore the backup)"));
+      }
+      if (kubelet_provider == std::optional<std::string>("external")) {
+        Problem(StrCat(snapshot_.paths.kubelet_flags_file,
+                       ": the kubelet has --cloud-provider=external while "
+                       "kube-controller-manager still runs the in-tree provider"));
+      }
+      if (kcm->LeaderMigrationEnabled()) return Finish(NodeState::kPrepared);
+      if (snapshot_.leader_migration_config) {
+        Warn(StrCat(snapshot_.paths.leader_migration_config,
+                    " exists but no manager uses it; `plan --to prepared` will replace it"));
+      }
+      return Finish(NodeState::kInTree);
+    }
+    if (provider == "external") {
+      if (kcm->LeaderMigrationEnabled()) {
+        Problem(StrCat(kcm->path,
+                       ": kube-controller-manager has --cloud-provider=external and "
+                       "--enable-leader-migration; an external kube-controller-manager runs "
+                       "no cloud controllers and MUST NOT take part in Leader Migration "
+                       "(remove --enable-leader-migration and --leader-migration-config)"));
+      }
+      if (!ccm) {
+        Problem(StrCat(kcm->path,
+                       ": kube-controller-manager has --cloud-provider=external but there is "
+                       "no cloud-controller-manager manifest in ",
+                       snapshot_.paths.manifest_dir,
+                       ": nothing on this node runs the cloud controllers"));
+      }
+      if (result_.view.apiserver && apiserver_provider != "external") {
+        Problem(StrCat(result_.view.apiserver->path,
+                       ": kube-apiserver must have --cloud-provider=external once "
+                       "kube-controller-manager is external (it has ",
+                       apiserver_provider.empty() ? "none" : apiserver_provider, ")"));
+      }
+      if (kubelet_provider && *kubelet_provider != "external") {
+        Problem(StrCat(snapshot_.paths.kubelet_flags_file,
+                       ": the kubelet must have --cloud-provider=external once "
+                       "kube-controller-manager is external (it has ",
+                       kubelet_provider->empty() ? "none" : *kubelet_provider, ")"));
+      }
+      if (!ccm) return Finish(NodeState::kInconsistent);
+      if (ccm->LeaderMigrationEnabled()) return Finish(NodeState::kMigrated);
+      if (snapshot_.leader_migration_config) {
+        Warn(StrCat(snapshot_.paths.leader_migration_config,
+                    " exists but no manager uses it; it can be removed"));
+      }
+      return Finish(NodeState::kFinalized);
+    }
+    Problem(StrCat(kcm->path, ": kube-controller-manager has ",
+                   provider.empty() ? std::string("no --cloud-provider")
+                                    : StrCat("--cloud-provider=", provider),
+                   "; handoff moves a node from the in-tree aws provider to external"));
+    return Finish(NodeState::kInconsistent);
+  }
+
+ private:
+  Classification Finish(NodeState state) {
+    result_.state = result_.problems.empty() ? state : NodeState::kInconsistent;
+    return std::move(result_);
+  }
+  void Problem(std::string text) { result_.problems.push_back(std::move(text)); }
+  void Warn(std::string text) { result_.warnings.push_back(std::move(text)); }
+
+  // Files the kubelet would run twice or not at all.
+  void CheckManifestDirectory() {
+    std::map<std::string, std::vector<std::string>> files_by_pod;
+    for (const ManifestFile& file : snapshot_.manifests) {
+      if (!file.pod) {
+        Problem(StrCat(file.parse_error, " (the kubelet loads every file in ",
+                       snapshot_.paths.manifest_dir,
+                       " whose name does not start with '.'; fix or move this file)"));
+        continue;
+      }
+      files_by_pod[StrCat(file.pod->Namespace(), "/", file.pod->PodName())].push_back(file.path);
+    }
+    for (const auto& [pod, files] : files_by_pod) {
+      if (files.size() < 2) continue;
+      Problem(StrCat("pod ", pod, " is defined by ", files.size(), " files: ", StrJoin(files, ", "),
+                     "; the kubelet runs every file in the manifest directory whatever its "
+                     "extension (kubernetes/kubeadm#2823), so move the extra copies out of ",
+                     snapshot_.paths.manifest_dir));
+    }
+  }
+
+  std::optional<std::string> KubeletCloudProvider() {
+    if (!snapshot_.kubelet_flags) return std::nullopt;
+    absl::StatusOr<KubeletFlagsFile> flags =
+        KubeletFlagsFile::Parse(*snapshot_.kubelet_flags, snapshot_.paths.kubelet_flags_file);
+    if (!flags.ok()) {
+      Problem(std::string(flags.status().message()));
+      return std::nullopt;
+    }
+    return flags->flags().Get("cloud-provider").value_or("");
+  }
+
+  // The Leader Migration rules that hold for either manager, whatever the node's state.
+  void CheckManager(const ComponentView& manager) {
+    const lm::Component component = manager.component == kCloudControllerManager
+                                        ? lm::Component::kCloudControllerManager
+                                        : lm::Component::kKubeControllerManager;
+    if (!manager.version) {
+      Warn(StrCat(manager.path, ": the image ", manager.pod.Image(manager.container),
+                  " does not name a Kubernetes version; version-specific checks skipped"));
+    }
+    for (const char* flag : {"enable-leader-migration", "leader-migration-config", "cloud-provider",
+                             "leader-elect", "feature-gates"}) {
+      if (manager.pod.CountFlag(manager.container, flag) > 1) {
+        Problem(StrCat(manager.path, ": --", flag, " is given ",
+                       manager.pod.CountFlag(manager.container, flag),
+                       " times (the last one wins); keep one"));
+      }
+    }
+    if (manager.component == kCloudControllerManager) {
+      const std::string provider = manager.Flag("cloud-provider").value_or("");
+      if (provider != "aws" && provider != "aws/v2") {
+        Problem(StrCat(manager.path, ": cloud-controller-manager must have --cloud-provider=aws",
+                       " (or aws/v2); it has ", provider.empty() ? "none" : provider));
+      }
+      if (!manager.LeaderElect()) {
+        Problem(StrCat(manager.path,
+                       ": cloud-controller-manager has --leader-elect=false, so every replica "
+                       "runs every cloud controller at once"));
+      }
+    }
+    const std::optional<std::string> gates = manager.Flag("feature-gates");
+    const std::optional<std::string> gate =
+        gates ? FeatureGates(*gates).Get(kLeaderMigrationFeatureGate) : std::nullopt;
+    if (gate && manager.version && manager.version->AtLeast(1, 27)) {
+      Problem(StrCat(manager.path, ": --feature-gates sets ", kLeaderMigrationFeatureGate,
+                     ", which was removed in 1.27; ", manager.component, " ",
+                     manager.version->ToString(), " refuses to start with it"));
+    }
+    const std::optional<std::string> config_path = manager.Flag("leader-migration-config");
+    if (!manager.LeaderMigrationEnabled()) {
+      if (config_path) {
+        Problem(StrCat(manager.path,
+                       ": --leader-migration-config is set without "
+                       "--enable-leader-migration, so the manager silently ignores it"));
+      }
+      return;
+    }
+    if (!manager.LeaderElect()) {
+      Problem(StrCat(manager.path,
+                     ": --enable-leader-migration with --leader-elect=false: "
+                     "Leader Migration works only with leader election, so it is silently off"));
+    }
+    if (manager.version && !manager.version->AtLeast(1, 21)) {
+      Problem(StrCat(manager.path, ": ", manager.component, " ", manager.version->ToString(),
+                     " has no Leader Migration (it arrived in 1.21)"));
+      return;
+    }
+    if (manager.version && !manager.version->AtLeast(1, 22) && !IsTrue(gate)) {
+      Problem(StrCat(manager.path, ": Leader Migration is alpha in 1.21 and needs --feature-gates=",
+                     kLeaderMigrationFeatureGate, "=true"));
+    }
+    lm::Config config;
+    if (config_path) {
+      std::optional<std::string> host = HostPathOf(manager.pod, manager.container, *config_path);
+      if (!host) {
+        Problem(StrCat(manager.path, ": --leader-migration-config=", *config_path,
+                       " is not inside any hostPath volume mounted into the ", manager.component,
+                       " container"));
+        return;
+      }
+      auto file = snapshot_.referenced_files.find(*host);
+      if (file == snapshot_.referenced_files.end() || !file->second) {
+        Problem(StrCat(manager.path, ": --leader-migration-config=", *config_path, " comes from ",
+                       *host, " on the node, which does not exist"));
+        return;
+      }
+      lm::LintOptions options;
+      options.component = component;
+      options.version = manager.version;
+      lm::LintResult lint = lm::Lint(*file->second, options);
+      for (const lm::Problem& problem : lint.problems) {
+        Problem(StrCat(lm::FormatProblem(*host, problem), " (read by ", manager.component, ")"));
+      }
+      if (!lint.problems.empty() || !lint.config) return;
+      config = *lint.config;
+    } else {
+      if (!manager.version) return;
+      absl::StatusOr<lm::Config> fallback = lm::DefaultConfig(component, *manager.version);
+      if (!fallback.ok()) {
+        Problem(StrCat(manager.path, ": ", fallback.status().message()));
+        return;
+      }
+      config = *fallback;
+    }
+    if (!manager.version) return;
+    // The manager holding the migration lease runs only the listed controllers assigned to it:
+    // anything it registers but the file gives to the other manager would stop running.
+    std::vector<std::string> mine = lm::ControllersFor(config, component);
+    std::vector<std::string> missing;
+    for (lm::CloudController controller :
+         {lm::CloudController::kRoute, lm::CloudController::kService,
+          lm::CloudController::kCloudNodeLifecycle}) {
+      std::string name = lm::ControllerName(component, *manager.version, controller);
+      if (std::find(mine.begin(), mine.end(), name) == mine.end()) missing.push_back(name);
+    }
+    if (!missing.empty()) {
+      (config_path ? result_.problems : result_.warnings)
+          .push_back(
+              StrCat(manager.path, ": under ",
+                     config_path ? StrCat("--leader-migration-config=", *config_path)
+                                 : std::string("the default migration configuration"),
+                     " ", manager.component, " ", manager.version->ToString(), " runs none of ",
+                     StrJoin(missing, ", "),
+                     " under the migration lease (names must match its own controller names)"));
+    }
+  }
+
+  const NodeSnapshot& snapshot_;
+  Classification result_;
+};
+
+}  // namespace
+
+bool ComponentView::LeaderMigrationEnabled() const {
+  return IsTrue(Flag("enable-leader-migration"));
+}
+
+bool ComponentView::LeaderElect() const {
+  std::optional<std::string> value = Flag("leader-elect");
+  return !value || IsTrue(value);
+}
+
+Classification Classify(const NodeSnapshot& snapshot) { return Classifier(snapshot).Run(); }
+
+}  // namespace handoff

@@ -1,0 +1,142 @@
+#include "agent/engine/migration_record.h"
+
+#include "agent/base/strings.h"
+#include "agent/base/yaml_util.h"
+
+namespace handoff {
+namespace {
+
+constexpr char kKind[] = "HandoffMigrationRecord";
+constexpr const char* kContainerFields[] = {"image", "command", "args", "volumeMounts"};
+
+}  // namespace
+
+MigrationRecord MigrationRecord::Capture(
+    const NodeView& view, const std::optional<std::vector<std::string>>& kubelet_flags,
+    const std::optional<File>& leader_migration_config) {
+  MigrationRecord record;
+  for (const std::optional<ComponentView>* component :
+       {&view.apiserver, &view.controller_manager, &view.scheduler}) {
+    if (!*component) continue;
+    const ComponentView& c = **component;
+    Entry entry;
+    entry.component = c.component;
+    entry.manifest = c.path;
+    const YAML::Node& root = c.pod.node();
+    const YAML::Node container = root["spec"]["containers"][c.container];
+    entry.container = YAML::Node(YAML::NodeType::Map);
+    for (const char* field : kContainerFields) {
+      if (container[field].IsDefined()) entry.container[field] = YAML::Clone(container[field]);
+    }
+    if (root["spec"]["volumes"].IsDefined()) entry.volumes = YAML::Clone(root["spec"]["volumes"]);
+    record.entries_.push_back(std::move(entry));
+  }
+  record.kubelet_flags_ = kubelet_flags;
+  record.leader_migration_config_ = leader_migration_config;
+  return record;
+}
+
+std::string MigrationRecord::Emit() const {
+  YAML::Node root;
+  root["kind"] = kKind;
+  root["description"] =
+      "Written by handoff-agent when this node moved from prepared to migrated. Moving back to "
+      "prepared restores these images, flags and mounts. Do not edit.";
+  YAML::Node components(YAML::NodeType::Sequence);
+  for (const Entry& entry : entries_) {
+    YAML::Node item;
+    item["component"] = entry.component;
+    item["manifest"] = entry.manifest;
+    item["container"] = entry.container;
+    if (entry.volumes.IsDefined()) item["volumes"] = entry.volumes;
+    components.push_back(item);
+  }
+  root["components"] = components;
+  if (kubelet_flags_) {
+    YAML::Node flags(YAML::NodeType::Sequence);
+    for (const std::string& flag : *kubelet_flags_) flags.push_back(flag);
+    root["kubeletFlags"] = flags;
+  }
+  if (leader_migration_config_) {
+    root["leaderMigrationConfig"]["path"] = leader_migration_config_->path;
+    root["leaderMigrationConfig"]["content"] = leader_migration_config_->content;
+  }
+  return EmitYaml(root);
+}
+
+absl::StatusOr<MigrationRecord> MigrationRecord::Parse(std::string_view text,
+                                                       std::string_view source) {
+  absl::StatusOr<YAML::Node> root = LoadYaml(text, source);
+  if (!root.ok()) return root.status();
+  auto invalid = [&](std::string_view what) {
+    return absl::InvalidArgumentError(
+        StrCat(source, ": ", what,
+               "; the migration record is damaged, so handoff cannot "
+               "know what the node had before it moved (restore it from a backup)"));
+  };
+  const YAML::Node& doc = *root;
+  if (!doc.IsMap() || !doc["kind"].IsScalar() || doc["kind"].Scalar() != kKind) {
+    return invalid(StrCat("kind is not ", kKind));
+  }
+  MigrationRecord record;
+  const YAML::Node components = doc["components"];
+  if (!components.IsSequence()) return invalid("components must be a list");
+  for (size_t i = 0; i < components.size(); ++i) {
+    const YAML::Node item = components[i];
+    Entry entry;
+    if (!item["component"].IsScalar() || !item["container"].IsMap()) {
+      return invalid(StrCat("components[", i, "] needs component and container"));
+    }
+    entry.component = item["component"].Scalar();
+    entry.manifest = item["manifest"].IsScalar() ? item["manifest"].Scalar() : "";
+    entry.container = YAML::Clone(item["container"]);
+    if (item["volumes"].IsDefined()) entry.volumes = YAML::Clone(item["volumes"]);
+    record.entries_.push_back(std::move(entry));
+  }
+  if (doc["kubeletFlags"].IsDefined()) {
+    if (!doc["kubeletFlags"].IsSequence()) return invalid("kubeletFlags must be a list");
+    std::vector<std::string> flags;
+    for (const YAML::Node& flag : doc["kubeletFlags"]) flags.push_back(flag.Scalar());
+    record.kubelet_flags_ = flags;
+  }
+  if (doc["leaderMigrationConfig"].IsDefined()) {
+    const YAML::Node file = doc["leaderMigrationConfig"];
+    if (!file.IsMap() || !file["path"].IsScalar() || !file["content"].IsScalar()) {
+      return invalid("leaderMigrationConfig needs path and content");
+    }
+    record.leader_migration_config_ = File{file["path"].Scalar(), file["content"].Scalar()};
+  }
+  return record;
+}
+
+bool MigrationRecord::Has(std::string_view component) const {
+  for (const Entry& entry : entries_) {
+    if (entry.component == component) return true;
+  }
+  return false;
+}
+
+absl::Status MigrationRecord::Restore(std::string_view component, StaticPod& pod,
+                                      size_t container_index) const {
+  for (const Entry& entry : entries_) {
+    if (entry.component != component) continue;
+    YAML::Node spec = pod.node()["spec"];
+    YAML::Node container = spec["containers"][container_index];
+    for (const char* field : kContainerFields) {
+      if (entry.container[field].IsDefined()) {
+        container[field] = YAML::Clone(entry.container[field]);
+      } else if (container[field].IsDefined()) {
+        container.remove(field);
+      }
+    }
+    if (entry.volumes.IsDefined()) {
+      spec["volumes"] = YAML::Clone(entry.volumes);
+    } else if (spec["volumes"].IsDefined()) {
+      spec.remove("volumes");
+    }
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(StrCat("the migration record has no entry for ", component));
+}
+
+}  // namespace handoff

@@ -1,0 +1,106 @@
+#include "agent/engine/node_snapshot.h"
+
+#include "agent/base/strings.h"
+#include "agent/engine/migration_record.h"
+
+namespace handoff {
+namespace {
+
+// Reads a file that may be absent: nullopt when absent, an error for anything else.
+absl::StatusOr<std::optional<std::string>> ReadOptional(const FileSystem& fs,
+                                                        const std::string& path) {
+  absl::StatusOr<std::string> content = fs.ReadFile(path);
+  if (content.ok()) return std::optional<std::string>(*std::move(content));
+  if (absl::IsNotFound(content.status())) return std::optional<std::string>();
+  return content.status();
+}
+
+std::string JoinPath(std::string_view dir, std::string_view name) {
+  return EndsWith(dir, "/") ? StrCat(dir, name) : StrCat(dir, "/", name);
+}
+
+}  // namespace
+
+std::string MigrationRecordPath(const NodePaths& paths) {
+  return JoinPath(paths.state_dir, "migration-record.yaml");
+}
+
+std::optional<std::string> HostPathOf(const StaticPod& pod, size_t container,
+                                      std::string_view container_path) {
+  std::optional<HostPathMount> mount = pod.MountCovering(container, container_path);
+  if (!mount) return std::nullopt;
+  std::string_view rest =
+      container_path.substr(std::min(container_path.size(), mount->mount_path.size()));
+  if (rest.empty()) return mount->host_path;
+  return JoinPath(mount->host_path, StripPrefix(rest, "/"));
+}
+
+absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const FileSystem& fs, const NodePaths& paths) {
+  NodeSnapshot snapshot;
+  snapshot.paths = paths;
+  absl::StatusOr<std::vector<std::string>> names = fs.ListDirectory(paths.manifest_dir);
+  if (!names.ok()) {
+    return absl::FailedPreconditionError(
+        StrCat("cannot list the static pod manifest directory ", paths.manifest_dir, ": ",
+               names.status().message(), " (is this a control-plane node? set paths.manifestDir)"));
+  }
+  for (const std::string& name : *names) {
+    if (StartsWith(name, ".")) continue;  // the kubelet skips dotfiles
+    const std::string path = JoinPath(paths.manifest_dir, name);
+    absl::StatusOr<FileInfo> info = fs.Stat(path);
+    if (!info.ok()) return info.status();
+    if (info->is_directory) continue;
+    absl::StatusOr<std::string> content = fs.ReadFile(path);
+    if (!content.ok()) return content.status();
+    ManifestFile file;
+    file.path = path;
+    file.content = *std::move(content);
+    absl::StatusOr<StaticPod> pod = StaticPod::Parse(file.content, path);
+    if (pod.ok()) {
+      file.pod = *std::move(pod);
+    } else {
+      file.parse_error = std::string(pod.status().message());
+    }
+    snapshot.manifests.push_back(std::move(file));
+  }
+  if (!paths.kubelet_flags_file.empty()) {
+    absl::StatusOr<std::optional<std::string>> flags = ReadOptional(fs, paths.kubelet_flags_file);
+    if (!flags.ok()) return flags.status();
+    snapshot.kubelet_flags = *std::move(flags);
+  }
+  absl::StatusOr<std::optional<std::string>> config =
+      ReadOptional(fs, paths.leader_migration_config);
+  if (!config.ok()) return config.status();
+  snapshot.leader_migration_config = *std::move(config);
+  absl::StatusOr<std::optional<std::string>> record = ReadOptional(fs, MigrationRecordPath(paths));
+  if (!record.ok()) return record.status();
+  snapshot.migration_record = *std::move(record);
+
+  std::vector<std::string> referenced;
+  if (snapshot.migration_record) {
+    // Moving back restores the kube-controller-manager's own Leader Migration file.
+    absl::StatusOr<MigrationRecord> parsed = MigrationRecord::Parse(*snapshot.migration_record, "");
+    if (parsed.ok() && parsed->leader_migration_config()) {
+      referenced.push_back(parsed->leader_migration_config()->path);
+    }
+  }
+  for (const ManifestFile& file : snapshot.manifests) {
+    if (!file.pod) continue;
+    for (size_t c = 0; c < file.pod->ContainerNames().size(); ++c) {
+      std::optional<std::string> flag = file.pod->GetFlag(c, "leader-migration-config");
+      if (!flag) continue;
+      if (std::optional<std::string> host = HostPathOf(*file.pod, c, *flag)) {
+        referenced.push_back(*host);
+      }
+    }
+  }
+  for (const std::string& host : referenced) {
+    if (snapshot.referenced_files.count(host)) continue;
+    absl::StatusOr<std::optional<std::string>> content = ReadOptional(fs, host);
+    if (!content.ok()) return content.status();
+    snapshot.referenced_files[host] = *std::move(content);
+  }
+  return snapshot;
+}
+
+}  // namespace handoff

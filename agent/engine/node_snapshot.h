@@ -1,0 +1,59 @@
+// Everything handoff reads from one node, read once, so that classification and planning are
+// pure functions of it.
+#ifndef HANDOFF_AGENT_ENGINE_NODE_SNAPSHOT_H_
+#define HANDOFF_AGENT_ENGINE_NODE_SNAPSHOT_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/engine/settings.h"
+#include "agent/fs/file_system.h"
+#include "agent/manifest/static_pod.h"
+
+namespace handoff {
+
+inline constexpr std::string_view kKubeApiserver = "kube-apiserver";
+inline constexpr std::string_view kKubeControllerManager = "kube-controller-manager";
+inline constexpr std::string_view kKubeScheduler = "kube-scheduler";
+inline constexpr std::string_view kCloudControllerManager = "cloud-controller-manager";
+inline constexpr std::string_view kKubelet = "kubelet";
+
+// One file the kubelet loads from the manifest directory.
+struct ManifestFile {
+  std::string path;
+  std::string content;
+  std::optional<StaticPod> pod;  // nullopt when the file does not parse as a pod
+  std::string parse_error;
+};
+
+struct NodeSnapshot {
+  NodePaths paths;
+  // Every file the kubelet would load: all names in the manifest dir not starting with "." (the
+  // kubelet applies no extension filter: pkg/kubelet/config/file.go), sorted by name.
+  std::vector<ManifestFile> manifests;
+  std::optional<std::string> kubelet_flags;            // when managed and present
+  std::optional<std::string> leader_migration_config;  // paths.leader_migration_config
+  std::optional<std::string> migration_record;         // MigrationRecordPath(paths)
+  // Host files the manifests point at that handoff must check: the host side of every
+  // --leader-migration-config, and the file the migration record restores; by host path,
+  // nullopt when missing.
+  std::map<std::string, std::optional<std::string>> referenced_files;
+};
+
+// Where the record of a node's pre-migration images and flags lives.
+std::string MigrationRecordPath(const NodePaths& paths);
+// The host path of a file a container sees at `container_path`, through `pod`'s mounts.
+std::optional<std::string> HostPathOf(const StaticPod& pod, size_t container,
+                                      std::string_view container_path);
+
+// Reads the node. Fails only when the manifest directory cannot be listed or a present file
+// cannot be read; content problems are left to Classify.
+absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const FileSystem& fs, const NodePaths& paths);
+
+}  // namespace handoff
+
+#endif  // HANDOFF_AGENT_ENGINE_NODE_SNAPSHOT_H_

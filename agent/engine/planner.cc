@@ -1,0 +1,482 @@
+#include "agent/engine/planner.h"
+
+#include <map>
+
+#include "agent/base/strings.h"
+#include "agent/engine/ccm_template.h"
+#include "agent/engine/migration_record.h"
+#include "agent/leadermigration/config.h"
+#include "agent/manifest/feature_gates.h"
+#include "agent/manifest/kubelet_flags.h"
+
+namespace handoff {
+namespace {
+
+namespace lm = leadermigration;
+
+absl::Status Precondition(const std::string& what) { return absl::FailedPreconditionError(what); }
+
+std::string JoinPath(std::string_view dir, std::string_view name) {
+  return StrCat(dir, EndsWith(dir, "/") ? "" : "/", name);
+}
+
+// The files a snapshot knows, by path, for re-reading a node after a plan.
+std::map<std::string, std::optional<std::string>> KnownFiles(const NodeSnapshot& snapshot) {
+  std::map<std::string, std::optional<std::string>> files;
+  for (const ManifestFile& file : snapshot.manifests) files[file.path] = file.content;
+  if (!snapshot.paths.kubelet_flags_file.empty()) {
+    files[snapshot.paths.kubelet_flags_file] = snapshot.kubelet_flags;
+  }
+  files[snapshot.paths.leader_migration_config] = snapshot.leader_migration_config;
+  files[MigrationRecordPath(snapshot.paths)] = snapshot.migration_record;
+  for (const auto& [path, content] : snapshot.referenced_files) files[path] = content;
+  return files;
+}
+
+}  // namespace
+
+// The node as it would be after `plan`, re-read from the planned contents.
+NodeSnapshot SnapshotAfter(const NodeSnapshot& snapshot, const Plan& plan) {
+  std::map<std::string, std::optional<std::string>> files = KnownFiles(snapshot);
+  for (const FileChange& change : plan.changes) files[change.path] = change.after;
+  NodeSnapshot after;
+  after.paths = snapshot.paths;
+  const std::string prefix = JoinPath(snapshot.paths.manifest_dir, "");
+  for (const auto& [path, content] : files) {
+    if (!content || !StartsWith(path, prefix) ||
+        path.find('/', prefix.size()) != std::string::npos ||
+        StartsWith(path.substr(prefix.size()), ".")) {
+      continue;
+    }
+    ManifestFile file;
+    file.path = path;
+    file.content = *content;
+    absl::StatusOr<StaticPod> pod = StaticPod::Parse(*content, path);
+    if (pod.ok()) {
+      file.pod = *std::move(pod);
+    } else {
+      file.parse_error = std::string(pod.status().message());
+    }
+    after.manifests.push_back(std::move(file));
+  }
+  if (!snapshot.paths.kubelet_flags_file.empty()) {
+    after.kubelet_flags = files[snapshot.paths.kubelet_flags_file];
+  }
+  after.leader_migration_config = files[snapshot.paths.leader_migration_config];
+  after.migration_record = files[MigrationRecordPath(snapshot.paths)];
+  for (const ManifestFile& file : after.manifests) {
+    if (!file.pod) continue;
+    for (size_t c = 0; c < file.pod->ContainerNames().size(); ++c) {
+      std::optional<std::string> flag = file.pod->GetFlag(c, "leader-migration-config");
+      if (!flag) continue;
+      if (std::optional<std::string> host = HostPathOf(*file.pod, c, *flag)) {
+        auto known = files.find(*host);
+        after.referenced_files[*host] = known == files.end() ? std::nullopt : known->second;
+      }
+    }
+  }
+  return after;
+}
+
+namespace {
+
+class Planner {
+ public:
+  Planner(const NodeSnapshot& snapshot, const Classification& current, const Settings& settings)
+      : snapshot_(snapshot), current_(current), settings_(settings), view_(current.view) {}
+
+  absl::StatusOr<Plan> Run(NodeState target) {
+    plan_.from = current_.state;
+    plan_.to = target;
+    if (current_.state == NodeState::kInconsistent) {
+      return Precondition(StrCat("the node is inconsistent, so handoff will not change it:\n  - ",
+                                 StrJoin(current_.problems, "\n  - ")));
+    }
+    if (target == current_.state) return plan_;
+    if (!AreAdjacent(current_.state, target)) {
+      return Precondition(
+          StrCat("the node is ", NodeStateName(current_.state), " and ", NodeStateName(target),
+                 " is not one step away; move one step at a time (in-tree ⇄ prepared ⇄ migrated ⇄ "
+                 "finalized)"));
+    }
+    absl::Status status;
+    switch (target) {
+      case NodeState::kPrepared:
+        status = current_.state == NodeState::kInTree ? Prepare() : MigratedToPrepared();
+        break;
+      case NodeState::kInTree:
+        status = PreparedToInTree();
+        break;
+      case NodeState::kMigrated:
+        status = current_.state == NodeState::kPrepared ? Migrate() : FinalizedToMigrated();
+        break;
+      case NodeState::kFinalized:
+        status = Finalize();
+        break;
+      case NodeState::kInconsistent:
+        status = absl::InvalidArgumentError("not a target");
+        break;
+    }
+    if (!status.ok()) return status;
+    return CheckOutcome();
+  }
+
+ private:
+  // The file's current text, if it exists.
+  std::optional<std::string> Current(const std::string& path) const {
+    std::map<std::string, std::optional<std::string>> files = KnownFiles(snapshot_);
+    auto it = files.find(path);
+    return it == files.end() ? std::nullopt : it->second;
+  }
+
+  void Write(const std::string& path, std::optional<std::string> after, std::string component) {
+    std::optional<std::string> before = Current(path);
+    if (before == after) return;
+    plan_.changes.push_back(
+        FileChange{path, std::move(before), std::move(after), std::move(component)});
+  }
+
+  absl::Status WriteManifest(const ComponentView& view, const StaticPod& pod) {
+    absl::Status valid = pod.Validate();
+    if (!valid.ok()) {
+      return absl::InternalError(
+          StrCat("the planned manifest is not a valid Pod: ", valid.message()));
+    }
+    // A file whose meaning does not change is left alone, even when handoff would lay it out
+    // differently: rewriting it would change nothing for the kubelet.
+    if (pod.SemanticallyEquals(view.pod)) return absl::OkStatus();
+    Write(view.path, pod.Emit(), view.component);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<KubeVersion> VersionOf(const ComponentView& view) const {
+    if (view.version) return *view.version;
+    return absl::InvalidArgumentError(
+        StrCat(view.path, ": the image ", view.pod.Image(view.container),
+               " does not name a Kubernetes version, which the Leader Migration file depends on "
+               "(controller names and apiVersion differ by version); use an image tagged vX.Y.Z"));
+  }
+
+  absl::StatusOr<std::string> RenderConfig(lm::Component reader, const KubeVersion& version) const {
+    lm::RenderOptions options;
+    options.reader = reader;
+    options.reader_version = version;
+    options.wildcard = settings_.wildcard;
+    options.include_nodeipam = settings_.migrate_nodeipam;
+    options.leader_name = settings_.leader_name;
+    return lm::Render(options);
+  }
+
+  // The file mount that carries `path` into the container, when it is a mount of that file alone
+  // (a directory mount such as /etc/kubernetes is never removed).
+  static std::optional<HostPathMount> FileMount(const ComponentView& view,
+                                                const std::string& path) {
+    std::optional<HostPathMount> mount = view.pod.MountCovering(view.container, path);
+    if (mount && mount->mount_path == path) return mount;
+    return std::nullopt;
+  }
+
+  // Removes Leader Migration from a manager: both flags, the file's mount, the feature gate.
+  static void DisableLeaderMigration(const ComponentView& view, StaticPod& pod) {
+    if (std::optional<std::string> config = view.Flag("leader-migration-config")) {
+      if (std::optional<HostPathMount> mount = FileMount(view, *config))
+        pod.RemoveVolume(mount->name);
+    }
+    pod.RemoveFlag(view.container, "enable-leader-migration");
+    pod.RemoveFlag(view.container, "leader-migration-config");
+    if (std::optional<std::string> gates = view.Flag("feature-gates")) {
+      FeatureGates parsed(*gates);
+      if (parsed.Remove(kLeaderMigrationFeatureGate)) {
+        if (parsed.empty()) {
+          pod.RemoveFlag(view.container, "feature-gates");
+        } else {
+          pod.SetFlag(view.container, "feature-gates", parsed.ToString());
+        }
+      }
+    }
+  }
+
+  absl::Status EnableLeaderMigration(const ComponentView& view, StaticPod& pod) const {
+    const std::string& path = settings_.paths.leader_migration_config;
+    pod.SetFlag(view.container, "enable-leader-migration", std::nullopt);
+    pod.SetFlag(view.container, "leader-migration-config", path);
+    if (view.version && !view.version->AtLeast(1, 22)) {
+      // Alpha and off by default in 1.21 only; 1.22+ has it on, 1.27 removed it.
+      FeatureGates gates(view.Flag("feature-gates").value_or(""));
+      gates.Set(kLeaderMigrationFeatureGate, "true");
+      pod.SetFlag(view.container, "feature-gates", gates.ToString());
+    }
+    return pod.EnsureHostPathMount(
+        view.container,
+        HostPathMount{std::string(kLeaderMigrationVolume), path, "File", path, true});
+  }
+
+  absl::Status Prepare() {
+    const ComponentView& kcm = *view_.controller_manager;
+    if (!kcm.LeaderElect()) {
+      return Precondition(StrCat(
+          kcm.path,
+          ": kube-controller-manager has --leader-elect=false; Leader Migration needs "
+          "leader election (without it the flag is silently ignored). Remove --leader-elect=false "
+          "first"));
+    }
+    absl::StatusOr<KubeVersion> version = VersionOf(kcm);
+    if (!version.ok()) return version.status();
+    absl::StatusOr<std::string> config =
+        RenderConfig(lm::Component::kKubeControllerManager, *version);
+    if (!config.ok()) return config.status();
+    StaticPod pod = kcm.pod;
+    absl::Status enabled = EnableLeaderMigration(kcm, pod);
+    if (!enabled.ok()) return enabled;
+    Write(settings_.paths.leader_migration_config, *config, "");
+    return WriteManifest(kcm, pod);
+  }
+
+  absl::Status PreparedToInTree() {
+    const ComponentView& kcm = *view_.controller_manager;
+    StaticPod pod = kcm.pod;
+    DisableLeaderMigration(kcm, pod);
+    absl::Status written = WriteManifest(kcm, pod);
+    if (!written.ok()) return written;
+    if (std::optional<std::string> used = kcm.Flag("leader-migration-config");
+        used && *used != settings_.paths.leader_migration_config) {
+      plan_.notes.push_back(StrCat("kube-controller-manager read its Leader Migration file at ",
+                                   *used, "; handoff leaves that file in place"));
+    }
+    Write(settings_.paths.leader_migration_config, std::nullopt, "");
+    return absl::OkStatus();
+  }
+
+  // The image for `component` at the target version, or its current image when no target is set.
+  absl::StatusOr<std::string> TargetImage(const ComponentView& view) const {
+    const std::string current = view.pod.Image(view.container);
+    if (auto it = settings_.images.find(view.component); it != settings_.images.end()) {
+      return it->second;
+    }
+    if (!settings_.k8s_version) return current;
+    const KubeVersion& target = *settings_.k8s_version;
+    if (target.patch < 0) {
+      return absl::InvalidArgumentError(StrCat("--k8s-version ", target.ToString(),
+                                               " needs a patch number to tag images (e.g. ",
+                                               target.ToString(), ".0)"));
+    }
+    if (view.version && target.AtLeast(view.version->major, view.version->minor) == false) {
+      return absl::InvalidArgumentError(
+          StrCat("--k8s-version ", target.ToString(), " is older than ", view.component, " ",
+                 view.version->ToString(), " (", view.path, "); --k8s-version names version N+1"));
+    }
+    ImageRef ref = ImageRef::Parse(current);
+    if (ref.tag.empty()) {
+      return absl::InvalidArgumentError(StrCat(view.path, ": image ", current,
+                                               " has no tag to replace; set images.",
+                                               view.component, " in the settings file"));
+    }
+    return ref.WithTag(target.ToString());
+  }
+
+  absl::StatusOr<StaticPod> Retagged(const ComponentView& view) const {
+    absl::StatusOr<std::string> image = TargetImage(view);
+    if (!image.ok()) return image.status();
+    StaticPod pod = view.pod;
+    pod.SetImage(view.container, *image);
+    return pod;
+  }
+
+  absl::StatusOr<std::optional<std::string>> KubeletExternal() const {
+    if (!snapshot_.kubelet_flags) return std::optional<std::string>();
+    absl::StatusOr<KubeletFlagsFile> file =
+        KubeletFlagsFile::Parse(*snapshot_.kubelet_flags, settings_.paths.kubelet_flags_file);
+    if (!file.ok()) return file.status();
+    file->flags().Set("cloud-provider", "external");
+    file->flags().Remove("cloud-config");
+    return std::optional<std::string>(file->Emit());
+  }
+
+  absl::Status Migrate() {
+    const ComponentView& kcm = *view_.controller_manager;
+    // The cloud-controller-manager is built from the kube-controller-manager as it runs now.
+    const std::string ccm_path =
+        JoinPath(settings_.paths.manifest_dir, "cloud-controller-manager.yaml");
+    absl::StatusOr<StaticPod> ccm = BuildCloudControllerManager(kcm, settings_, ccm_path, true);
+    if (!ccm.ok()) return ccm.status();
+    absl::StatusOr<KubeVersion> ccm_version = KubeVersion::FromImage(settings_.ccm.image);
+    if (!ccm_version.ok()) {
+      if (!settings_.k8s_version) {
+        return absl::InvalidArgumentError(StrCat("the cloud-controller-manager image ",
+                                                 settings_.ccm.image,
+                                                 " does not name its Kubernetes version; pass "
+                                                 "--k8s-version so the Leader Migration file "
+                                                 "uses its controller names"));
+      }
+      ccm_version = *settings_.k8s_version;
+    }
+    absl::StatusOr<std::string> config =
+        RenderConfig(lm::Component::kCloudControllerManager, *ccm_version);
+    if (!config.ok()) return config.status();
+    if (settings_.paths.kubelet_flags_file.empty()) {
+      plan_.notes.push_back(
+          "the kubelet's flags are not managed here (paths.kubeletFlagsFile is "
+          "empty): give the kubelet --cloud-provider=external yourself");
+    } else if (!snapshot_.kubelet_flags) {
+      return Precondition(StrCat(settings_.paths.kubelet_flags_file,
+                                 " does not exist, so the kubelet cannot be given "
+                                 "--cloud-provider=external; set paths.kubeletFlagsFile (or "
+                                 "\"\" to manage the kubelet yourself)"));
+    }
+    absl::StatusOr<std::optional<std::string>> kubelet = KubeletExternal();
+    if (!kubelet.ok()) return kubelet.status();
+
+    std::optional<std::vector<std::string>> kubelet_flags;
+    if (snapshot_.kubelet_flags) {
+      kubelet_flags = KubeletFlagsFile::Parse(*snapshot_.kubelet_flags, "")->flags().items();
+    }
+    std::optional<MigrationRecord::File> kcm_config;
+    if (std::optional<std::string> used = kcm.Flag("leader-migration-config")) {
+      std::optional<std::string> host = HostPathOf(kcm.pod, kcm.container, *used);
+      std::optional<std::string> content = host ? Current(*host) : std::nullopt;
+      if (content) kcm_config = MigrationRecord::File{*host, *content};
+    }
+    MigrationRecord record = MigrationRecord::Capture(view_, kubelet_flags, kcm_config);
+    Write(MigrationRecordPath(settings_.paths), record.Emit(), "");
+
+    if (view_.apiserver) {
+      absl::StatusOr<StaticPod> pod = Retagged(*view_.apiserver);
+      if (!pod.ok()) return pod.status();
+      pod->SetFlag(view_.apiserver->container, "cloud-provider", "external");
+      pod->RemoveFlag(view_.apiserver->container, "cloud-config");
+      absl::Status written = WriteManifest(*view_.apiserver, *pod);
+      if (!written.ok()) return written;
+    }
+    absl::StatusOr<StaticPod> kcm_pod = Retagged(kcm);
+    if (!kcm_pod.ok()) return kcm_pod.status();
+    DisableLeaderMigration(kcm, *kcm_pod);
+    kcm_pod->SetFlag(kcm.container, "cloud-provider", "external");
+    kcm_pod->RemoveFlag(kcm.container, "cloud-config");
+    if (!settings_.external_cloud_volume_plugin.empty()) {
+      kcm_pod->SetFlag(kcm.container, "external-cloud-volume-plugin",
+                       settings_.external_cloud_volume_plugin);
+    }
+    if (settings_.migrate_nodeipam) {
+      // The cloud-controller-manager's Node IPAM takes over; kube-controller-manager must not run
+      // its own ("nodeipam" stays accepted as an alias of node-ipam-controller from 1.28).
+      std::string controllers = kcm.Flag("controllers").value_or("*");
+      if (controllers.find("-nodeipam") == std::string::npos) controllers += ",-nodeipam";
+      kcm_pod->SetFlag(kcm.container, "controllers", controllers);
+      plan_.notes.push_back(
+          "nodeipam: make sure the cloud-controller-manager runs its Node IPAM "
+          "controller (cloudControllerManager.extraArgs)");
+    }
+    absl::Status written = WriteManifest(kcm, *kcm_pod);
+    if (!written.ok()) return written;
+    if (view_.scheduler) {
+      absl::StatusOr<StaticPod> pod = Retagged(*view_.scheduler);
+      if (!pod.ok()) return pod.status();
+      written = WriteManifest(*view_.scheduler, *pod);
+      if (!written.ok()) return written;
+    }
+    Write(settings_.paths.leader_migration_config, *config, "");
+    Write(ccm_path, ccm->Emit(), std::string(kCloudControllerManager));
+    if (*kubelet) Write(settings_.paths.kubelet_flags_file, **kubelet, std::string(kKubelet));
+    return absl::OkStatus();
+  }
+
+  absl::Status MigratedToPrepared() {
+    const std::string record_path = MigrationRecordPath(settings_.paths);
+    if (!snapshot_.migration_record) {
+      return Precondition(StrCat(
+          "there is no migration record at ", record_path,
+          ", so handoff does not know which images and flags this node had before it moved to "
+          "migrated, and it never guesses them. Restore the manifests from a backup (handoff-agent "
+          "backups), or write the prepared manifests by hand"));
+    }
+    absl::StatusOr<MigrationRecord> record =
+        MigrationRecord::Parse(*snapshot_.migration_record, record_path);
+    if (!record.ok()) return record.status();
+    if (!record->Has(kKubeControllerManager)) {
+      return Precondition(StrCat(record_path, " has no kube-controller-manager entry"));
+    }
+    // Moving back is the forward move in reverse order.
+    if (record->kubelet_flags() && snapshot_.kubelet_flags) {
+      absl::StatusOr<KubeletFlagsFile> file =
+          KubeletFlagsFile::Parse(*snapshot_.kubelet_flags, settings_.paths.kubelet_flags_file);
+      if (!file.ok()) return file.status();
+      file->flags() = FlagList(*record->kubelet_flags());
+      Write(settings_.paths.kubelet_flags_file, file->Emit(), std::string(kKubelet));
+    }
+    const ComponentView& ccm = *view_.cloud_controller_manager;
+    Write(ccm.path, std::nullopt, ccm.component);
+    // The cloud-controller-manager's file goes; the kube-controller-manager's comes back where
+    // it was (the same path unless the node had its own before handoff prepared it).
+    const std::optional<MigrationRecord::File>& kcm_config = record->leader_migration_config();
+    if (!kcm_config || kcm_config->path != settings_.paths.leader_migration_config) {
+      Write(settings_.paths.leader_migration_config, std::nullopt, "");
+    }
+    if (kcm_config) Write(kcm_config->path, kcm_config->content, "");
+    for (const std::optional<ComponentView>* component :
+         {&view_.scheduler, &view_.controller_manager, &view_.apiserver}) {
+      if (!*component || !record->Has((*component)->component)) continue;
+      StaticPod pod = (*component)->pod;
+      absl::Status restored =
+          record->Restore((*component)->component, pod, (*component)->container);
+      if (!restored.ok()) return restored;
+      absl::Status written = WriteManifest(**component, pod);
+      if (!written.ok()) return written;
+    }
+    Write(record_path, std::nullopt, "");
+    return absl::OkStatus();
+  }
+
+  absl::Status Finalize() {
+    const ComponentView& ccm = *view_.cloud_controller_manager;
+    StaticPod pod = ccm.pod;
+    DisableLeaderMigration(ccm, pod);
+    absl::Status written = WriteManifest(ccm, pod);
+    if (!written.ok()) return written;
+    Write(settings_.paths.leader_migration_config, std::nullopt, "");
+    return absl::OkStatus();
+  }
+
+  absl::Status FinalizedToMigrated() {
+    const ComponentView& ccm = *view_.cloud_controller_manager;
+    absl::StatusOr<KubeVersion> version = VersionOf(ccm);
+    if (!version.ok()) return version.status();
+    absl::StatusOr<std::string> config =
+        RenderConfig(lm::Component::kCloudControllerManager, *version);
+    if (!config.ok()) return config.status();
+    StaticPod pod = ccm.pod;
+    absl::Status enabled = EnableLeaderMigration(ccm, pod);
+    if (!enabled.ok()) return enabled;
+    Write(settings_.paths.leader_migration_config, *config, "");
+    return WriteManifest(ccm, pod);
+  }
+
+  // Every plan is checked by classifying the node it would leave behind.
+  absl::StatusOr<Plan> CheckOutcome() {
+    Classification after = Classify(SnapshotAfter(snapshot_, plan_));
+    if (after.state != plan_.to) {
+      return absl::InternalError(
+          StrCat("the planned files would leave the node ", NodeStateName(after.state), ", not ",
+                 NodeStateName(plan_.to), "; nothing will be written. Reasons:\n  - ",
+                 StrJoin(after.problems, "\n  - ")));
+    }
+    return plan_;
+  }
+
+  const NodeSnapshot& snapshot_;
+  const Classification& current_;
+  const Settings& settings_;
+  const NodeView& view_;
+  Plan plan_;
+};
+
+}  // namespace
+
+absl::StatusOr<Plan> PlanTransition(const NodeSnapshot& snapshot, const Classification& current,
+                                    NodeState target, const Settings& settings) {
+  if (target == NodeState::kInconsistent) {
+    return absl::InvalidArgumentError("inconsistent is not a state a node can be moved to");
+  }
+  return Planner(snapshot, current, settings).Run(target);
+}
+
+}  // namespace handoff

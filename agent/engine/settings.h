@@ -1,0 +1,57 @@
+// What an operator can set for a migration: where a node keeps its files, the target version,
+// the cloud-controller-manager to run and the Leader Migration options. One settings file (and
+// the same command-line options) serves every step; a step ignores what it does not need.
+#ifndef HANDOFF_AGENT_ENGINE_SETTINGS_H_
+#define HANDOFF_AGENT_ENGINE_SETTINGS_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "agent/base/kube_version.h"
+
+namespace handoff {
+
+struct NodePaths {
+  std::string manifest_dir = "/etc/kubernetes/manifests";
+  // Empty: the kubelet's flags are not managed by handoff (e.g. RKE2, where the supervisor
+  // writes them); the operator sets the kubelet's --cloud-provider.
+  std::string kubelet_flags_file = "/var/lib/kubelet/kubeadm-flags.env";
+  // The same path on the host and inside the managers' containers.
+  std::string leader_migration_config = "/etc/leadermigration.conf";
+  std::string state_dir = "/var/lib/handoff";
+};
+
+struct CloudControllerManagerSettings {
+  std::string image;                   // required to create the CCM (migrated)
+  std::string cloud_provider = "aws";  // its --cloud-provider ("aws" or "aws/v2")
+  std::string kubeconfig;              // "" = the kube-controller-manager's --kubeconfig
+  std::string cluster_cidr;            // set with configure_cloud_routes
+  bool configure_cloud_routes = false;
+  std::map<std::string, std::string> extra_args;  // flag name (no dashes) → value; "" = bare
+};
+
+struct Settings {
+  NodePaths paths;
+  std::optional<KubeVersion> k8s_version;  // version N+1 of the control plane
+  std::string leader_name = "cloud-provider-extraction-migration";
+  bool wildcard = false;          // component "*" in /etc/leadermigration.conf
+  bool migrate_nodeipam = false;  // move the Node IPAM controller too
+  // --external-cloud-volume-plugin for the external kube-controller-manager ("aws" when volumes
+  // are not on CSI migration); "" = not set.
+  std::string external_cloud_volume_plugin;
+  CloudControllerManagerSettings ccm;
+  // Full image per component ("kube-apiserver", "kube-controller-manager", "kube-scheduler"),
+  // used instead of re-tagging with k8s_version (for registries whose tags are not vX.Y.Z).
+  std::map<std::string, std::string> images;
+};
+
+// Parses a settings file. Unknown keys are errors that name the file and the key path, so a typo
+// never silently falls back to a default.
+absl::StatusOr<Settings> ParseSettings(std::string_view text, std::string_view source);
+
+}  // namespace handoff
+
+#endif  // HANDOFF_AGENT_ENGINE_SETTINGS_H_

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages handoff builds and tests with (run as root). Every library comes
+# from Debian; README.md "Dependencies" says why each one is here.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libyaml-cpp-dev          # static pod manifests, settings, LeaderMigrationConfiguration
+  libabsl-dev              # absl::Status / StatusOr: errors as values
+  libspdlog-dev            # logging
+  libboost-filesystem-dev  # directory listing for the node file system
+  libcli11-dev             # command lines and --help
+  nlohmann-json3-dev       # status -o json
+  libdtl-dev               # unified diffs of planned files
+  libgtest-dev libgmock-dev
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$package")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing ${missing[*]}; run this script as root (it uses apt-get)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

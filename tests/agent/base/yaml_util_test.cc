@@ -1,0 +1,467 @@
+#include "agent/base/yaml_util.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace handoff {
+namespace {
+
+using ::testing::StartsWith;
+
+std::string ReadTestData(const std::string& relative) {
+  std::ifstream in(std::string(HANDOFF_TESTDATA_DIR) + "/" + relative, std::ios::binary);
+  EXPECT_TRUE(in) << "cannot open testdata " << relative;
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+const std::vector<std::string>& KubeadmManifests() {
+  static const std::vector<std::string> kFiles = {
+      "nodes/kubeadm/etc/kubernetes/manifests/kube-apiserver.yaml",
+      "nodes/kubeadm/etc/kubernetes/manifests/kube-controller-manager.yaml",
+      "nodes/kubeadm/etc/kubernetes/manifests/kube-scheduler.yaml",
+  };
+  return kFiles;
+}
+
+const std::vector<std::string>& AllFixtures() {
+  static const std::vector<std::string> kFiles = [] {
+    std::vector<std::string> files = KubeadmManifests();
+    files.push_back("manifests/kube-controller-manager-args.yaml");
+    files.push_back("manifests/kube-controller-manager-split.yaml");
+    files.push_back("manifests/quoted-scalars.yaml");
+    return files;
+  }();
+  return kFiles;
+}
+
+YAML::Node Load(const std::string& text) {
+  absl::StatusOr<YAML::Node> node = LoadYaml(text, "test.yaml");
+  EXPECT_TRUE(node.ok()) << node.status();
+  return node.ok() ? *node : YAML::Node();
+}
+
+// A one-key map holding `value` as a string built in code.
+std::string EmitString(const std::string& value) {
+  YAML::Node node;
+  node["k"] = value;
+  return EmitYaml(node);
+}
+
+// --- LoadYaml ---------------------------------------------------------------------------------
+
+TEST(LoadYamlTest, SyntaxErrorNamesSourceLineAndColumnOneBased) {
+  absl::Status status = LoadYaml("a: b\n  c: d\n", "kcm.yaml").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  // Line 2, column 4 is the ':' after "c", which cannot start a map inside a scalar.
+  EXPECT_EQ(status.message(), "kcm.yaml:2:4: illegal map value");
+}
+
+TEST(LoadYamlTest, SyntaxErrorOnTheFirstLine) {
+  absl::Status status = LoadYaml("a: b: c\n", "f.yaml").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "f.yaml:1:5: illegal map value");
+}
+
+TEST(LoadYamlTest, UnclosedFlowIsReportedWhereTheInputEnds) {
+  EXPECT_EQ(LoadYaml("[a, b\n", "f.yaml").status().message(),
+            "f.yaml:2:1: end of sequence flow not found");
+}
+
+TEST(LoadYamlTest, TabIndentation) {
+  EXPECT_EQ(LoadYaml("a: 1\n\tb: 2\n", "f.yaml").status().message(),
+            "f.yaml:2:1: illegal tab when looking for indentation");
+}
+
+TEST(LoadYamlTest, UnknownAliasPointsAtIt) {
+  absl::Status status = LoadYaml("a: 1\nb: *missing\n", "f.yaml").status();
+  EXPECT_EQ(status.message(), "f.yaml:2:4: the referenced anchor is not defined");
+}
+
+TEST(LoadYamlTest, EmptyDocumentIsAnError) {
+  for (const char* text : {"", "\n", "# just a comment\n", "---\n", "~\n"}) {
+    absl::Status status = LoadYaml(text, "empty.yaml").status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_EQ(status.message(), "empty.yaml: the file holds no YAML document") << text;
+  }
+}
+
+TEST(LoadYamlTest, DuplicateKeyIsRejectedWithItsName) {
+  absl::Status status = LoadYaml("a: 1\nb:\n  x: 1\n  x: 2\n", "dup.yaml").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "dup.yaml:4:3: duplicate key 'x'; Kubernetes rejects it, keep one");
+}
+
+TEST(LoadYamlTest, DuplicateKeysAnywhereAreRejected) {
+  EXPECT_EQ(LoadYaml("name: a\nname: b\n", "f").status().message(),
+            "f:2:1: duplicate key 'name'; Kubernetes rejects it, keep one");
+  // A quoted and a plain spelling are the same key.
+  EXPECT_EQ(LoadYaml("name: a\n\"name\": b\n", "f").status().message(),
+            "f:2:1: duplicate key 'name'; Kubernetes rejects it, keep one");
+  EXPECT_EQ(LoadYaml("items:\n- {x: 1}\n- y: 1\n  y: 2\n", "f").status().message(),
+            "f:4:3: duplicate key 'y'; Kubernetes rejects it, keep one");
+  EXPECT_EQ(LoadYaml("a: {b: 1, b: 2}\n", "f").status().message(),
+            "f:1:11: duplicate key 'b'; Kubernetes rejects it, keep one");
+}
+
+TEST(LoadYamlTest, SameKeyInDifferentMapsIsFine) {
+  EXPECT_TRUE(LoadYaml("a:\n  name: x\nb:\n  name: y\nname: z\n", "f").ok());
+}
+
+TEST(LoadYamlTest, SecondDocumentIsRejectedNotDropped) {
+  absl::Status status = LoadYaml("---\na: 1\n---\nb: 2\n", "two.yaml").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "two.yaml:4:1: a second YAML document starts here; the file must hold exactly one");
+}
+
+TEST(LoadYamlTest, TextAfterTopLevelSequenceIsRejectedNotDropped) {
+  // yaml-cpp's YAML::Load returns ["a"] here and forgets "b: c".
+  absl::Status status = LoadYaml("- a\nb: c\n", "f.yaml").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), StartsWith("f.yaml:2:1: "));
+}
+
+TEST(LoadYamlTest, TrailingEmptyDocumentIsAccepted) {
+  absl::StatusOr<YAML::Node> node = LoadYaml("---\na: 1\n---\n", "f");
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ((*node)["a"].Scalar(), "1");
+}
+
+// --- EmitYaml ---------------------------------------------------------------------------------
+
+TEST(EmitYamlTest, ReproducesKubeadmManifestsByteForByte) {
+  for (const std::string& file : KubeadmManifests()) {
+    const std::string text = ReadTestData(file);
+    ASSERT_FALSE(text.empty()) << file;
+    EXPECT_EQ(EmitYaml(Load(text)), text) << file;
+  }
+}
+
+TEST(EmitYamlTest, ReproducesCanonicalFixturesByteForByte) {
+  for (const std::string& file : AllFixtures()) {
+    const std::string text = ReadTestData(file);
+    EXPECT_EQ(EmitYaml(Load(text)), text) << file;
+  }
+}
+
+TEST(EmitYamlTest, EmitThenReloadIsSemanticallyEqualForAllFixtures) {
+  for (const std::string& file : AllFixtures()) {
+    const YAML::Node original = Load(ReadTestData(file));
+    const std::string emitted = EmitYaml(original);
+    const YAML::Node reloaded = Load(emitted);
+    EXPECT_TRUE(SemanticallyEqual(original, reloaded)) << file;
+    EXPECT_EQ(EmitYaml(reloaded), emitted) << file;
+  }
+}
+
+TEST(EmitYamlTest, SameTreeGivesSameBytes) {
+  const YAML::Node node = Load(ReadTestData(KubeadmManifests()[1]));
+  EXPECT_EQ(EmitYaml(node), EmitYaml(YAML::Clone(node)));
+}
+
+TEST(EmitYamlTest, QuotedStringsThatYaml11WouldMisreadStayQuoted) {
+  for (const char* value : {"true",       "True",
+                            "on",         "yes",
+                            "Y",          "n",
+                            "off",        "10",
+                            "-3",         "1e3",
+                            "0x1F",       "0X1F",
+                            "0o17",       "017",
+                            "1_000",      ".5",
+                            "+.inf",      ".NaN",
+                            "",           "*",
+                            "&a",         "!tag",
+                            "null",       "~",
+                            "2024-01-02", "2024-01-02T10:00:00Z",
+                            "12:30",      "- item",
+                            "key: value", "#comment",
+                            "trailing ",  " leading",
+                            "<<"}) {
+    const std::string quoted = "\"" + std::string(value) + "\"";
+    // Quoted in the source...
+    EXPECT_EQ(EmitYaml(Load("k: " + quoted + "\n")), "k: " + quoted + "\n") << value;
+    // ... or built as a string in code.
+    const std::string emitted = EmitString(value);
+    EXPECT_EQ(emitted, "k: " + quoted + "\n") << value;
+    const YAML::Node reloaded = Load(emitted);
+    EXPECT_TRUE(IsStringScalar(reloaded["k"])) << value;
+    EXPECT_EQ(reloaded["k"].Scalar(), value);
+  }
+}
+
+TEST(EmitYamlTest, SingleQuotedStringsBecomeDoubleQuotedOnlyWhenNeeded) {
+  EXPECT_EQ(EmitYaml(Load("a: 'on'\nb: 'plain'\n")), "a: \"on\"\nb: plain\n");
+}
+
+TEST(EmitYamlTest, StringsAYaml11ReaderKeepsAsStringsStayPlain) {
+  for (const char* value :
+       {"127.0.0.1", "250m", "--flag=value", "v1.27.3", "10.0.1.10:6443", "https://127.0.0.1:2379",
+        "Node,RBAC", "/etc/kubernetes/pki", "kube-system", "1.2.3", "0x", "yes-word", "-flag",
+        "say \"hi\"", "a#b"}) {
+    EXPECT_EQ(EmitString(value), "k: " + std::string(value) + "\n") << value;
+    EXPECT_EQ(EmitYaml(Load("k: '" + std::string(value) + "'\n")),
+              "k: " + std::string(value) + "\n")
+        << value;
+  }
+}
+
+TEST(EmitYamlTest, PlainScalarsStayPlain) {
+  const std::string text =
+      "port: 10257\n"
+      "readOnly: true\n"
+      "ratio: 1.5\n"
+      "creationTimestamp: null\n"
+      "switch: on\n"
+      "status: {}\n"
+      "args: []\n";
+  EXPECT_EQ(EmitYaml(Load(text)), text);
+}
+
+TEST(EmitYamlTest, EscapesInDoubleQuotes) {
+  EXPECT_EQ(EmitString("\"quoted\""), "k: \"\\\"quoted\\\"\"\n");
+  EXPECT_EQ(EmitString("tab\there"), "k: \"tab\\there\"\n");
+  EXPECT_EQ(EmitString("back\\slash "), "k: \"back\\\\slash \"\n");
+  EXPECT_EQ(EmitString(std::string("bell\x07")), "k: \"bell\\x07\"\n");
+  EXPECT_EQ(EmitString(std::string("del\x7f")), "k: \"del\\x7f\"\n");
+  for (const std::string& value :
+       std::vector<std::string>{"\"quoted\"", "tab\there", "bell\x07", "del\x7f", "cr\rlf"}) {
+    EXPECT_EQ(Load(EmitString(value))["k"].Scalar(), value);
+  }
+}
+
+TEST(EmitYamlTest, QuotedKeys) {
+  YAML::Node node;
+  node["a: b"] = "x";
+  node["true"] = "y";
+  node["plain"] = "z";
+  EXPECT_EQ(EmitYaml(node), "\"a: b\": x\n\"true\": \"y\"\nplain: z\n");
+}
+
+TEST(EmitYamlTest, MultiLineStringsBecomeLiteralBlocks) {
+  EXPECT_EQ(EmitString("line one\nline two\n"), "k: |\n  line one\n  line two\n");
+  EXPECT_EQ(EmitString("line one\nline two"), "k: |-\n  line one\n  line two\n");
+  EXPECT_EQ(EmitString("kept\n\n"), "k: |+\n  kept\n\n");
+  EXPECT_EQ(EmitString("a\n\nb\n"), "k: |\n  a\n\n  b\n");
+  // The first line's leading spaces would be taken for indentation without an indicator.
+  EXPECT_EQ(EmitString("  indented\nnot\n"), "k: |2\n    indented\n  not\n");
+}
+
+TEST(EmitYamlTest, LiteralBlocksInSequencesAndNestedMaps) {
+  YAML::Node node;
+  node["list"].push_back(std::string("a\nb"));
+  node["map"]["inner"] = std::string("c\nd\n");
+  EXPECT_EQ(EmitYaml(node),
+            "list:\n"
+            "- |-\n"
+            "  a\n"
+            "  b\n"
+            "map:\n"
+            "  inner: |\n"
+            "    c\n"
+            "    d\n");
+}
+
+TEST(EmitYamlTest, MultiLineStringsReloadToTheSameText) {
+  for (const std::string& value : std::vector<std::string>{
+           "a\nb", "a\nb\n", "a\n\n", "a\n\n\n", "\nleading blank", "  lead\nx\n", "\n  lead\nx",
+           "x\n  y\n", "a\n   \nb", "a\n\tb", "a\n\n\nb\n\n", "  \nx",
+           "#not a comment\n- nor a list", "\n", "\n\n", "a\r\nb\r\n", "a\n\x01"}) {
+    YAML::Node node;
+    node["k"] = value;
+    node["s"].push_back(value);
+    node["n"]["m"].push_back(value);
+    const std::string emitted = EmitYaml(node);
+    absl::StatusOr<YAML::Node> reloaded = LoadYaml(emitted, "emitted");
+    ASSERT_TRUE(reloaded.ok()) << reloaded.status() << "\n" << emitted;
+    EXPECT_EQ((*reloaded)["k"].Scalar(), value) << emitted;
+    EXPECT_EQ((*reloaded)["s"][0].Scalar(), value) << emitted;
+    EXPECT_EQ((*reloaded)["n"]["m"][0].Scalar(), value) << emitted;
+    EXPECT_TRUE(SemanticallyEqual(node, *reloaded)) << emitted;
+  }
+}
+
+TEST(EmitYamlTest, TextABlockCannotHoldIsDoubleQuoted) {
+  EXPECT_EQ(EmitString("a\r\nb"), "k: \"a\\r\\nb\"\n");
+  EXPECT_EQ(EmitString("\n\n"), "k: \"\\n\\n\"\n");
+}
+
+TEST(EmitYamlTest, NestedSequencesReload) {
+  const YAML::Node node = Load("a:\n- - x\n  - \"no\"\n- []\n");
+  const YAML::Node reloaded = Load(EmitYaml(node));
+  EXPECT_TRUE(SemanticallyEqual(node, reloaded)) << EmitYaml(node);
+  EXPECT_EQ(reloaded["a"][0][1].Scalar(), "no");
+  EXPECT_TRUE(IsStringScalar(reloaded["a"][0][1]));
+}
+
+TEST(EmitYamlTest, RootScalarsAndEmptyCollections) {
+  EXPECT_EQ(EmitYaml(YAML::Node(YAML::NodeType::Map)), "{}\n");
+  EXPECT_EQ(EmitYaml(YAML::Node(YAML::NodeType::Sequence)), "[]\n");
+  EXPECT_EQ(EmitYaml(Load("- a\n- b\n")), "- a\n- b\n");
+  EXPECT_EQ(EmitYaml(Load("plain\n")), "plain\n");
+}
+
+// --- SemanticallyEqual ------------------------------------------------------------------------
+
+TEST(SemanticallyEqualTest, IgnoresMapKeyOrder) {
+  EXPECT_TRUE(
+      SemanticallyEqual(Load("a: 1\nb:\n  c: x\n  d: y\n"), Load("b:\n  d: y\n  c: x\na: 1\n")));
+}
+
+TEST(SemanticallyEqualTest, KeepsSequenceOrder) {
+  EXPECT_FALSE(SemanticallyEqual(Load("a: [x, y]\n"), Load("a: [y, x]\n")));
+  EXPECT_TRUE(SemanticallyEqual(Load("a: [x, y]\n"), Load("a:\n- x\n- y\n")));
+}
+
+TEST(SemanticallyEqualTest, StringTrueIsNotBoolTrue) {
+  EXPECT_FALSE(SemanticallyEqual(Load("a: \"true\"\n"), Load("a: true\n")));
+  EXPECT_FALSE(SemanticallyEqual(Load("a: \"10\"\n"), Load("a: 10\n")));
+  EXPECT_FALSE(SemanticallyEqual(Load("a: \"null\"\n"), Load("a: null\n")));
+  EXPECT_TRUE(SemanticallyEqual(Load("a: \"true\"\n"), Load("a: 'true'\n")));
+  EXPECT_TRUE(SemanticallyEqual(Load("a: true\n"), Load("a: true\n")));
+}
+
+TEST(SemanticallyEqualTest, QuotingThatChangesNothingIsEqual) {
+  EXPECT_TRUE(SemanticallyEqual(Load("a: \"kube-system\"\n"), Load("a: kube-system\n")));
+  EXPECT_TRUE(SemanticallyEqual(Load("a: |-\n  x\n"), Load("a: x\n")));
+}
+
+TEST(SemanticallyEqualTest, DifferentValuesSizesAndShapes) {
+  EXPECT_FALSE(SemanticallyEqual(Load("a: 1\n"), Load("a: 2\n")));
+  EXPECT_FALSE(SemanticallyEqual(Load("a: 1\n"), Load("a: 1\nb: 2\n")));
+  EXPECT_FALSE(SemanticallyEqual(Load("a: 1\nb: 2\n"), Load("a: 1\nc: 2\n")));
+  EXPECT_FALSE(SemanticallyEqual(Load("a: [1]\n"), Load("a: [1, 1]\n")));
+  EXPECT_FALSE(SemanticallyEqual(Load("a: {}\n"), Load("a: []\n")));
+  EXPECT_FALSE(SemanticallyEqual(Load("a: x\n"), Load("a: [x]\n")));
+  EXPECT_FALSE(SemanticallyEqual(Load("a:\n  b:\n  - c: 1\n"), Load("a:\n  b:\n  - c: 2\n")));
+}
+
+// --- IsStringScalar and NeedsQuotes -----------------------------------------------------------
+
+TEST(IsStringScalarTest, QuotedBlockAndBuiltAreStringsPlainIsNot) {
+  const YAML::Node node = Load("plain: x\ndq: \"x\"\nsq: 'x'\nblock: |\n  x\nmap: {}\n");
+  EXPECT_FALSE(IsStringScalar(node["plain"]));
+  EXPECT_TRUE(IsStringScalar(node["dq"]));
+  EXPECT_TRUE(IsStringScalar(node["sq"]));
+  EXPECT_TRUE(IsStringScalar(node["block"]));
+  EXPECT_FALSE(IsStringScalar(node["map"]));
+  EXPECT_TRUE(IsStringScalar(YAML::Node(std::string("built"))));
+}
+
+TEST(NeedsQuotesTest, Table) {
+  struct Case {
+    const char* text;
+    bool needs_quotes;
+  };
+  const Case cases[] = {
+      // YAML 1.1 booleans and nulls.
+      {"true", true},
+      {"FALSE", true},
+      {"yes", true},
+      {"No", true},
+      {"on", true},
+      {"OFF", true},
+      {"y", true},
+      {"N", true},
+      {"null", true},
+      {"Null", true},
+      {"~", true},
+      {"<<", true},
+      // Numbers in every form go-yaml v2 reads.
+      {"10", true},
+      {"-10", true},
+      {"+10", true},
+      {"0", true},
+      {"017", true},
+      {"0o17", true},
+      {"0x1F", true},
+      {"0X1F", true},
+      {"0b101", true},
+      {"0B101", true},
+      {"1_000", true},
+      {"1.5", true},
+      {"1.", true},
+      {".5", true},
+      {"1e3", true},
+      {"1E-3", true},
+      {"-1.5e+3", true},
+      {".inf", true},
+      {"-.Inf", true},
+      {"+.inf", true},
+      {"+.INF", true},
+      {".nan", true},
+      {"12:30", true},
+      {"2024-01-02", true},
+      {"2024-1-2", true},
+      {"2024-01-02 10:00:00", true},
+      // Syntax a plain scalar cannot carry.
+      {"", true},
+      {"*", true},
+      {"*ref", true},
+      {"&anchor", true},
+      {"!tag", true},
+      {"|", true},
+      {">", true},
+      {"'", true},
+      {"\"", true},
+      {"%", true},
+      {"@", true},
+      {"`", true},
+      {"#", true},
+      {",", true},
+      {"[", true},
+      {"]", true},
+      {"{", true},
+      {"}", true},
+      {"-", true},
+      {"- x", true},
+      {"?", true},
+      {"? x", true},
+      {":", true},
+      {": x", true},
+      {" lead", true},
+      {"trail ", true},
+      {"ends:", true},
+      {"a: b", true},
+      {"a #b", true},
+      {"tab\there", true},
+      {"line\nbreak", true},
+      {"del\x7f", true},
+      // Strings that stay strings.
+      {"127.0.0.1", false},
+      {"250m", false},
+      {"--flag=value", false},
+      {"v1.27.3", false},
+      {"1.2.3", false},
+      {"10.0.1.10:6443", false},
+      {"https://a:1/b", false},
+      {"a:b", false},
+      {"a#b", false},
+      {"-flag", false},
+      {"?x", false},
+      {":x", false},
+      {"kube-system", false},
+      {"yes-please", false},
+      {"nulls", false},
+      {"0x", false},
+      {"0xZZ", false},
+      {"1e", false},
+      {"e3", false},
+      {"inf", false},
+      {"_", false},
+      {"Node,RBAC", false},
+      {"*,bootstrapsigner,tokencleaner", true},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(NeedsQuotes(c.text), c.needs_quotes) << "'" << c.text << "'";
+  }
+}
+
+}  // namespace
+}  // namespace handoff

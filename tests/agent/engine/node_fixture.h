@@ -1,0 +1,69 @@
+// Test helpers: load a fixture node (a directory tree under tests/testdata/nodes) into an
+// in-memory file system, and carry out a plan on it.
+#ifndef HANDOFF_TESTS_AGENT_ENGINE_NODE_FIXTURE_H_
+#define HANDOFF_TESTS_AGENT_ENGINE_NODE_FIXTURE_H_
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "agent/engine/classify.h"
+#include "agent/engine/planner.h"
+#include "agent/fs/memory_file_system.h"
+#include "gtest/gtest.h"
+
+namespace handoff::testing {
+
+inline std::string TestdataPath(const std::string& relative) {
+  return std::string(HANDOFF_TESTDATA_DIR) + "/" + relative;
+}
+
+inline std::string ReadTestdata(const std::string& relative) {
+  std::ifstream in(TestdataPath(relative), std::ios::binary);
+  EXPECT_TRUE(in) << "missing test data " << relative;
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+// Every regular file under tests/testdata/nodes/<name>, at its host path.
+inline MemoryFileSystem LoadNode(const std::string& name) {
+  MemoryFileSystem fs;
+  const std::filesystem::path root = TestdataPath("nodes/" + name);
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::ostringstream content;
+    content << in.rdbuf();
+    fs.SetFile("/" + std::filesystem::relative(entry.path(), root).string(), content.str());
+  }
+  return fs;
+}
+
+inline void ApplyPlan(const Plan& plan, MemoryFileSystem& fs) {
+  for (const FileChange& change : plan.changes) {
+    if (change.after) {
+      fs.SetFile(change.path, *change.after);
+    } else {
+      fs.RemoveFile(change.path);
+    }
+  }
+}
+
+inline Classification ClassifyNode(const MemoryFileSystem& fs, const NodePaths& paths) {
+  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(fs, paths);
+  EXPECT_TRUE(snapshot.ok()) << snapshot.status();
+  return Classify(*snapshot);
+}
+
+inline absl::StatusOr<Plan> PlanNode(const MemoryFileSystem& fs, NodeState target,
+                                     const Settings& settings) {
+  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(fs, settings.paths);
+  if (!snapshot.ok()) return snapshot.status();
+  return PlanTransition(*snapshot, Classify(*snapshot), target, settings);
+}
+
+}  // namespace handoff::testing
+
+#endif  // HANDOFF_TESTS_AGENT_ENGINE_NODE_FIXTURE_H_

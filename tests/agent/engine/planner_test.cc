@@ -1,0 +1,327 @@
+#include "agent/engine/planner.h"
+
+#include "agent/base/strings.h"
+#include "agent/engine/migration_record.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/agent/engine/node_fixture.h"
+
+namespace handoff {
+namespace {
+
+using ::testing::AllOf;
+using testing::ApplyPlan;
+using testing::ClassifyNode;
+using ::testing::HasSubstr;
+using testing::LoadNode;
+using ::testing::Not;
+using testing::PlanNode;
+
+constexpr char kKcm[] = "/etc/kubernetes/manifests/kube-controller-manager.yaml";
+constexpr char kCcm[] = "/etc/kubernetes/manifests/cloud-controller-manager.yaml";
+constexpr char kRecord[] = "/var/lib/handoff/migration-record.yaml";
+
+Settings KubeadmSettings() {
+  Settings settings;
+  settings.k8s_version = *KubeVersion::Parse("v1.27.6");
+  settings.ccm.image = "registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.1";
+  return settings;
+}
+
+void Step(MemoryFileSystem& fs, NodeState to, const Settings& settings = KubeadmSettings()) {
+  absl::StatusOr<Plan> plan = PlanNode(fs, to, settings);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ApplyPlan(*plan, fs);
+}
+
+const FileChange* ChangeTo(const Plan& plan, const std::string& path) {
+  for (const FileChange& change : plan.changes) {
+    if (change.path == path) return &change;
+  }
+  return nullptr;
+}
+
+TEST(PlannerTest, RefusesATargetThatIsNotAdjacent) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kMigrated, KubeadmSettings());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(plan.status().message()),
+              HasSubstr("the node is in-tree and migrated is not one step away"));
+}
+
+TEST(PlannerTest, RefusesAnInconsistentNodeListingEveryReason) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  fs.SetFile("/etc/kubernetes/manifests/kube-controller-manager.yaml.bak", *fs.ReadFile(kKcm));
+  fs.SetFile("/etc/kubernetes/manifests/kube-apiserver.yaml.orig",
+             *fs.ReadFile("/etc/kubernetes/manifests/kube-apiserver.yaml"));
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kPrepared, KubeadmSettings());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(
+      std::string(plan.status().message()),
+      AllOf(HasSubstr("the node is inconsistent"), HasSubstr("kube-controller-manager.yaml.bak"),
+            HasSubstr("kube-apiserver.yaml.orig")));
+}
+
+TEST(PlannerTest, CurrentStateIsANoOp) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kInTree, KubeadmSettings());
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan->empty());
+}
+
+TEST(PlannerTest, PrepareRefusesWithoutLeaderElection) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  std::string kcm = *fs.ReadFile(kKcm);
+  kcm.replace(kcm.find("--leader-elect=true"), 19, "--leader-elect=false");
+  fs.SetFile(kKcm, kcm);
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kPrepared, KubeadmSettings());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("--leader-elect=false"));
+}
+
+TEST(PlannerTest, MigrateNeedsACloudControllerManagerImage) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  Step(fs, NodeState::kPrepared);
+  Settings settings = KubeadmSettings();
+  settings.ccm.image.clear();
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kMigrated, settings);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("--ccm-image"));
+}
+
+TEST(PlannerTest, MigrateRefusesADowngrade) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  Step(fs, NodeState::kPrepared);
+  Settings settings = KubeadmSettings();
+  settings.k8s_version = *KubeVersion::Parse("v1.25.3");
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kMigrated, settings);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()),
+              HasSubstr("--k8s-version v1.25.3 is older than kube-apiserver v1.26.9"));
+}
+
+TEST(PlannerTest, MigrateNeedsAPatchVersionToTagImages) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  Step(fs, NodeState::kPrepared);
+  Settings settings = KubeadmSettings();
+  settings.k8s_version = *KubeVersion::Parse("v1.27");
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kMigrated, settings);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("needs a patch number"));
+}
+
+TEST(PlannerTest, MigrateWithoutTargetVersionKeepsImages) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  Step(fs, NodeState::kPrepared);
+  Settings settings = KubeadmSettings();
+  settings.k8s_version.reset();
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kMigrated, settings);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(ChangeTo(*plan, "/etc/kubernetes/manifests/kube-scheduler.yaml"), nullptr);
+  const FileChange* kcm = ChangeTo(*plan, kKcm);
+  ASSERT_NE(kcm, nullptr);
+  EXPECT_THAT(*kcm->after, HasSubstr("image: registry.k8s.io/kube-controller-manager:v1.26.9"));
+}
+
+TEST(PlannerTest, OptionsAStepDoesNotNeedAreIgnored) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  Settings bare;
+  Settings full = KubeadmSettings();
+  absl::StatusOr<Plan> with = PlanNode(fs, NodeState::kPrepared, full);
+  absl::StatusOr<Plan> without = PlanNode(fs, NodeState::kPrepared, bare);
+  ASSERT_TRUE(with.ok() && without.ok());
+  ASSERT_EQ(with->changes.size(), without->changes.size());
+  for (size_t i = 0; i < with->changes.size(); ++i) {
+    EXPECT_EQ(with->changes[i].after, without->changes[i].after);
+  }
+}
+
+TEST(PlannerTest, WriteOrderPutsEachFileBeforeTheManifestThatMountsIt) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  absl::StatusOr<Plan> prepare = PlanNode(fs, NodeState::kPrepared, KubeadmSettings());
+  ASSERT_TRUE(prepare.ok());
+  ASSERT_EQ(prepare->changes.size(), 2u);
+  EXPECT_EQ(prepare->changes[0].path, "/etc/leadermigration.conf");
+  EXPECT_EQ(prepare->changes[1].component, "kube-controller-manager");
+
+  ApplyPlan(*prepare, fs);
+  absl::StatusOr<Plan> migrate = PlanNode(fs, NodeState::kMigrated, KubeadmSettings());
+  ASSERT_TRUE(migrate.ok());
+  std::vector<std::string> order;
+  for (const FileChange& change : migrate->changes) {
+    order.push_back(change.component.empty() ? change.path : change.component);
+  }
+  EXPECT_THAT(order, ::testing::ElementsAre(kRecord, "kube-apiserver", "kube-controller-manager",
+                                            "kube-scheduler", "/etc/leadermigration.conf",
+                                            "cloud-controller-manager", "kubelet"));
+
+  ApplyPlan(*migrate, fs);
+  absl::StatusOr<Plan> back = PlanNode(fs, NodeState::kPrepared, KubeadmSettings());
+  ASSERT_TRUE(back.ok());
+  order.clear();
+  for (const FileChange& change : back->changes) {
+    order.push_back(change.component.empty() ? change.path : change.component);
+  }
+  EXPECT_THAT(order, ::testing::ElementsAre("kubelet", "cloud-controller-manager",
+                                            "/etc/leadermigration.conf", "kube-scheduler",
+                                            "kube-controller-manager", "kube-apiserver", kRecord));
+}
+
+TEST(PlannerTest, MovingBackWithoutARecordIsRefusedNotGuessed) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  Step(fs, NodeState::kPrepared);
+  Step(fs, NodeState::kMigrated);
+  fs.RemoveFile(kRecord);
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kPrepared, KubeadmSettings());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(plan.status().message()),
+              AllOf(HasSubstr("no migration record at /var/lib/handoff/migration-record.yaml"),
+                    HasSubstr("never guesses")));
+}
+
+TEST(PlannerTest, MovingBackWithADamagedRecordIsRefused) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  Step(fs, NodeState::kPrepared);
+  Step(fs, NodeState::kMigrated);
+  fs.SetFile(kRecord, "kind: Something\n");
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kPrepared, KubeadmSettings());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("the migration record is damaged"));
+}
+
+TEST(PlannerTest, MovingBackRestoresRecordedImagesEvenWhenSettingsNameAnotherVersion) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  const std::string original = *fs.ReadFile(kKcm);
+  Step(fs, NodeState::kPrepared);
+  const std::string prepared = *fs.ReadFile(kKcm);
+  Step(fs, NodeState::kMigrated);
+  Settings other = KubeadmSettings();
+  other.k8s_version = *KubeVersion::Parse("v1.28.0");
+  Step(fs, NodeState::kPrepared, other);
+  EXPECT_EQ(*fs.ReadFile(kKcm), prepared);
+  EXPECT_FALSE(fs.ReadFile(kCcm).ok());
+  EXPECT_FALSE(fs.ReadFile(kRecord).ok());
+  Step(fs, NodeState::kInTree, other);
+  EXPECT_EQ(*fs.ReadFile(kKcm), original);
+}
+
+TEST(PlannerTest, LeaderMigrationFeatureGateOnlyWhereTheVersionNeedsIt) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  std::string kcm = *fs.ReadFile(kKcm);
+  kcm.replace(kcm.find("v1.26.9"), 7, "v1.21.14");
+  fs.SetFile(kKcm, kcm);
+  absl::StatusOr<Plan> prepare = PlanNode(fs, NodeState::kPrepared, KubeadmSettings());
+  ASSERT_TRUE(prepare.ok()) << prepare.status();
+  const FileChange* change = ChangeTo(*prepare, kKcm);
+  ASSERT_NE(change, nullptr);
+  EXPECT_THAT(*change->after, HasSubstr("--feature-gates=ControllerManagerLeaderMigration=true"));
+  // v1alpha1 is what 1.21 decodes.
+  EXPECT_THAT(*ChangeTo(*prepare, "/etc/leadermigration.conf")->after,
+              HasSubstr("controllermanager.config.k8s.io/v1alpha1"));
+  ApplyPlan(*prepare, fs);
+  absl::StatusOr<Plan> migrate = PlanNode(fs, NodeState::kMigrated, KubeadmSettings());
+  ASSERT_TRUE(migrate.ok()) << migrate.status();
+  EXPECT_THAT(*ChangeTo(*migrate, kKcm)->after, Not(HasSubstr("ControllerManagerLeaderMigration")));
+  EXPECT_THAT(*ChangeTo(*migrate, kCcm)->after, Not(HasSubstr("feature-gates")));
+
+  MemoryFileSystem current = LoadNode("kubeadm");
+  absl::StatusOr<Plan> plain = PlanNode(current, NodeState::kPrepared, KubeadmSettings());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_THAT(*ChangeTo(*plain, kKcm)->after, Not(HasSubstr("feature-gates")));
+}
+
+TEST(PlannerTest, ExistingFeatureGatesAreKept) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  std::string kcm = *fs.ReadFile(kKcm);
+  kcm.replace(kcm.find("v1.26.9"), 7, "v1.21.14");
+  kcm.replace(kcm.find("    - --kubeconfig"), 0,
+              "    - --feature-gates=RotateKubeletServerCertificate=true\n");
+  fs.SetFile(kKcm, kcm);
+  Step(fs, NodeState::kPrepared);
+  EXPECT_THAT(*fs.ReadFile(kKcm), HasSubstr("--feature-gates=RotateKubeletServerCertificate=true,"
+                                            "ControllerManagerLeaderMigration=true"));
+  Step(fs, NodeState::kInTree);
+  EXPECT_EQ(*fs.ReadFile(kKcm), kcm);
+}
+
+TEST(PlannerTest, CloudControllerManagerTakesOverTheCloudConfigAndKubeconfig) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  Step(fs, NodeState::kPrepared);
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kMigrated, KubeadmSettings());
+  ASSERT_TRUE(plan.ok());
+  absl::StatusOr<StaticPod> ccm = StaticPod::Parse(*ChangeTo(*plan, kCcm)->after, kCcm);
+  ASSERT_TRUE(ccm.ok());
+  EXPECT_EQ(ccm->GetFlag(0, "cloud-config"), "/etc/kubernetes/cloud.conf");
+  EXPECT_TRUE(ccm->MountCovering(0, "/etc/kubernetes/cloud.conf"));
+  EXPECT_EQ(ccm->GetFlag(0, "kubeconfig"), "/etc/kubernetes/controller-manager.conf");
+  EXPECT_EQ(ccm->GetFlag(0, "secure-port"), "10258");
+  EXPECT_EQ(ccm->GetFlag(0, "configure-cloud-routes"), "false");
+  EXPECT_FALSE(ccm->FindHostPathMount(0, "flexvolume-dir"));
+  EXPECT_EQ(ccm->node()["spec"]["containers"][0]["livenessProbe"]["httpGet"]["port"].Scalar(),
+            "10258");
+}
+
+TEST(PlannerTest, CloudRoutesAndExtraArgsFromSettings) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  Step(fs, NodeState::kPrepared);
+  Settings settings = KubeadmSettings();
+  settings.ccm.configure_cloud_routes = true;
+  settings.ccm.cluster_cidr = "192.168.0.0/16";
+  settings.ccm.extra_args["allow-untagged-cloud"] = "";
+  settings.ccm.extra_args["v"] = "4";
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kMigrated, settings);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string& ccm = *ChangeTo(*plan, kCcm)->after;
+  EXPECT_THAT(ccm, AllOf(HasSubstr("- --configure-cloud-routes=true\n"),
+                         HasSubstr("- --cluster-cidr=192.168.0.0/16\n"),
+                         HasSubstr("- --allow-untagged-cloud\n"), HasSubstr("- --v=4\n")));
+}
+
+TEST(PlannerTest, ClashingVolumeNameIsReportedAndNothingPlanned) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  std::string kcm = *fs.ReadFile(kKcm);
+  // A volume already named like handoff's, pointing elsewhere.
+  kcm.replace(kcm.find("  - hostPath:\n      path: /usr/local/share/ca-certificates"), 0,
+              "  - hostPath:\n      path: /srv/other\n      type: File\n    name: "
+              "leader-migration-config\n");
+  fs.SetFile(kKcm, kcm);
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kPrepared, KubeadmSettings());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()),
+              AllOf(HasSubstr(kKcm), HasSubstr("already named 'leader-migration-config'"),
+                    HasSubstr("not hostPath /etc/leadermigration.conf")));
+}
+
+TEST(PlannerTest, AlreadyPreparedNodeGoesBackToInTreeAndLeavesItsOwnFile) {
+  MemoryFileSystem fs = LoadNode("already-prepared");
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kInTree, KubeadmSettings());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->changes.size(), 1u);
+  EXPECT_EQ(plan->changes[0].path, kKcm);
+  EXPECT_THAT(*plan->changes[0].after,
+              AllOf(Not(HasSubstr("leader-migration")), Not(HasSubstr("leadermigration"))));
+  EXPECT_THAT(plan->notes, ::testing::Contains(HasSubstr("leaves that file in place")));
+  ApplyPlan(*plan, fs);
+  EXPECT_EQ(ClassifyNode(fs, NodePaths{}).state, NodeState::kInTree);
+}
+
+TEST(PlannerTest, MigrationRecordRoundTripsThroughItsText) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  Step(fs, NodeState::kPrepared);
+  Step(fs, NodeState::kMigrated);
+  const std::string text = *fs.ReadFile(kRecord);
+  absl::StatusOr<MigrationRecord> record = MigrationRecord::Parse(text, kRecord);
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_EQ(record->Emit(), text);
+  EXPECT_TRUE(record->Has("kube-controller-manager"));
+  EXPECT_FALSE(record->Has("cloud-controller-manager"));
+  ASSERT_TRUE(record->leader_migration_config());
+  EXPECT_EQ(record->leader_migration_config()->path, "/etc/leadermigration.conf");
+}
+
+}  // namespace
+}  // namespace handoff

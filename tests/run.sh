@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: install the Debian packages, build with warnings as errors
+# and run every test; then the same under AddressSanitizer and UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash packaging/install-deps.sh
+
+echo "== build (warnings are errors) and test"
+HANDOFF_BUILD_DIR=build bash packaging/build.sh -DHANDOFF_WERROR=ON -DHANDOFF_SANITIZE=OFF
+ctest --test-dir build --output-on-failure --parallel "$(nproc)"
+
+echo "== build and test under ASan + UBSan"
+HANDOFF_BUILD_DIR=build-sanitize bash packaging/build.sh -DHANDOFF_WERROR=ON -DHANDOFF_SANITIZE=ON
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-sanitize --output-on-failure --parallel "$(nproc)"
