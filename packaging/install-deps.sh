@@ -12,6 +12,8 @@ packages=(
   libcli11-dev             # command lines and --help
   nlohmann-json3-dev       # status -o json
   libdtl-dev               # unified diffs of planned files
+  libcurl4-openssl-dev     # health checks of restarted components (HTTP(S) GET on /healthz)
+  libcpp-httplib-dev libssl-dev  # tests only: a local HTTPS server for the health checks
   libgtest-dev libgmock-dev
 )
 

@@ -260,6 +260,12 @@ std::string EmitYaml(const YAML::Node& node) {
   return writer.Take();
 }
 
+bool HasField(const YAML::Node& map, const char* key, YAML::NodeType::value type) {
+  if (!map.IsDefined() || !map.IsMap()) return false;
+  const YAML::Node field = map[key];
+  return field.IsDefined() && field.Type() == type;
+}
+
 bool IsStringScalar(const YAML::Node& node) {
   // yaml-cpp tags quoted and block scalars "!", plain ones "?", and nodes built in code "".
   return node.IsScalar() && node.Tag() != "?";

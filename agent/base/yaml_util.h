@@ -24,6 +24,10 @@ std::string EmitYaml(const YAML::Node& node);
 // sequences element by element, scalars by text and by whether each is a string or not.
 bool SemanticallyEqual(const YAML::Node& a, const YAML::Node& b);
 
+// `map[key]` when `map` is a map holding `key` with a node of `type`. yaml-cpp throws when a
+// missing key's node is asked its type; this never does.
+bool HasField(const YAML::Node& map, const char* key, YAML::NodeType::value type);
+
 // Whether a scalar node is a string (quoted in source, or built by code) rather than a plain scalar
 // that a YAML 1.1 reader would resolve by its text.
 bool IsStringScalar(const YAML::Node& node);

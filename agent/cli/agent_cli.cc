@@ -4,6 +4,8 @@
 #include <ostream>
 
 #include "CLI/CLI.hpp"
+#include "absl/time/time.h"
+#include "agent/apply/applier.h"
 #include "agent/base/strings.h"
 #include "agent/base/unified_diff.h"
 #include "agent/engine/classify.h"
@@ -38,6 +40,32 @@ struct NodeOptions {
   std::string ccm_image;
 };
 
+// Options of the commands that change the node.
+struct ChangeOptions {
+  bool no_verify = false;
+  std::string timeout;
+  size_t keep = 10;
+  std::string kubelet_restart;
+  std::string proc_root = "/proc";
+};
+
+void AddChangeOptions(CLI::App& command, ChangeOptions& options) {
+  command.add_flag("--no-verify", options.no_verify,
+                   "Write the files without waiting for each component to restart healthy (for "
+                   "rehearsals on a copy; on a node, verification is what makes the automatic "
+                   "rollback possible)");
+  command.add_option("--timeout", options.timeout,
+                     "How long to wait for each component to restart with the new flags and answer "
+                     "its health check, e.g. 5m (default), 90s");
+  command.add_option("--keep", options.keep,
+                     "How many finished transactions (with their backups) to keep (default 10)");
+  command.add_option("--kubelet-restart-command", options.kubelet_restart,
+                     "Command that restarts the kubelet after its flags file changed (default "
+                     "\"systemctl restart kubelet\")");
+  command.add_option("--proc-root", options.proc_root,
+                     "Where to read the process table (default /proc)");
+}
+
 void AddNodeOptions(CLI::App& command, NodeOptions& options) {
   command.add_option("--root", options.root,
                      "Directory that host paths are taken under (default /; a copy of a node's "
@@ -57,8 +85,8 @@ void AddNodeOptions(CLI::App& command, NodeOptions& options) {
 
 class Commands {
  public:
-  Commands(std::ostream& out, std::ostream& err, const FileSystemFactory& open_root)
-      : out_(out), err_(err), open_root_(open_root) {}
+  Commands(std::ostream& out, std::ostream& err, const AgentEnvironment& environment)
+      : out_(out), err_(err), environment_(environment), open_root_(environment.open_root) {}
 
   absl::StatusOr<Settings> LoadSettings(const NodeOptions& options) {
     Settings settings;
@@ -88,10 +116,27 @@ class Commands {
     absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(*fs, settings->paths);
     if (!snapshot.ok()) return Refuse(snapshot.status());
     Classification result = Classify(*snapshot);
+    // A move interrupted half-way shows as an inconsistent node; say which transaction it was.
+    std::string unfinished;
+    absl::StatusOr<std::vector<Journal>> journals =
+        ListTransactions(*fs, settings->paths.state_dir);
+    if (journals.ok()) {
+      for (const Journal& journal : *journals) {
+        if (journal.phase == kPhaseStarted || journal.phase == kPhaseDamaged)
+          unfinished = journal.id;
+      }
+    }
     if (format == "json") {
-      out_ << StatusJson(*snapshot, result).dump(2) << "\n";
+      nlohmann::json json = StatusJson(*snapshot, result);
+      json["unfinishedTransaction"] =
+          unfinished.empty() ? nlohmann::json(nullptr) : nlohmann::json(unfinished);
+      out_ << json.dump(2) << "\n";
     } else {
       PrintStatusText(*snapshot, result);
+      if (!unfinished.empty()) {
+        out_ << "unfinished transaction: " << unfinished
+             << " (run `handoff-agent recover`; apply does it first by itself)\n";
+      }
     }
     return result.state == NodeState::kInconsistent ? kExitProblems : kExitOk;
   }
@@ -152,6 +197,122 @@ class Commands {
       return kExitOk;
     }
     return kExitProblems;
+  }
+
+  // Runs `action` with an Applier on the node; the shared part of apply, recover, rollback and
+  // backups.
+  template <typename Action>
+  int WithApplier(const NodeOptions& node, const ChangeOptions& change, Action action) {
+    absl::StatusOr<Settings> settings = LoadSettings(node);
+    if (!settings.ok()) return Refuse(settings.status());
+    ApplyOptions options;
+    options.verify = !change.no_verify;
+    if (!change.timeout.empty()) {
+      absl::Duration timeout;
+      if (!absl::ParseDuration(change.timeout, &timeout) || timeout <= absl::ZeroDuration()) {
+        return Refuse(absl::InvalidArgumentError(StrCat(
+            "--timeout: '", change.timeout, "' is not a duration; write e.g. 5m, 90s or 1m30s")));
+      }
+      options.verify_options.timeout = timeout;
+    }
+    options.keep_transactions = change.keep;
+    if (!change.kubelet_restart.empty()) {
+      options.kubelet_restart = ToStrings(StrSplit(change.kubelet_restart, " ", true));
+    }
+    std::unique_ptr<FileSystem> fs = open_root_(node.root);
+    std::unique_ptr<ProcessTable> processes = environment_.open_processes(change.proc_root);
+    std::unique_ptr<HealthChecker> health = environment_.open_health();
+    std::unique_ptr<Clock> clock = environment_.open_clock();
+    std::unique_ptr<CommandRunner> commands = environment_.open_commands();
+    Applier applier(Host{*fs, *processes, *health, *clock, *commands}, *std::move(settings),
+                    options, err_);
+    return action(applier);
+  }
+
+  int PrintReport(const absl::StatusOr<ApplyReport>& report) {
+    if (!report.ok()) return Refuse(report.status());
+    if (report->no_op) {
+      out_ << "the node is already " << NodeStateName(report->to) << "; nothing written\n";
+      return kExitOk;
+    }
+    for (const StepReport& step : report->steps) {
+      out_ << step.action << " " << step.path;
+      if (!step.verified.empty()) out_ << " (" << step.component << ": " << step.verified << ")";
+      out_ << "\n";
+    }
+    if (report->ok()) {
+      out_ << "transaction " << report->transaction << ": the node is now "
+           << NodeStateName(report->to) << "\n";
+      return kExitOk;
+    }
+    out_ << "transaction " << report->transaction << " FAILED: " << report->failure << "\n";
+    if (!report->rollback_failure.empty()) {
+      out_ << "the undo FAILED too: " << report->rollback_failure
+           << "\nthe node needs attention: run `handoff-agent recover` once the cause is fixed\n";
+      return kExitNeedsAttention;
+    }
+    out_ << "every change was undone and the restored components verified; the node is still "
+         << NodeStateName(report->from) << "\n";
+    return kExitRolledBack;
+  }
+
+  int Apply(const NodeOptions& node, const ChangeOptions& change, const std::string& target_name) {
+    absl::StatusOr<NodeState> target = ParseTargetState(target_name);
+    if (!target.ok()) return Refuse(target.status());
+    return WithApplier(node, change,
+                       [&](Applier& applier) { return PrintReport(applier.Apply(*target)); });
+  }
+
+  int Rollback(const NodeOptions& node, const ChangeOptions& change) {
+    return WithApplier(node, change,
+                       [&](Applier& applier) { return PrintReport(applier.Rollback()); });
+  }
+
+  int Recover(const NodeOptions& node, const ChangeOptions& change) {
+    return WithApplier(node, change, [&](Applier& applier) {
+      absl::StatusOr<std::vector<std::string>> recovered = applier.Recover();
+      if (!recovered.ok()) {
+        err_ << "handoff-agent: " << recovered.status().message() << "\n";
+        return kExitNeedsAttention;
+      }
+      if (recovered->empty()) out_ << "no unfinished transaction; nothing to recover\n";
+      for (const std::string& id : *recovered)
+        out_ << "undid interrupted transaction " << id << "\n";
+      return kExitOk;
+    });
+  }
+
+  int Backups(const NodeOptions& node, const ChangeOptions& change, const std::string& format) {
+    return WithApplier(node, change, [&](Applier& applier) {
+      absl::StatusOr<std::vector<Journal>> journals = applier.Transactions();
+      if (!journals.ok()) return Refuse(journals.status());
+      if (format == "json") {
+        nlohmann::json list = nlohmann::json::array();
+        for (const Journal& journal : *journals) {
+          nlohmann::json item{{"id", journal.id},
+                              {"type", journal.kind},
+                              {"from", journal.from},
+                              {"to", journal.to},
+                              {"phase", journal.phase},
+                              {"outcome", journal.outcome},
+                              {"files", nlohmann::json::array()}};
+          for (const JournalEntry& entry : journal.entries) item["files"].push_back(entry.path);
+          list.push_back(item);
+        }
+        out_ << list.dump(2) << "\n";
+        return kExitOk;
+      }
+      if (journals->empty()) out_ << "no transactions recorded in " << node.root << "\n";
+      for (const Journal& journal : *journals) {
+        out_ << journal.id << "  " << (journal.phase.empty() ? "incomplete" : journal.phase) << "  "
+             << journal.kind << " " << journal.from << " -> " << journal.to << "  "
+             << journal.entries.size() << " file(s)";
+        if (!journal.outcome.empty() && journal.outcome != "committed")
+          out_ << "  " << journal.outcome;
+        out_ << "\n";
+      }
+      return kExitOk;
+    });
   }
 
  private:
@@ -241,19 +402,32 @@ class Commands {
 
   std::ostream& out_;
   std::ostream& err_;
+  const AgentEnvironment& environment_;
   const FileSystemFactory& open_root_;
 };
 
 }  // namespace
 
+AgentEnvironment RealAgentEnvironment() {
+  AgentEnvironment environment;
+  environment.open_root = NewPosixFileSystem;
+  environment.open_processes = NewProcfsProcessTable;
+  environment.open_health = NewCurlHealthChecker;
+  environment.open_clock = NewRealClock;
+  environment.open_commands = NewProcessCommandRunner;
+  return environment;
+}
+
 int RunAgentCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
-                const FileSystemFactory& open_root) {
+                const AgentEnvironment& environment) {
   CLI::App app(kDescription, "handoff-agent");
   app.require_subcommand(1);
   app.footer(
-      "Exit codes: 0 success; 1 lint-config found problems or status found the node\n"
-      "inconsistent; 2 refused (bad usage, unreadable input, or a move that is not allowed).");
-  Commands commands(out, err, open_root);
+      "Exit codes: 0 success (or nothing to do); 1 lint-config found problems or status found the\n"
+      "node inconsistent; 2 refused, nothing written (bad usage, unreadable input, a move that is\n"
+      "not allowed, another apply running); 3 the move failed verification and was undone;\n"
+      "4 the move and its undo failed: the node needs attention (handoff-agent recover).");
+  Commands commands(out, err, environment);
 
   NodeOptions status_options;
   std::string format = "text";
@@ -289,6 +463,46 @@ int RunAgentCli(int argc, const char* const* argv, std::ostream& out, std::ostre
   lint->add_option("--k8s-version", lint_version,
                    "That manager's version, e.g. v1.27 (controller names changed in 1.28)");
 
+  NodeOptions apply_node;
+  ChangeOptions apply_change;
+  std::string apply_target;
+  CLI::App* apply = app.add_subcommand(
+      "apply",
+      "Move the node to --to: back up every file and journal the move under the state dir, write "
+      "each file atomically in a safe order, prove each component restarted with the new flags "
+      "and is healthy, and undo everything (verified) when one is not");
+  apply->add_option("--to", apply_target, "Target state, one step from the current one")
+      ->required();
+  AddNodeOptions(*apply, apply_node);
+  AddChangeOptions(*apply, apply_change);
+
+  NodeOptions recover_node;
+  ChangeOptions recover_change;
+  CLI::App* recover = app.add_subcommand(
+      "recover",
+      "Undo a move that was interrupted (crash, kill, power loss), so the node is "
+      "wholly in its state before it; apply and rollback do this first by themselves");
+  AddNodeOptions(*recover, recover_node);
+  AddChangeOptions(*recover, recover_change);
+
+  NodeOptions rollback_node;
+  ChangeOptions rollback_change;
+  CLI::App* rollback =
+      app.add_subcommand("rollback",
+                         "Restore the node to its state before its last completed move (itself a "
+                         "journaled, verified move)");
+  AddNodeOptions(*rollback, rollback_node);
+  AddChangeOptions(*rollback, rollback_change);
+
+  NodeOptions backups_node;
+  ChangeOptions backups_change;
+  std::string backups_format = "text";
+  CLI::App* backups = app.add_subcommand(
+      "backups", "List the recorded moves (transactions) whose backups are kept, oldest first");
+  AddNodeOptions(*backups, backups_node);
+  backups->add_option("-o,--output", backups_format, "Output format: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+
   std::vector<std::string> args(argv + 1, argv + argc);
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
   try {
@@ -299,6 +513,10 @@ int RunAgentCli(int argc, const char* const* argv, std::ostream& out, std::ostre
   }
   if (status->parsed()) return commands.Status(status_options, format);
   if (plan->parsed()) return commands.Plan(plan_options, target);
+  if (apply->parsed()) return commands.Apply(apply_node, apply_change, apply_target);
+  if (recover->parsed()) return commands.Recover(recover_node, recover_change);
+  if (rollback->parsed()) return commands.Rollback(rollback_node, rollback_change);
+  if (backups->parsed()) return commands.Backups(backups_node, backups_change, backups_format);
   return commands.LintConfig(lint_file, lint_component, lint_version);
 }
 

@@ -9,20 +9,42 @@
 #include <string>
 
 #include "agent/fs/file_system.h"
+#include "agent/system/clock.h"
+#include "agent/system/command_runner.h"
+#include "agent/system/health_checker.h"
+#include "agent/system/process_table.h"
 
 namespace handoff {
 
 // Exit codes shared by the agent's commands.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitProblems =
-    1;  // lint-config found problems; status found the node inconsistent
-inline constexpr int kExitRefused = 2;  // bad usage, unreadable input, or a move that is refused
+// lint-config found problems; status found the node inconsistent.
+inline constexpr int kExitProblems = 1;
+// Refused, nothing written: bad usage, unreadable input, a move that is not allowed, another
+// apply running.
+inline constexpr int kExitRefused = 2;
+// The move failed verification and was undone; the node is back where it was (verified).
+inline constexpr int kExitRolledBack = 3;
+// The move failed and so did the undo: the node needs an operator (`handoff-agent recover`).
+inline constexpr int kExitNeedsAttention = 4;
 
 // Opens the node's file system with host paths under `root`.
 using FileSystemFactory = std::function<std::unique_ptr<FileSystem>(const std::string& root)>;
 
+// The host effects the commands use; tests substitute fakes.
+struct AgentEnvironment {
+  FileSystemFactory open_root;
+  std::function<std::unique_ptr<ProcessTable>(const std::string& proc_root)> open_processes;
+  std::function<std::unique_ptr<HealthChecker>()> open_health;
+  std::function<std::unique_ptr<Clock>()> open_clock;
+  std::function<std::unique_ptr<CommandRunner>()> open_commands;
+};
+
+// The real host: POSIX files, /proc, libcurl, the system clock, fork/exec.
+AgentEnvironment RealAgentEnvironment();
+
 int RunAgentCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
-                const FileSystemFactory& open_root);
+                const AgentEnvironment& environment);
 
 }  // namespace handoff
 

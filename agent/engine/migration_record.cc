@@ -75,33 +75,40 @@ absl::StatusOr<MigrationRecord> MigrationRecord::Parse(std::string_view text,
                "know what the node had before it moved (restore it from a backup)"));
   };
   const YAML::Node& doc = *root;
-  if (!doc.IsMap() || !doc["kind"].IsScalar() || doc["kind"].Scalar() != kKind) {
+  if (!HasField(doc, "kind", YAML::NodeType::Scalar) || doc["kind"].Scalar() != kKind) {
     return invalid(StrCat("kind is not ", kKind));
   }
   MigrationRecord record;
+  if (!HasField(doc, "components", YAML::NodeType::Sequence)) {
+    return invalid("components must be a list");
+  }
   const YAML::Node components = doc["components"];
-  if (!components.IsSequence()) return invalid("components must be a list");
   for (size_t i = 0; i < components.size(); ++i) {
     const YAML::Node item = components[i];
     Entry entry;
-    if (!item["component"].IsScalar() || !item["container"].IsMap()) {
+    if (!HasField(item, "component", YAML::NodeType::Scalar) ||
+        !HasField(item, "container", YAML::NodeType::Map)) {
       return invalid(StrCat("components[", i, "] needs component and container"));
     }
     entry.component = item["component"].Scalar();
-    entry.manifest = item["manifest"].IsScalar() ? item["manifest"].Scalar() : "";
+    entry.manifest =
+        HasField(item, "manifest", YAML::NodeType::Scalar) ? item["manifest"].Scalar() : "";
     entry.container = YAML::Clone(item["container"]);
     if (item["volumes"].IsDefined()) entry.volumes = YAML::Clone(item["volumes"]);
     record.entries_.push_back(std::move(entry));
   }
   if (doc["kubeletFlags"].IsDefined()) {
-    if (!doc["kubeletFlags"].IsSequence()) return invalid("kubeletFlags must be a list");
+    if (!HasField(doc, "kubeletFlags", YAML::NodeType::Sequence)) {
+      return invalid("kubeletFlags must be a list");
+    }
     std::vector<std::string> flags;
     for (const YAML::Node& flag : doc["kubeletFlags"]) flags.push_back(flag.Scalar());
     record.kubelet_flags_ = flags;
   }
   if (doc["leaderMigrationConfig"].IsDefined()) {
     const YAML::Node file = doc["leaderMigrationConfig"];
-    if (!file.IsMap() || !file["path"].IsScalar() || !file["content"].IsScalar()) {
+    if (!HasField(file, "path", YAML::NodeType::Scalar) ||
+        !HasField(file, "content", YAML::NodeType::Scalar)) {
       return invalid("leaderMigrationConfig needs path and content");
     }
     record.leader_migration_config_ = File{file["path"].Scalar(), file["content"].Scalar()};

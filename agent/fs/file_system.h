@@ -37,6 +37,37 @@ class FileSystem {
   // True when something exists at `path`; other errors (permission) count as existing, so that a
   // caller never concludes "absent" from a failure to look.
   bool Exists(const std::string& path) const;
+
+  // The write side. Each call is one step that a crash can interrupt: nothing written is durable
+  // before SyncFile (its data) and SyncDirectory (its name in the directory). Use the functions
+  // in atomic_file.h rather than these directly.
+
+  // Creates or truncates `path` and writes `data`, with `attributes`' mode and owner (the owner
+  // only when running as root). The parent directory must exist.
+  virtual absl::Status WriteFile(const std::string& path, std::string_view data,
+                                 const FileInfo& attributes) = 0;
+  // fsync(2) of the file's data.
+  virtual absl::Status SyncFile(const std::string& path) = 0;
+  // rename(2): atomically replaces `to`. Both paths in the same directory.
+  virtual absl::Status Rename(const std::string& from, const std::string& to) = 0;
+  // unlink(2). NotFound when absent.
+  virtual absl::Status RemoveFile(const std::string& path) = 0;
+  // fsync(2) of a directory: makes creations, renames and removals in it durable.
+  virtual absl::Status SyncDirectory(const std::string& path) = 0;
+  // mkdir(2) of one directory with `mode` (0700 for handoff's state). AlreadyExists when present.
+  virtual absl::Status CreateDirectory(const std::string& path, unsigned mode) = 0;
+  // rmdir(2) of one empty directory. NotFound when no directory is there; FailedPrecondition
+  // when it is not empty.
+  virtual absl::Status RemoveDirectory(const std::string& path) = 0;
+
+  // An exclusive advisory lock on `path` (created if missing), held until the returned object is
+  // destroyed. Unavailable, naming the path, when another holder has it; never blocks. A Lock
+  // may refer back to the FileSystem that made it: the file system must outlive its locks.
+  class Lock {
+   public:
+    virtual ~Lock() = default;
+  };
+  virtual absl::StatusOr<std::unique_ptr<Lock>> TryLock(const std::string& path) = 0;
 };
 
 // The real file system, with every host path taken under `root` ("/" on a node; a temp dir in

@@ -32,7 +32,8 @@ Result RunAgent(std::vector<std::string> args) {
   for (const std::string& arg : args) argv.push_back(arg.c_str());
   std::ostringstream out;
   std::ostringstream err;
-  int code = RunAgentCli(static_cast<int>(argv.size()), argv.data(), out, err, NewPosixFileSystem);
+  int code =
+      RunAgentCli(static_cast<int>(argv.size()), argv.data(), out, err, RealAgentEnvironment());
   return Result{code, out.str(), err.str()};
 }
 
@@ -228,6 +229,73 @@ TEST_F(AgentCliTest, LintConfigOfAMissingFileIsRefused) {
   Result result = RunAgent({"lint-config", (temp_ / "nope.yaml").string()});
   EXPECT_EQ(result.code, kExitRefused);
   EXPECT_THAT(result.err, HasSubstr("nope.yaml"));
+}
+
+TEST_F(AgentCliTest, ApplyWalksTheNodeAndBackupsListTheMoves) {
+  const std::string root = CopyNode("kubeadm");
+  const std::vector<std::string> common = {
+      "--root",        root,
+      "--k8s-version", "v1.27.6",
+      "--ccm-image",   "registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.1",
+      "--no-verify",   "--kubelet-restart-command",
+      "true"};
+  for (const char* target : {"prepared", "migrated", "finalized"}) {
+    std::vector<std::string> args = {"apply", "--to", target};
+    args.insert(args.end(), common.begin(), common.end());
+    Result result = RunAgent(args);
+    ASSERT_EQ(result.code, kExitOk) << result.err;
+    EXPECT_THAT(result.out, HasSubstr(std::string("the node is now ") + target));
+  }
+  Result status = RunAgent({"status", "--root", root, "-o", "json"});
+  EXPECT_EQ(nlohmann::json::parse(status.out)["state"], "finalized");
+  EXPECT_TRUE(nlohmann::json::parse(status.out)["unfinishedTransaction"].is_null());
+
+  // Again to the same state: nothing written.
+  const auto before = Tree(root);
+  std::vector<std::string> again = {"apply", "--to", "finalized"};
+  again.insert(again.end(), common.begin(), common.end());
+  Result same = RunAgent(again);
+  EXPECT_EQ(same.code, kExitOk);
+  EXPECT_THAT(same.out, HasSubstr("the node is already finalized; nothing written"));
+  EXPECT_EQ(Tree(root), before);
+
+  Result backups = RunAgent({"backups", "--root", root, "-o", "json"});
+  ASSERT_EQ(backups.code, kExitOk) << backups.err;
+  nlohmann::json list = nlohmann::json::parse(backups.out);
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[2]["from"], "migrated");
+  EXPECT_EQ(list[2]["to"], "finalized");
+  EXPECT_EQ(list[2]["phase"], "committed");
+
+  Result rollback =
+      RunAgent({"rollback", "--root", root, "--no-verify", "--kubelet-restart-command", "true"});
+  ASSERT_EQ(rollback.code, kExitOk) << rollback.err;
+  EXPECT_THAT(rollback.out, HasSubstr("the node is now migrated"));
+}
+
+TEST_F(AgentCliTest, ApplyRefusesAStrayCopyWithExitTwoAndWritesNothing) {
+  const std::string root = CopyNode("kubeadm");
+  fs::copy_file(root + "/etc/kubernetes/manifests/kube-controller-manager.yaml",
+                root + "/etc/kubernetes/manifests/kube-controller-manager.yaml.bak");
+  const auto before = Tree(root);
+  Result result = RunAgent({"apply", "--to", "prepared", "--root", root, "--no-verify"});
+  EXPECT_EQ(result.code, kExitRefused);
+  EXPECT_THAT(result.err, HasSubstr("kube-controller-manager.yaml.bak"));
+  EXPECT_EQ(Tree(root), before);
+}
+
+TEST_F(AgentCliTest, ApplyRejectsABadTimeout) {
+  const std::string root = CopyNode("kubeadm");
+  Result result = RunAgent({"apply", "--to", "prepared", "--root", root, "--timeout", "soon"});
+  EXPECT_EQ(result.code, kExitRefused);
+  EXPECT_THAT(result.err, HasSubstr("--timeout: 'soon' is not a duration"));
+}
+
+TEST_F(AgentCliTest, RecoverWithNothingToDo) {
+  const std::string root = CopyNode("kubeadm");
+  Result result = RunAgent({"recover", "--root", root});
+  EXPECT_EQ(result.code, kExitOk) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("no unfinished transaction"));
 }
 
 TEST_F(AgentCliTest, HelpExplainsTheStatesAndExitCodes) {

@@ -95,7 +95,7 @@ TEST(ClassifyTest, LeaderMigrationWithoutLeaderElectionIsInconsistent) {
 
 TEST(ClassifyTest, ConfigFlagPointingAtMissingFileIsInconsistent) {
   MemoryFileSystem fs = NodeIn(NodeState::kPrepared);
-  fs.RemoveFile(kConfig);
+  fs.DeleteFile(kConfig);
   Classification result = ClassifyNode(fs, NodePaths{});
   EXPECT_EQ(result.state, NodeState::kInconsistent);
   EXPECT_THAT(
@@ -178,7 +178,7 @@ TEST(ClassifyTest, HalfDoneMoveIsInconsistentWithEveryReason) {
 
 TEST(ClassifyTest, ExternalControllerManagerWithoutCloudControllerManager) {
   MemoryFileSystem fs = NodeIn(NodeState::kMigrated);
-  fs.RemoveFile(kCcm);
+  fs.DeleteFile(kCcm);
   Classification result = ClassifyNode(fs, NodePaths{});
   EXPECT_EQ(result.state, NodeState::kInconsistent);
   EXPECT_THAT(result.problems,
@@ -234,7 +234,7 @@ TEST(ClassifyTest, CloudControllerManagerWithoutLeaderElection) {
 
 TEST(ClassifyTest, MissingControllerManagerIsInconsistent) {
   MemoryFileSystem fs = NodeIn(NodeState::kInTree);
-  fs.RemoveFile(kKcm);
+  fs.DeleteFile(kKcm);
   Classification result = ClassifyNode(fs, NodePaths{});
   EXPECT_EQ(result.state, NodeState::kInconsistent);
   EXPECT_THAT(

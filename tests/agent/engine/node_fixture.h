@@ -46,7 +46,7 @@ inline void ApplyPlan(const Plan& plan, MemoryFileSystem& fs) {
     if (change.after) {
       fs.SetFile(change.path, *change.after);
     } else {
-      fs.RemoveFile(change.path);
+      fs.DeleteFile(change.path);
     }
   }
 }

@@ -174,7 +174,7 @@ TEST(PlannerTest, MovingBackWithoutARecordIsRefusedNotGuessed) {
   MemoryFileSystem fs = LoadNode("kubeadm");
   Step(fs, NodeState::kPrepared);
   Step(fs, NodeState::kMigrated);
-  fs.RemoveFile(kRecord);
+  fs.DeleteFile(kRecord);
   absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kPrepared, KubeadmSettings());
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);

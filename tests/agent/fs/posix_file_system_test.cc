@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/fs/file_system.h"
@@ -46,9 +47,36 @@ class PosixFileSystemTest : public ::testing::Test {
     ASSERT_EQ(::close(fd), 0);
   }
 
+  // The mode and owner of `host_path` under the root, as the kernel has them.
+  struct stat RealStat(const std::string& host_path) {
+    struct stat st {};
+    EXPECT_EQ(::stat((root_ + host_path).c_str(), &st), 0) << host_path;
+    return st;
+  }
+
   std::string root_;
   std::unique_ptr<FileSystem> fs_;
 };
+
+// Sets the process umask for one scope.
+class ScopedUmask {
+ public:
+  explicit ScopedUmask(mode_t mask) : previous_(::umask(mask)) {}
+  ScopedUmask(const ScopedUmask&) = delete;
+  ScopedUmask& operator=(const ScopedUmask&) = delete;
+  ~ScopedUmask() { ::umask(previous_); }
+
+ private:
+  mode_t previous_;
+};
+
+FileInfo Attributes(unsigned mode, unsigned uid = ::geteuid(), unsigned gid = ::getegid()) {
+  FileInfo info;
+  info.mode = mode;
+  info.uid = uid;
+  info.gid = gid;
+  return info;
+}
 
 TEST_F(PosixFileSystemTest, ReadFileUnderTheRoot) {
   WriteFile("/etc/kubernetes/manifests/kube-controller-manager.yaml", "apiVersion: v1\n");
@@ -170,6 +198,176 @@ TEST_F(PosixFileSystemTest, RootWithTrailingSlashAndSlashRoot) {
   std::unique_ptr<FileSystem> host = NewPosixFileSystem("/");
   EXPECT_EQ(host->ReadFile(root_ + "/etc/x").value_or(""), "content");
   EXPECT_EQ(NewPosixFileSystem("")->ReadFile(root_ + "/etc/x").value_or(""), "content");
+}
+
+// The write side.
+
+TEST_F(PosixFileSystemTest, WriteFileGetsTheModeAskedForWhateverTheUmask) {
+  WriteFile("/etc/kubernetes/manifests/etcd.yaml", "x");
+  {
+    ScopedUmask umask(0077);
+    ASSERT_TRUE(fs_->WriteFile("/etc/kubernetes/manifests/a.yaml", "a", Attributes(0644)).ok());
+  }
+  {
+    ScopedUmask umask(0);
+    ASSERT_TRUE(fs_->WriteFile("/etc/kubernetes/manifests/b.yaml", "b", Attributes(0600)).ok());
+  }
+  EXPECT_EQ(RealStat("/etc/kubernetes/manifests/a.yaml").st_mode & 07777, 0644u);
+  EXPECT_EQ(RealStat("/etc/kubernetes/manifests/b.yaml").st_mode & 07777, 0600u);
+  EXPECT_EQ(fs_->ReadFile("/etc/kubernetes/manifests/a.yaml").value_or(""), "a");
+  EXPECT_EQ(fs_->Stat("/etc/kubernetes/manifests/b.yaml")->mode, 0600u);
+}
+
+TEST_F(PosixFileSystemTest, WriteFileOverAFileReplacesContentAndMode) {
+  WriteFile("/etc/x", "a much longer old content", 0644);
+  ASSERT_TRUE(fs_->WriteFile("/etc/x", "new", Attributes(0600)).ok());
+  EXPECT_EQ(fs_->ReadFile("/etc/x").value_or(""), "new");
+  EXPECT_EQ(RealStat("/etc/x").st_mode & 07777, 0600u);
+  // Binary data and nothing at all are written as they are.
+  std::string binary;
+  for (int i = 0; i < 300000; ++i) binary.push_back(static_cast<char>(i % 256));
+  ASSERT_TRUE(fs_->WriteFile("/etc/x", binary, Attributes(0600)).ok());
+  EXPECT_TRUE(fs_->ReadFile("/etc/x").value_or("") == binary);
+  ASSERT_TRUE(fs_->WriteFile("/etc/x", "", Attributes(0600)).ok());
+  EXPECT_EQ(fs_->ReadFile("/etc/x").value_or("x"), "");
+}
+
+TEST_F(PosixFileSystemTest, WriteFileSetsTheOwnerOnlyAsRoot) {
+  WriteFile("/etc/placeholder", "");
+  ASSERT_TRUE(fs_->WriteFile("/etc/x", "x", Attributes(0640, 1234, 4321)).ok());
+  struct stat st = RealStat("/etc/x");
+  if (::geteuid() == 0) {
+    EXPECT_EQ(st.st_uid, 1234u);
+    EXPECT_EQ(st.st_gid, 4321u);
+  } else {
+    // Not root: the file is ours, and writing it is not an error.
+    EXPECT_EQ(st.st_uid, ::geteuid());
+  }
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+}
+
+TEST_F(PosixFileSystemTest, WriteFileInAMissingDirectoryNamesTheCallAndPath) {
+  absl::Status status = fs_->WriteFile("/etc/missing/x.yaml", "x", Attributes(0600));
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "open /etc/missing/x.yaml: No such file or directory");
+}
+
+TEST_F(PosixFileSystemTest, SyncFileAndSyncDirectory) {
+  WriteFile("/etc/kubernetes/x", "x");
+  EXPECT_TRUE(fs_->SyncFile("/etc/kubernetes/x").ok());
+  EXPECT_TRUE(fs_->SyncDirectory("/etc/kubernetes").ok());
+  EXPECT_TRUE(fs_->SyncDirectory("/").ok());
+
+  absl::Status status = fs_->SyncFile("/etc/kubernetes/y");
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "open /etc/kubernetes/y: No such file or directory");
+  status = fs_->SyncDirectory("/etc/nothing");
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "open /etc/nothing: No such file or directory");
+  status = fs_->SyncDirectory("/etc/kubernetes/x");
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "open /etc/kubernetes/x: Not a directory");
+}
+
+TEST_F(PosixFileSystemTest, RenameReplacesTheTarget) {
+  WriteFile("/etc/.x.tmp", "new", 0600);
+  WriteFile("/etc/x", "old", 0644);
+  const ino_t inode = RealStat("/etc/.x.tmp").st_ino;
+  ASSERT_TRUE(fs_->Rename("/etc/.x.tmp", "/etc/x").ok());
+  EXPECT_EQ(fs_->ReadFile("/etc/x").value_or(""), "new");
+  EXPECT_EQ(RealStat("/etc/x").st_ino, inode);
+  EXPECT_FALSE(fs_->Exists("/etc/.x.tmp"));
+
+  absl::Status status = fs_->Rename("/etc/.x.tmp", "/etc/x");
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "rename /etc/.x.tmp to /etc/x: No such file or directory");
+}
+
+TEST_F(PosixFileSystemTest, RemoveFile) {
+  WriteFile("/etc/x", "x");
+  ASSERT_TRUE(fs_->RemoveFile("/etc/x").ok());
+  EXPECT_FALSE(fs_->Exists("/etc/x"));
+  EXPECT_TRUE(fs_->Exists("/etc"));
+  absl::Status status = fs_->RemoveFile("/etc/x");
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "unlink /etc/x: No such file or directory");
+}
+
+TEST_F(PosixFileSystemTest, CreateDirectoryGetsTheModeAskedForWhateverTheUmask) {
+  {
+    ScopedUmask umask(0077);
+    ASSERT_TRUE(fs_->CreateDirectory("/etc", 0755).ok());
+  }
+  {
+    ScopedUmask umask(0);
+    ASSERT_TRUE(fs_->CreateDirectory("/etc/handoff", 0700).ok());
+  }
+  EXPECT_TRUE(S_ISDIR(RealStat("/etc").st_mode));
+  EXPECT_EQ(RealStat("/etc").st_mode & 07777, 0755u);
+  EXPECT_EQ(RealStat("/etc/handoff").st_mode & 07777, 0700u);
+
+  absl::Status status = fs_->CreateDirectory("/etc/handoff", 0700);
+  EXPECT_EQ(status.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(status.message(), "mkdir /etc/handoff: File exists");
+  status = fs_->CreateDirectory("/var/lib/handoff", 0700);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "mkdir /var/lib/handoff: No such file or directory");
+}
+
+TEST_F(PosixFileSystemTest, RemoveDirectoryOnlyWhenEmpty) {
+  WriteFile("/var/lib/handoff/tx/files/0", "backup");
+  absl::Status status = fs_->RemoveDirectory("/var/lib/handoff/tx/files");
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(status.message(), "rmdir /var/lib/handoff/tx/files: Directory not empty");
+  ASSERT_TRUE(fs_->RemoveFile("/var/lib/handoff/tx/files/0").ok());
+  ASSERT_TRUE(fs_->RemoveDirectory("/var/lib/handoff/tx/files").ok());
+  ASSERT_TRUE(fs_->RemoveDirectory("/var/lib/handoff/tx").ok());
+  EXPECT_FALSE(fs_->Exists("/var/lib/handoff/tx"));
+  status = fs_->RemoveDirectory("/var/lib/handoff/tx");
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "rmdir /var/lib/handoff/tx: No such file or directory");
+}
+
+TEST_F(PosixFileSystemTest, TryLockIsExclusiveAcrossFileSystemsAndReleasedOnDestruction) {
+  std::filesystem::create_directories(root_ + "/run/handoff");
+  // flock(2) locks belong to the open file description, so two file systems in one process
+  // exclude each other as two agents would.
+  std::unique_ptr<FileSystem> other = NewPosixFileSystem(root_);
+  absl::StatusOr<std::unique_ptr<FileSystem::Lock>> first = fs_->TryLock("/run/handoff/lock");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(RealStat("/run/handoff/lock").st_mode & 07777, 0600u);
+
+  absl::StatusOr<std::unique_ptr<FileSystem::Lock>> second = other->TryLock("/run/handoff/lock");
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(second.status().message(),
+            "/run/handoff/lock is locked by another handoff-agent (flock: Resource temporarily "
+            "unavailable)");
+  // The same file system does not get it twice either.
+  EXPECT_EQ(fs_->TryLock("/run/handoff/lock").status().code(), absl::StatusCode::kUnavailable);
+  // Another path is another lock.
+  EXPECT_TRUE(other->TryLock("/run/handoff/other-lock").ok());
+
+  first->reset();
+  absl::StatusOr<std::unique_ptr<FileSystem::Lock>> third = other->TryLock("/run/handoff/lock");
+  EXPECT_TRUE(third.ok()) << third.status();
+}
+
+TEST_F(PosixFileSystemTest, TryLockInAMissingDirectoryNamesThePath) {
+  absl::Status status = fs_->TryLock("/run/handoff/lock").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "open /run/handoff/lock: No such file or directory");
+}
+
+TEST_F(PosixFileSystemTest, WritesStayUnderTheRoot) {
+  WriteFile("/etc/placeholder", "");
+  ASSERT_TRUE(fs_->WriteFile("/../etc/x", "inside", Attributes(0600)).ok());
+  EXPECT_EQ(fs_->ReadFile("/etc/x").value_or(""), "inside");
+  ASSERT_TRUE(fs_->CreateDirectory("/../../var", 0755).ok());
+  EXPECT_TRUE(std::filesystem::is_directory(root_ + "/var"));
+  ASSERT_TRUE(fs_->Rename("/etc/x", "/../etc/y").ok());
+  EXPECT_EQ(fs_->ReadFile("/etc/y").value_or(""), "inside");
+  ASSERT_TRUE(fs_->RemoveFile("/etc/../etc/y").ok());
+  EXPECT_FALSE(fs_->Exists("/etc/y"));
 }
 
 }  // namespace

@@ -1,0 +1,115 @@
+// Carries out a plan on a node as one transaction: journal and backups first, then each file in
+// the plan's order, each component proven restarted and healthy before the next is touched, and
+// everything undone (and the undo verified) when one is not.
+#ifndef HANDOFF_AGENT_APPLY_APPLIER_H_
+#define HANDOFF_AGENT_APPLY_APPLIER_H_
+
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/apply/journal.h"
+#include "agent/engine/planner.h"
+#include "agent/engine/settings.h"
+#include "agent/fs/file_system.h"
+#include "agent/system/clock.h"
+#include "agent/system/command_runner.h"
+#include "agent/system/health_checker.h"
+#include "agent/system/process_table.h"
+#include "agent/verify/verifier.h"
+
+namespace handoff {
+
+// The host as the applier sees it. Everything is borrowed and must outlive the Applier.
+struct Host {
+  FileSystem& fs;
+  const ProcessTable& processes;
+  HealthChecker& health;
+  Clock& clock;
+  CommandRunner& commands;
+};
+
+struct ApplyOptions {
+  bool verify = true;             // false: write only (--no-verify)
+  VerifyOptions verify_options;   // per-component timeout and poll interval
+  size_t keep_transactions = 10;  // backups kept; older committed/rolled-back ones pruned
+  // Run when the kubelet's flags file changed (the kubelet reads it only at start).
+  std::vector<std::string> kubelet_restart = {"systemctl", "restart", "kubelet"};
+  absl::Duration command_timeout = absl::Minutes(2);
+};
+
+// One file written (or removed) and what was proven about it.
+struct StepReport {
+  std::string path;
+  std::string action;     // "create", "replace", "remove"
+  std::string component;  // "" for a file no process reloads
+  std::string verified;   // "" when not verified, else what was proven
+};
+
+struct ApplyReport {
+  std::string transaction;  // id; "" when nothing was written
+  NodeState from = NodeState::kInconsistent;
+  NodeState to = NodeState::kInconsistent;
+  bool no_op = false;  // the node was already in the target state
+  std::vector<StepReport> steps;
+  // Set when the move failed and was undone: why it failed, and (if the undo itself failed) why.
+  std::string failure;
+  std::string rollback_failure;
+  bool ok() const { return failure.empty(); }
+};
+
+class Applier {
+ public:
+  Applier(Host host, Settings settings, ApplyOptions options, std::ostream& log);
+
+  // Moves the node to `target`. Refuses with an error (nothing written) when another apply holds
+  // the lock, when the node is inconsistent or `target` not adjacent, when a file a new manifest
+  // mounts is missing, or when an unfinished transaction cannot be recovered. A move that fails
+  // verification is undone: the report's `failure` (and `rollback_failure`) then say why.
+  absl::StatusOr<ApplyReport> Apply(NodeState target);
+
+  // Finds transactions left "started" by a crash and undoes each, so the node is wholly in its
+  // state before that transaction; also clears directories of transactions that never started.
+  // Returns the ids recovered. Verifies the restored components when options.verify is set.
+  absl::StatusOr<std::vector<std::string>> Recover();
+
+  // Undoes the last committed transaction (as a new, journaled transaction of its own).
+  absl::StatusOr<ApplyReport> Rollback();
+
+  // Every transaction kept in the state dir, oldest first.
+  absl::StatusOr<std::vector<Journal>> Transactions() const;
+
+ private:
+  // Everything below expects the lock held.
+  absl::StatusOr<std::vector<std::string>> RecoverLocked();
+  absl::StatusOr<ApplyReport> Run(const Plan& plan, const std::string& kind,
+                                  const std::string& undoes);
+  absl::StatusOr<std::unique_ptr<FileSystem::Lock>> Lock();
+  absl::Status CheckMountSources(const Plan& plan) const;
+  absl::Status WriteJournal(const Journal& journal);
+  absl::Status Restore(const Journal& journal, size_t entries_touched, bool verify,
+                       std::vector<std::string>* notes);
+  absl::Status VerifyComponent(const std::string& component,
+                               const std::optional<std::string>& content, const std::string& path,
+                               const std::vector<ProcessInfo>& before);
+  absl::StatusOr<std::vector<ProcessInfo>> ProcessesBefore(const FileChange& change);
+  absl::Status RestartKubelet();
+  // Removes a transaction's directory (backups, journal) durably.
+  absl::Status RemoveTree(const std::string& id);
+  // Keeps the newest options.keep_transactions finished transactions.
+  void Prune();
+  std::string NewTransactionId(NodeState from, NodeState to);
+
+  Host host_;
+  Settings settings_;
+  ApplyOptions options_;
+  std::ostream& log_;
+  Verifier verifier_;
+};
+
+}  // namespace handoff
+
+#endif  // HANDOFF_AGENT_APPLY_APPLIER_H_

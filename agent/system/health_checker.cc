@@ -1,0 +1,156 @@
+#include "agent/system/health_checker.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <mutex>
+
+#include "agent/base/strings.h"
+
+namespace handoff {
+namespace {
+
+// How much of an error response's body goes into the message: enough for a component's
+// "[-]leaderElection failed: ..." line, not a whole page.
+constexpr size_t kBodyExcerptBytes = 200;
+
+// curl_global_init is not thread-safe and must run once before any other libcurl call.
+absl::Status InitCurlOnce() {
+  static std::once_flag once;
+  static CURLcode result = CURLE_OK;
+  std::call_once(once, [] { result = curl_global_init(CURL_GLOBAL_DEFAULT); });
+  if (result != CURLE_OK) {
+    return absl::InternalError(StrCat("cannot initialise libcurl: ", curl_easy_strerror(result)));
+  }
+  return absl::OkStatus();
+}
+
+struct CurlHandleDeleter {
+  void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
+};
+
+struct Body {
+  std::string excerpt;
+  bool truncated = false;
+};
+
+// Keeps the start of the body and discards the rest; returning the full size lets the transfer
+// finish normally (the status code is what counts).
+size_t CaptureBody(char* data, size_t size, size_t count, void* user) {
+  auto* body = static_cast<Body*>(user);
+  const size_t bytes = size * count;
+  const size_t room = kBodyExcerptBytes - std::min(kBodyExcerptBytes, body->excerpt.size());
+  body->excerpt.append(data, std::min(bytes, room));
+  if (bytes > room) body->truncated = true;
+  return bytes;
+}
+
+// One line, printable: bodies end in newlines and may hold anything.
+std::string PrintableExcerpt(const Body& body) {
+  std::string out;
+  for (char c : body.excerpt) {
+    out.push_back(c >= 0x20 && c < 0x7f ? c : ' ');
+  }
+  std::string trimmed(StripWhitespace(out));
+  if (body.truncated) trimmed += "...";
+  return trimmed;
+}
+
+class CurlHealthChecker : public HealthChecker {
+ public:
+  absl::Status Check(const HealthEndpoint& endpoint, absl::Duration timeout) override {
+    const std::string url = endpoint.Url();
+    if (endpoint.scheme != "https" && endpoint.scheme != "http") {
+      return absl::InvalidArgumentError(
+          StrCat("health check ", url, ": scheme must be http or https"));
+    }
+    if (absl::Status init = InitCurlOnce(); !init.ok()) return init;
+    std::unique_ptr<CURL, CurlHandleDeleter> curl(curl_easy_init());
+    if (curl == nullptr) {
+      return absl::InternalError(StrCat("health check ", url, ": curl_easy_init failed"));
+    }
+
+    // At least 1ms: 0 would mean "no timeout" to libcurl.
+    const long timeout_ms = static_cast<long>(std::clamp<int64_t>(
+        absl::ToInt64Milliseconds(timeout), 1, std::numeric_limits<long>::max()));
+    char error_buffer[CURL_ERROR_SIZE] = {};
+    Body body;
+    CURL* handle = curl.get();
+    CURLcode code = CURLE_OK;
+    auto set = [&](CURLcode result) {
+      if (code == CURLE_OK) code = result;
+    };
+    set(curl_easy_setopt(handle, CURLOPT_URL, url.c_str()));
+    set(curl_easy_setopt(handle, CURLOPT_HTTPGET, 1L));
+    set(curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error_buffer));
+    set(curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, CaptureBody));
+    set(curl_easy_setopt(handle, CURLOPT_WRITEDATA, &body));
+    set(curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, timeout_ms));
+    // The default SIGALRM-based resolver timeout is unsafe in a multi-threaded agent.
+    set(curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L));
+    // The endpoint is on this node; an https_proxy/no_proxy inherited from the environment
+    // (common on nodes that pull images through a proxy) must not divert it.
+    set(curl_easy_setopt(handle, CURLOPT_NOPROXY, "*"));
+    set(curl_easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 0L));
+    // Not verified on purpose: the kube-controller-manager and cloud-controller-manager serve a
+    // self-signed certificate generated at startup on loopback, and their /healthz is anonymous.
+    // The check proves that the restarted process answers 200, not who it is.
+    set(curl_easy_setopt(handle, CURLOPT_SSL_VERIFYPEER, 0L));
+    set(curl_easy_setopt(handle, CURLOPT_SSL_VERIFYHOST, 0L));
+    set(curl_easy_setopt(handle, CURLOPT_USERAGENT, "handoff-agent"));
+    if (code != CURLE_OK) {
+      return absl::InternalError(
+          StrCat("health check ", url, ": cannot configure libcurl: ", curl_easy_strerror(code)));
+    }
+
+    code = curl_easy_perform(handle);
+    if (code != CURLE_OK) {
+      std::string detail = error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(code);
+      long os_errno = 0;
+      if (curl_easy_getinfo(handle, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK && os_errno != 0) {
+        StrAppend(&detail, " (", std::strerror(static_cast<int>(os_errno)), ")");
+      }
+      if (code == CURLE_OPERATION_TIMEDOUT) {
+        return absl::UnavailableError(StrCat("GET ", url, ": no answer within the timeout of ",
+                                             absl::FormatDuration(timeout), ": ", detail));
+      }
+      return absl::UnavailableError(StrCat("GET ", url, ": ", detail));
+    }
+    long status = 0;
+    curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 200) {
+      std::string excerpt = PrintableExcerpt(body);
+      return absl::UnavailableError(
+          StrCat("GET ", url, ": HTTP ", status, excerpt.empty() ? "" : ": ", excerpt));
+    }
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+std::string HealthEndpoint::Url() const {
+  std::string url_host = host;
+  if (host.find(':') != std::string::npos && !StartsWith(host, "[")) {
+    // An IPv6 literal; a zone ("fe80::1%eth0") needs its '%' escaped inside the brackets
+    // (RFC 6874), which libcurl understands.
+    url_host = "[";
+    for (char c : host) {
+      if (c == '%') {
+        url_host += "%25";
+      } else {
+        url_host.push_back(c);
+      }
+    }
+    url_host += "]";
+  }
+  return StrCat(scheme, "://", url_host, ":", port, StartsWith(path, "/") ? "" : "/", path);
+}
+
+std::unique_ptr<HealthChecker> NewCurlHealthChecker() {
+  return std::make_unique<CurlHealthChecker>();
+}
+
+}  // namespace handoff

@@ -1,0 +1,86 @@
+// Proof that the kubelet restarted a component with the intended flags and that it is healthy:
+// the old process is gone, a new one runs with exactly the manifest's argv, and its health
+// endpoint answers 200. Nothing here trusts the mirror pod's config hash (kubernetes/kubeadm#2927).
+#ifndef HANDOFF_AGENT_VERIFY_VERIFIER_H_
+#define HANDOFF_AGENT_VERIFY_VERIFIER_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "agent/manifest/static_pod.h"
+#include "agent/system/clock.h"
+#include "agent/system/health_checker.h"
+#include "agent/system/process_table.h"
+
+namespace handoff {
+
+// What must hold once a component's manifest (or the kubelet's flags) has been written.
+struct ComponentCheck {
+  std::string component;  // "kube-controller-manager", "kubelet", ...
+  // Basenames of argv[0] that identify the component's process ("kube-controller-manager";
+  // for the AWS cloud-controller-manager image's entrypoint "aws-cloud-controller-manager").
+  std::vector<std::string> binaries;
+  // The argv the new process must have: `command` followed by `args`. With an empty `command`
+  // (the image's entrypoint runs) argv[1..] must equal `args`. With `args_subset` (the kubelet,
+  // whose unit adds flags of its own) each of `args` must appear in argv[1..].
+  std::vector<std::string> command;
+  std::vector<std::string> args;
+  bool args_subset = false;
+  // False when the component was removed: then it holds once no process of it runs.
+  bool present = true;
+  std::optional<HealthEndpoint> health;
+  // The component's processes before the write. None of them may still run afterwards.
+  std::vector<ProcessInfo> before;
+};
+
+// The check for `component`, whose container `container` of `pod` was just written (or, with
+// `pod` nullptr, removed): argv from its command and args; health on its --secure-port (default
+// 10257 kube-controller-manager, 10258 cloud-controller-manager, 10259 kube-scheduler, 6443
+// kube-apiserver) at its --bind-address (0.0.0.0, :: or unset → 127.0.0.1), path /healthz
+// (/livez for kube-apiserver), HTTPS.
+ComponentCheck CheckForManifest(std::string_view component, const StaticPod* pod, size_t container);
+// The kubelet after its flags file changed: every flag in `flags` on its command line; health on
+// http://127.0.0.1:10248/healthz.
+ComponentCheck CheckForKubelet(const std::vector<std::string>& flags);
+
+// Whether `process` is one of `check`'s binaries running with the argv `check` asks for.
+bool RunsAsChecked(const ComponentCheck& check, const ProcessInfo& process);
+
+struct VerifyOptions {
+  absl::Duration timeout = absl::Minutes(5);         // per component
+  absl::Duration poll_interval = absl::Seconds(1);   // between looks; bounded, never grows
+  absl::Duration health_timeout = absl::Seconds(5);  // one health request
+};
+
+class Verifier {
+ public:
+  // Borrows all three; they must outlive the verifier.
+  Verifier(const ProcessTable& processes, HealthChecker& health, Clock& clock,
+           VerifyOptions options);
+
+  // The processes of `check.component` (matched by `check.binaries`) running now.
+  absl::StatusOr<std::vector<ProcessInfo>> Running(const ComponentCheck& check) const;
+
+  // Polls until `check` holds or the timeout passes. OK when it holds; otherwise
+  // DeadlineExceeded whose message names the component, how long it waited and the last reason
+  // seen: an old process (pid) still running, no process, an argv that differs (the first
+  // differing item, expected and found), or the health endpoint's error.
+  absl::Status Wait(const ComponentCheck& check);
+
+ private:
+  // Empty when the check holds now, else the reason it does not.
+  std::string Look(const ComponentCheck& check);
+
+  const ProcessTable& processes_;
+  HealthChecker& health_;
+  Clock& clock_;
+  VerifyOptions options_;
+};
+
+}  // namespace handoff
+
+#endif  // HANDOFF_AGENT_VERIFY_VERIFIER_H_

@@ -1,0 +1,146 @@
+// A stand-in for a node's kubelet and the processes it runs, for apply tests. It models what
+// handoff relies on: every file in the manifest directory not starting with "." runs as a
+// process whose argv is its container's command + args (the image entrypoint first for an
+// args-only container); a changed manifest gets a new process (new pid), a removed one none;
+// the kubelet runs with its flags file's args and re-reads them only when restarted. Knobs make
+// it misbehave the way real nodes do.
+#ifndef HANDOFF_TESTS_AGENT_APPLY_FAKE_KUBELET_H_
+#define HANDOFF_TESTS_AGENT_APPLY_FAKE_KUBELET_H_
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/base/strings.h"
+#include "agent/engine/settings.h"
+#include "agent/fs/file_system.h"
+#include "agent/manifest/kubelet_flags.h"
+#include "agent/manifest/static_pod.h"
+#include "agent/system/command_runner.h"
+#include "agent/system/health_checker.h"
+#include "agent/system/process_table.h"
+
+namespace handoff::testing {
+
+class FakeKubelet : public ProcessTable, public CommandRunner, public HealthChecker {
+ public:
+  FakeKubelet(const FileSystem& fs, NodePaths paths) : fs_(fs), paths_(std::move(paths)) {
+    RestartKubelet();
+  }
+
+  // ProcessTable: the kubelet notices manifest changes when asked (as if by inotify).
+  absl::StatusOr<std::vector<ProcessInfo>> List() const override {
+    Sync();
+    std::vector<ProcessInfo> list;
+    for (const auto& [pod, process] : pods_) list.push_back(process.info);
+    list.push_back(kubelet_);
+    return list;
+  }
+
+  // CommandRunner: the restart command restarts the kubelet; every command is recorded.
+  absl::Status Run(const std::vector<std::string>& argv, absl::Duration) override {
+    commands.push_back(StrJoin(argv, " "));
+    if (argv == std::vector<std::string>{"systemctl", "restart", "kubelet"}) {
+      if (fail_kubelet_restart)
+        return absl::InternalError("systemctl: Job for kubelet.service failed");
+      RestartKubelet();
+      return absl::OkStatus();
+    }
+    return absl::NotFoundError(StrCat(argv.empty() ? "" : argv[0], ": command not found"));
+  }
+
+  // HealthChecker: every endpoint answers 200 unless its port is marked unhealthy.
+  absl::Status Check(const HealthEndpoint& endpoint, absl::Duration) override {
+    ++health_checks;
+    if (unhealthy_ports.count(endpoint.port)) {
+      return absl::UnavailableError(StrCat(endpoint.Url(), ": 500 Internal Server Error"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Knobs.
+  std::set<int> unhealthy_ports;
+  // Pods (by name) whose manifest changes the kubelet ignores: the old process keeps running.
+  std::set<std::string> frozen;
+  // Pods (by name) started with one more argument than their manifest says.
+  std::map<std::string, std::string> extra_arg;
+  bool fail_kubelet_restart = false;
+
+  std::vector<std::string> commands;
+  int health_checks = 0;
+
+  const ProcessInfo& kubelet() const { return kubelet_; }
+
+ private:
+  struct Pod {
+    std::string content;
+    ProcessInfo info;
+  };
+
+  void RestartKubelet() {
+    kubelet_.pid = next_pid_++;
+    kubelet_.start_time = static_cast<std::uint64_t>(kubelet_.pid);
+    kubelet_.argv = {"/usr/bin/kubelet", "--config=/var/lib/kubelet/config.yaml"};
+    if (paths_.kubelet_flags_file.empty()) return;
+    absl::StatusOr<std::string> text = fs_.ReadFile(paths_.kubelet_flags_file);
+    if (!text.ok()) return;
+    absl::StatusOr<KubeletFlagsFile> flags = KubeletFlagsFile::Parse(*text, "");
+    if (!flags.ok()) return;
+    for (const std::string& item : flags->flags().items()) kubelet_.argv.push_back(item);
+  }
+
+  // Const because listing processes is a read; what the kubelet has done meanwhile is state the
+  // fake catches up with here.
+  void Sync() const {
+    std::map<std::string, std::string> seen;  // pod name → manifest content
+    absl::StatusOr<std::vector<std::string>> names = fs_.ListDirectory(paths_.manifest_dir);
+    if (names.ok()) {
+      for (const std::string& name : *names) {
+        if (StartsWith(name, ".")) continue;
+        absl::StatusOr<std::string> content = fs_.ReadFile(StrCat(paths_.manifest_dir, "/", name));
+        if (!content.ok()) continue;
+        absl::StatusOr<StaticPod> pod = StaticPod::Parse(*content, name);
+        if (!pod.ok()) continue;  // a file that does not parse runs nothing
+        seen[pod->PodName()] = *content;
+      }
+    }
+    for (auto it = pods_.begin(); it != pods_.end();) {
+      if (!seen.count(it->first) && !frozen.count(it->first)) {
+        it = pods_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (const auto& [name, content] : seen) {
+      auto it = pods_.find(name);
+      if (it != pods_.end() && (it->second.content == content || frozen.count(name))) continue;
+      absl::StatusOr<StaticPod> pod = StaticPod::Parse(content, name);
+      absl::StatusOr<size_t> container = pod->FindContainer(name);
+      const size_t c = container.ok() ? *container : 0;
+      Pod process;
+      process.content = content;
+      process.info.pid = next_pid_++;
+      process.info.start_time = static_cast<std::uint64_t>(process.info.pid);
+      const YAML::Node& root = pod->node();
+      if (!root["spec"]["containers"][c]["command"].IsDefined()) {
+        process.info.argv.push_back("/bin/aws-cloud-controller-manager");  // the image entrypoint
+      }
+      for (const std::string& item : pod->Argv(c)) process.info.argv.push_back(item);
+      if (auto extra = extra_arg.find(name); extra != extra_arg.end()) {
+        process.info.argv.push_back(extra->second);
+      }
+      pods_[name] = process;
+    }
+  }
+
+  const FileSystem& fs_;
+  NodePaths paths_;
+  mutable std::map<std::string, Pod> pods_;
+  ProcessInfo kubelet_;
+  mutable int next_pid_ = 100;
+};
+
+}  // namespace handoff::testing
+
+#endif  // HANDOFF_TESTS_AGENT_APPLY_FAKE_KUBELET_H_
