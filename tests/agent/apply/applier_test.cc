@@ -24,12 +24,7 @@ using testing::LoadNode;
 constexpr char kKcm[] = "/etc/kubernetes/manifests/kube-controller-manager.yaml";
 constexpr char kCcm[] = "/etc/kubernetes/manifests/cloud-controller-manager.yaml";
 
-Settings KubeadmSettings() {
-  Settings settings;
-  settings.k8s_version = *KubeVersion::Parse("v1.27.6");
-  settings.ccm.image = "registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.1";
-  return settings;
-}
+using testing::KubeadmSettings;
 
 NodeState StateOf(const FileSystem& fs, const Settings& settings = KubeadmSettings()) {
   absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(fs, settings.paths);

@@ -17,12 +17,7 @@ namespace {
 using testing::FakeKubelet;
 using testing::LoadNode;
 
-Settings KubeadmSettings() {
-  Settings settings;
-  settings.k8s_version = *KubeVersion::Parse("v1.27.6");
-  settings.ccm.image = "registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.1";
-  return settings;
-}
+using testing::KubeadmSettings;
 
 // The node's files, without handoff's own state (journals, backups, lock).
 std::map<std::string, std::string> NodeFiles(const FaultInjectionFileSystem& fs) {

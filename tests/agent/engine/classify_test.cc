@@ -23,12 +23,7 @@ constexpr char kApiserver[] = "/etc/kubernetes/manifests/kube-apiserver.yaml";
 constexpr char kKubeletFlags[] = "/var/lib/kubelet/kubeadm-flags.env";
 constexpr char kConfig[] = "/etc/leadermigration.conf";
 
-Settings KubeadmSettings() {
-  Settings settings;
-  settings.k8s_version = *KubeVersion::Parse("v1.27.6");
-  settings.ccm.image = "registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.1";
-  return settings;
-}
+using testing::KubeadmSettings;
 
 // The kubeadm fixture moved to `state` by the planner.
 MemoryFileSystem NodeIn(NodeState state) {

@@ -41,6 +41,14 @@ inline MemoryFileSystem LoadNode(const std::string& name) {
   return fs;
 }
 
+// Settings for the kubeadm fixture's move to v1.27.6 with the AWS cloud-controller-manager.
+inline Settings KubeadmSettings() {
+  Settings settings;
+  settings.k8s_version = *KubeVersion::Parse("v1.27.6");
+  settings.ccm.image = "registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.1";
+  return settings;
+}
+
 inline void ApplyPlan(const Plan& plan, MemoryFileSystem& fs) {
   for (const FileChange& change : plan.changes) {
     if (change.after) {

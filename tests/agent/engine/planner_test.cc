@@ -21,12 +21,7 @@ constexpr char kKcm[] = "/etc/kubernetes/manifests/kube-controller-manager.yaml"
 constexpr char kCcm[] = "/etc/kubernetes/manifests/cloud-controller-manager.yaml";
 constexpr char kRecord[] = "/var/lib/handoff/migration-record.yaml";
 
-Settings KubeadmSettings() {
-  Settings settings;
-  settings.k8s_version = *KubeVersion::Parse("v1.27.6");
-  settings.ccm.image = "registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.1";
-  return settings;
-}
+using testing::KubeadmSettings;
 
 void Step(MemoryFileSystem& fs, NodeState to, const Settings& settings = KubeadmSettings()) {
   absl::StatusOr<Plan> plan = PlanNode(fs, to, settings);
