@@ -10,10 +10,12 @@ packages=(
   libspdlog-dev            # logging
   libboost-filesystem-dev  # directory listing for the node file system
   libcli11-dev             # command lines and --help
-  nlohmann-json3-dev       # status -o json
+  nlohmann-json3-dev       # status -o json; Kubernetes objects on the wire
   libdtl-dev               # unified diffs of planned files
-  libcurl4-openssl-dev     # health checks of restarted components (HTTP(S) GET on /healthz)
-  libcpp-httplib-dev libssl-dev  # tests only: a local HTTPS server for the health checks
+  libcurl4-openssl-dev     # health checks of restarted components; the Kubernetes API client
+  # The fake Kubernetes API server (TLS, client certificates), which ships for the sandbox (no
+  # longer test-only), and the tests' local HTTPS endpoints; OpenSSL also reads certificate names.
+  libcpp-httplib-dev libssl-dev
   libgtest-dev libgmock-dev
 )
 

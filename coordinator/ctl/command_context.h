@@ -1,0 +1,65 @@
+// What every handoffctl command shares: the output streams, the environment, the connection to
+// the API server, and how failures are reported. Each command group adds its subcommands with
+// one Add*Commands function, so later groups (plan, start, status...) slot in the same way.
+#ifndef HANDOFF_COORDINATOR_CTL_COMMAND_CONTEXT_H_
+#define HANDOFF_COORDINATOR_CTL_COMMAND_CONTEXT_H_
+
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+#include "coordinator/ctl/ctl_cli.h"
+#include "coordinator/kube/client.h"
+
+namespace handoff::ctl {
+
+// The options every command that talks to the API server takes.
+struct ConnectionOptions {
+  std::string kubeconfig;  // "" = $KUBECONFIG, else ~/.kube/config
+  std::string context;     // "" = the kubeconfig's current-context
+  std::string request_timeout = "30s";
+};
+
+class CommandContext {
+ public:
+  CommandContext(std::ostream& out, std::ostream& err, const CtlEnvironment& environment);
+
+  std::ostream& out() { return out_; }
+  std::ostream& err() { return err_; }
+  const CtlEnvironment& environment() const { return environment_; }
+  // The clock of this run (created on first use, owned here).
+  Clock& clock();
+
+  // Loads the kubeconfig (printing its warnings, such as insecure-skip-tls-verify, on err) and
+  // returns a client for its cluster. The client borrows clock().
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> Connect(const ConnectionOptions& options);
+
+  // Prints "handoffctl: <message>" on err and returns kExitRefused.
+  int Fail(const absl::Status& status);
+
+  // The exit code the parsed command set.
+  int exit_code = kExitOk;
+
+ private:
+  std::ostream& out_;
+  std::ostream& err_;
+  const CtlEnvironment& environment_;
+  std::unique_ptr<Clock> clock_;
+};
+
+// --kubeconfig, --context, --request-timeout.
+void AddConnectionOptions(CLI::App& command, ConnectionOptions& options);
+// -o/--output text|json.
+void AddOutputOption(CLI::App& command, std::string& format);
+
+// The command groups.
+void AddRbacCommands(CLI::App& app, CommandContext& context);
+void AddVerifyCommands(CLI::App& app, CommandContext& context);
+void AddLeaseCommands(CLI::App& app, CommandContext& context);
+void AddKubeadmConfigCommands(CLI::App& app, CommandContext& context);
+
+}  // namespace handoff::ctl
+
+#endif  // HANDOFF_COORDINATOR_CTL_COMMAND_CONTEXT_H_

@@ -1,0 +1,150 @@
+// handoffctl kubeadm-config plan|apply: kubeadm's stored ClusterConfiguration made external, so
+// that a later `kubeadm upgrade` keeps the move (coordinator/kube/kubeadm_config.h).
+#include <memory>
+
+#include "agent/base/strings.h"
+#include "agent/engine/settings.h"
+#include "coordinator/ctl/command_context.h"
+#include "coordinator/kube/kubeadm_config.h"
+#include "nlohmann/json.hpp"
+
+namespace handoff::ctl {
+namespace {
+
+struct KubeadmConfigFlags {
+  ConnectionOptions connection;
+  std::string format = "text";
+  std::string settings_file;
+  std::string external_cloud_volume_plugin;
+  bool disable_nodeipam = false;
+};
+
+void AddFlags(CLI::App& command, KubeadmConfigFlags& flags) {
+  AddConnectionOptions(command, flags.connection);
+  AddOutputOption(command, flags.format);
+  command.add_option("--settings", flags.settings_file,
+                     "handoff-agent settings file: its kubeControllerManager."
+                     "externalCloudVolumePlugin and leaderMigration.nodeipam apply here too");
+  command.add_option("--external-cloud-volume-plugin", flags.external_cloud_volume_plugin,
+                     "Set controllerManager --external-cloud-volume-plugin (e.g. aws, when "
+                     "volumes are not on CSI migration), as the agent does");
+  command.add_flag("--disable-nodeipam", flags.disable_nodeipam,
+                   "Add -nodeipam to controllerManager --controllers (the cloud-controller-manager "
+                   "runs Node IPAM)");
+}
+
+absl::StatusOr<kube::KubeadmConfigOptions> OptionsOf(CommandContext& context,
+                                                     const KubeadmConfigFlags& flags) {
+  kube::KubeadmConfigOptions options;
+  if (!flags.settings_file.empty()) {
+    std::unique_ptr<FileSystem> files = context.environment().open_files();
+    absl::StatusOr<std::string> text = files->ReadFile(flags.settings_file);
+    if (!text.ok()) {
+      return absl::Status(text.status().code(), StrCat("--settings: ", text.status().message()));
+    }
+    absl::StatusOr<Settings> settings = ParseSettings(*text, flags.settings_file);
+    if (!settings.ok()) return settings.status();
+    options.external_cloud_volume_plugin = settings->external_cloud_volume_plugin;
+    options.disable_nodeipam = settings->migrate_nodeipam;
+  }
+  if (!flags.external_cloud_volume_plugin.empty()) {
+    options.external_cloud_volume_plugin = flags.external_cloud_volume_plugin;
+  }
+  if (flags.disable_nodeipam) options.disable_nodeipam = true;
+  return options;
+}
+
+nlohmann::ordered_json PlanJson(const kube::KubeadmConfigPlan& plan) {
+  nlohmann::ordered_json json;
+  json["apiVersion"] = plan.api_version;
+  json["changes"] = plan.changes;
+  json["notes"] = plan.notes;
+  json["before"] = plan.before;
+  json["after"] = plan.after;
+  return json;
+}
+
+int Plan(CommandContext& context, const KubeadmConfigFlags& flags) {
+  absl::StatusOr<kube::KubeadmConfigOptions> options = OptionsOf(context, flags);
+  if (!options.ok()) return context.Fail(options.status());
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> client = context.Connect(flags.connection);
+  if (!client.ok()) return context.Fail(client.status());
+  absl::StatusOr<kube::KubeadmConfigPlan> plan = kube::ReadKubeadmConfigPlan(**client, *options);
+  if (!plan.ok()) return context.Fail(plan.status());
+  if (flags.format == "json") {
+    context.out() << PlanJson(*plan).dump(2) << "\n";
+    return kExitOk;
+  }
+  if (plan->empty()) {
+    context.err() << "kubeadm-config: no changes; the ClusterConfiguration (" << plan->api_version
+                  << ") already runs kube-apiserver and kube-controller-manager with "
+                     "cloud-provider: external\n";
+    return kExitOk;
+  }
+  context.err() << "kubeadm-config plan: " << plan->changes.size()
+                << " change(s) to kube-system/kubeadm-config data.ClusterConfiguration ("
+                << plan->api_version
+                << "); nothing is written (`handoffctl kubeadm-config apply` makes them):\n";
+  for (const std::string& change : plan->changes) context.err() << "  " << change << "\n";
+  for (const std::string& note : plan->notes) context.err() << "note: " << note << "\n";
+  context.out() << plan->Diff();
+  return kExitOk;
+}
+
+int Apply(CommandContext& context, const KubeadmConfigFlags& flags) {
+  absl::StatusOr<kube::KubeadmConfigOptions> options = OptionsOf(context, flags);
+  if (!options.ok()) return context.Fail(options.status());
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> client = context.Connect(flags.connection);
+  if (!client.ok()) return context.Fail(client.status());
+  absl::StatusOr<kube::KubeadmConfigApplyResult> result =
+      kube::ApplyKubeadmConfig(**client, *options);
+  if (!result.ok()) return context.Fail(result.status());
+  if (flags.format == "json") {
+    nlohmann::ordered_json json = PlanJson(result->plan);
+    json["conflictsRetried"] = result->conflicts;
+    context.out() << json.dump(2) << "\n";
+    return kExitOk;
+  }
+  if (result->plan.empty()) {
+    context.out() << "kubeadm-config: no changes; the ClusterConfiguration already runs "
+                     "kube-apiserver and kube-controller-manager with cloud-provider: external\n";
+    return kExitOk;
+  }
+  context.out() << "kubeadm-config: updated kube-system/kubeadm-config ("
+                << result->plan.changes.size() << " change(s)";
+  if (result->conflicts > 0) {
+    context.out() << ", " << result->conflicts << " conflict(s) re-read and re-applied";
+  }
+  context.out() << "):\n";
+  for (const std::string& change : result->plan.changes) context.out() << "  " << change << "\n";
+  for (const std::string& note : result->plan.notes) context.out() << "note: " << note << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddKubeadmConfigCommands(CLI::App& app, CommandContext& context) {
+  CLI::App* group = app.add_subcommand(
+      "kubeadm-config",
+      "kubeadm regenerates kube-apiserver's and kube-controller-manager's manifests from "
+      "kube-system/kubeadm-config on `kubeadm upgrade`; make it say cloud-provider: external "
+      "(without cloud-config or Leader Migration) so that an upgrade after the move keeps it");
+  group->require_subcommand(1);
+  auto plan_flags = std::make_shared<KubeadmConfigFlags>();
+  CLI::App* plan = group->add_subcommand(
+      "plan",
+      "Show the change to the ClusterConfiguration: a summary on stderr, the unified diff on "
+      "stdout. Writes nothing");
+  AddFlags(*plan, *plan_flags);
+  plan->callback([&context, plan_flags] { context.exit_code = Plan(context, *plan_flags); });
+  auto apply_flags = std::make_shared<KubeadmConfigFlags>();
+  CLI::App* apply = group->add_subcommand(
+      "apply",
+      "Write the change plan shows, with the ConfigMap's resourceVersion (re-read and re-planned "
+      "on a conflict). Running it again changes nothing. Apply it once every control-plane node "
+      "is migrated, before any `kubeadm upgrade`");
+  AddFlags(*apply, *apply_flags);
+  apply->callback([&context, apply_flags] { context.exit_code = Apply(context, *apply_flags); });
+}
+
+}  // namespace handoff::ctl

@@ -1,0 +1,73 @@
+// kubeadm keeps the control plane's configuration in the ConfigMap kube-system/kubeadm-config
+// (data.ClusterConfiguration, YAML) and regenerates the static pod manifests from it on
+// `kubeadm upgrade`. Unless it says cloud-provider: external too, the next upgrade silently puts
+// kube-apiserver and kube-controller-manager back on the in-tree provider. This plans (purely)
+// and applies that edit for the migrated and finalized states.
+#ifndef HANDOFF_COORDINATOR_KUBE_KUBEADM_CONFIG_H_
+#define HANDOFF_COORDINATOR_KUBE_KUBEADM_CONFIG_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "coordinator/kube/client.h"
+#include "coordinator/kube/resource.h"
+
+namespace handoff::kube {
+
+inline constexpr std::string_view kKubeadmConfigNamespace = "kube-system";
+inline constexpr std::string_view kKubeadmConfigName = "kubeadm-config";
+inline constexpr std::string_view kClusterConfigurationKey = "ClusterConfiguration";
+
+struct KubeadmConfigOptions {
+  // controllerManager --external-cloud-volume-plugin ("aws" when volumes are not on CSI
+  // migration), as the agent sets it; "" leaves the argument alone.
+  std::string external_cloud_volume_plugin;
+  // Add -nodeipam to controllerManager --controllers (the cloud-controller-manager runs Node IPAM).
+  bool disable_nodeipam = false;
+};
+
+struct KubeadmConfigPlan {
+  std::string api_version;  // kubeadm.k8s.io/v1beta3 or v1beta4
+  std::string before;       // data.ClusterConfiguration as stored
+  std::string after;        // as it would be stored; equal to `before` when nothing changes
+  std::vector<std::string> changes;  // one line per edit
+  std::vector<std::string> notes;    // what the operator should know besides
+  bool empty() const { return changes.empty(); }
+  // Unified diff of the ClusterConfiguration, "" when nothing changes.
+  std::string Diff() const;
+};
+
+// The edit of a ClusterConfiguration for the external cloud provider:
+//   apiServer.extraArgs          cloud-provider: external, no cloud-config
+//   controllerManager.extraArgs  cloud-provider: external, no cloud-config, no Leader Migration
+//                                (enable-leader-migration, leader-migration-config, the
+//                                ControllerManagerLeaderMigration feature gate), plus `options`
+//   controllerManager.extraVolumes  without the volume that mounted the Leader Migration file
+// Handles v1beta3 (extraArgs a map) and v1beta4 (extraArgs a list of {name, value}); new keys go
+// where kubeadm would sort them, and everything else is kept. Pure.
+absl::StatusOr<KubeadmConfigPlan> PlanClusterConfiguration(std::string_view text,
+                                                           const KubeadmConfigOptions& options);
+
+// The same for the kubeadm-config ConfigMap object.
+absl::StatusOr<KubeadmConfigPlan> PlanKubeadmConfigMap(const Json& config_map,
+                                                       const KubeadmConfigOptions& options);
+
+// Reads kube-system/kubeadm-config and plans.
+absl::StatusOr<KubeadmConfigPlan> ReadKubeadmConfigPlan(KubeClient& client,
+                                                        const KubeadmConfigOptions& options);
+
+struct KubeadmConfigApplyResult {
+  KubeadmConfigPlan plan;  // as applied to the ConfigMap written (empty: nothing was written)
+  int conflicts = 0;
+};
+
+// Read-modify-write of the ConfigMap with its resourceVersion; on a conflict the edit is planned
+// again on the fresh ConfigMap. Idempotent.
+absl::StatusOr<KubeadmConfigApplyResult> ApplyKubeadmConfig(KubeClient& client,
+                                                            const KubeadmConfigOptions& options);
+
+}  // namespace handoff::kube
+
+#endif  // HANDOFF_COORDINATOR_KUBE_KUBEADM_CONFIG_H_
