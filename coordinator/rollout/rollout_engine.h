@@ -1,0 +1,112 @@
+// The rollout engine: from the nodes' states, the rollout's goal and what is known of the
+// cluster, the next safe step of a rolling move — or why it must wait. Pure: no I/O, no clock;
+// the coordinator feeds it and carries out what it returns.
+//
+// The safety rules it enforces (README "Rollout rules"; Kubernetes' Leader Migration guide):
+//  R1 no node becomes migrated unless every other node that is not migrated/finalized is
+//     prepared, connected and verified healthy, and the migration-lease RBAC is in place;
+//  R2 no node becomes finalized while any node is in-tree or prepared;
+//  R3 no node returns to in-tree while any node is migrated or finalized;
+//  R4 at most one node is in transition at a time; the next node moves only after the previous
+//     one is verified and, once any node is migrated, while the migration lease is held by a
+//     healthy manager;
+//  R5 the first failure halts the rollout (the agent has already rolled its node back); only the
+//     operator resumes it.
+//
+// How they are read (rollout_engine.cc says why at each check):
+//  - every move needs: not halted (R5); not paused; no node in transition (R4); every node
+//    consistent (an inconsistent node's state is unknown, so no rule can be judged); every node
+//    verified healthy (R4); the moving node's agent connected; and one step along the chain;
+//  - R1 governs every move to migrated, finalized → migrated included (it re-enables Leader
+//    Migration, so the lease RBAC must be in place again);
+//  - R2 also forbids migrated → prepared while any node is finalized: a finalized CCM runs the
+//    cloud controllers without Leader Migration, a prepared KCM holding the lease would too;
+//  - R4's lease: any move while another node is migrated (its CCM competes for the migration
+//    lease) needs facts.lease_held_by_healthy_manager. Finalized nodes do not take part, so the
+//    first CCM, the last finalize and the first walk back from an all-finalized cluster need none.
+#ifndef HANDOFF_COORDINATOR_ROLLOUT_ROLLOUT_ENGINE_H_
+#define HANDOFF_COORDINATOR_ROLLOUT_ROLLOUT_ENGINE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "agent/engine/node_state.h"
+
+namespace handoff::rollout {
+
+// One control-plane node as the coordinator knows it.
+struct NodeStatus {
+  std::string name;
+  NodeState state = NodeState::kInconsistent;  // as last reported by its agent
+  bool connected = false;                      // its agent holds a stream to the coordinator
+  bool healthy = false;                        // its last move (or report) was verified healthy
+  bool in_transition = false;                  // a move was sent and no result has come back
+};
+
+// Where the operator wants the control plane. Forward: kMigrated ("start"), then kFinalized
+// ("finalize"). Backward ("rollback --to"): kPrepared or kInTree.
+struct Goal {
+  NodeState target = NodeState::kMigrated;
+};
+
+// What the coordinator knows of the cluster besides the nodes.
+struct ClusterFacts {
+  bool rbac_ready = false;                     // both managers may use the migration lease
+  bool lease_held_by_healthy_manager = false;  // a valid holder, whose node is healthy
+};
+
+struct Control {
+  bool paused = false;  // operator paused: finish nothing new
+  bool halted = false;  // a move failed (R5) or the operator aborted
+  std::string halt_reason;
+};
+
+struct Decision {
+  enum class Kind {
+    kMove,  // send `node` a move to `to`
+    kWait,  // nothing may move now; `reason` says why (e.g. a node in transition, disconnected)
+    kDone,  // every node is at the goal
+    kStuck  // the goal cannot be reached without the operator; `reason` says what is needed
+  };
+  Kind kind = Kind::kWait;
+  std::string node;
+  NodeState to = NodeState::kInconsistent;
+  std::string reason;
+};
+
+// The next step towards `goal`. Nodes are moved in the order given (the coordinator's node
+// order: moving back walks the reverse). Each move goes one state along the chain
+// in-tree ⇄ prepared ⇄ migrated ⇄ finalized. A forward goal first brings every node to prepared
+// ("prepare all"), then migrates them one by one; finalized only on an explicit kFinalized goal.
+// A backward goal walks nodes back one by one to prepared, then (for kInTree) to in-tree.
+// Never returns a move that CheckMove would refuse.
+//
+// The phases of each goal, in order; each moves one node at a time, forward moves in node order
+// and backward moves in reverse node order:
+//   kMigrated:  in-tree → prepared; finalized → migrated; prepared → migrated.
+//   kFinalized: in-tree → prepared; prepared → migrated; migrated → finalized.
+//   kPrepared:  in-tree → prepared; finalized → migrated; migrated → prepared.
+//   kInTree:    as kPrepared while any node is migrated or finalized; then prepared → in-tree.
+// The order is strict: a blocked move is waited for, never skipped.
+// kDone: every node is at the goal and none is in transition (even when halted or paused).
+// Otherwise, first: halted → kStuck; paused → kWait; a node in transition → kWait; an
+// inconsistent or unhealthy node → kStuck. Then the planned move's obstacles: kStuck when any
+// needs the operator (missing RBAC, a node in the way of R1–R3), listing those; else kWait (an
+// agent disconnected, the lease without a healthy holder), listing those. `node` and `to` are set
+// for kMove only; `reason` always says why, naming the rule and the nodes.
+Decision NextStep(const std::vector<NodeStatus>& nodes, const Goal& goal, const ClusterFacts& facts,
+                  const Control& control);
+
+// Whether moving `node` to `to` now is allowed by R1–R5 (and adjacency); OK or
+// FailedPrecondition naming the rule and the nodes in the way. The coordinator checks every move
+// with this just before sending it, whatever chose it.
+// The message starts with what refuses it: "R1:" … "R5:", "paused:", "inconsistent:",
+// "disconnected:" or "not one step:". An unknown node is NotFound; a target of kInconsistent or
+// node names that are empty or not unique are InvalidArgument.
+absl::Status CheckMove(const std::vector<NodeStatus>& nodes, const std::string& node, NodeState to,
+                       const ClusterFacts& facts, const Control& control);
+
+}  // namespace handoff::rollout
+
+#endif  // HANDOFF_COORDINATOR_ROLLOUT_ROLLOUT_ENGINE_H_
