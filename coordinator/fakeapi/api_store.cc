@@ -232,7 +232,7 @@ void ApiStore::Stamp(Json& object, const Json* previous) {
     metadata["creationTimestamp"] = StringAt(*previous, {"metadata", "creationTimestamp"});
   }
   if (StringAt(object, {"metadata", "uid"}).empty()) {
-    char uid[40];
+    char uid[64];
     std::snprintf(uid, sizeof(uid), "fa4e0000-0000-4000-8000-%012lld",
                   static_cast<long long>(++uids_));
     metadata["uid"] = uid;
