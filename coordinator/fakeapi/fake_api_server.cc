@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "agent/base/strings.h"
+#include "coordinator/kube/kubeconfig.h"
 #include "httplib.h"
 
 namespace handoff::fakeapi {
@@ -18,17 +19,10 @@ std::optional<UserInfo> CertificateUser(const SSL* ssl) {
   if (ssl == nullptr) return std::nullopt;
   std::unique_ptr<X509, decltype(&X509_free)> cert(SSL_get1_peer_certificate(ssl), &X509_free);
   if (cert == nullptr || SSL_get_verify_result(ssl) != X509_V_OK) return std::nullopt;
+  const kube::CertificateSubject subject = kube::SubjectOfCertificate(cert.get());
   UserInfo user;
-  const X509_NAME* name = X509_get_subject_name(cert.get());
-  for (int i = 0; i < X509_NAME_entry_count(name); ++i) {
-    const X509_NAME_ENTRY* entry = X509_NAME_get_entry(name, i);
-    const int nid = OBJ_obj2nid(X509_NAME_ENTRY_get_object(entry));
-    const ASN1_STRING* data = X509_NAME_ENTRY_get_data(entry);
-    std::string value(reinterpret_cast<const char*>(ASN1_STRING_get0_data(data)),
-                      static_cast<size_t>(ASN1_STRING_length(data)));
-    if (nid == NID_commonName) user.name = value;
-    if (nid == NID_organizationName) user.groups.push_back(value);
-  }
+  user.name = subject.common_name;
+  user.groups = subject.organizations;
   if (user.name.empty()) return std::nullopt;
   user.groups.emplace_back("system:authenticated");
   return user;

@@ -301,8 +301,12 @@ absl::StatusOr<CertificateSubject> ParseCertificateSubject(std::string_view pem)
   if (cert == nullptr) {
     return absl::InvalidArgumentError("not a PEM certificate (-----BEGIN CERTIFICATE-----)");
   }
+  return SubjectOfCertificate(cert.get());
+}
+
+CertificateSubject SubjectOfCertificate(const X509* certificate) {
   CertificateSubject subject;
-  const X509_NAME* name = X509_get_subject_name(cert.get());
+  const X509_NAME* name = X509_get_subject_name(certificate);
   for (int i = 0; i < X509_NAME_entry_count(name); ++i) {
     const X509_NAME_ENTRY* entry = X509_NAME_get_entry(name, i);
     const int nid = OBJ_obj2nid(X509_NAME_ENTRY_get_object(entry));

@@ -12,6 +12,9 @@
 #include "absl/status/statusor.h"
 #include "agent/fs/file_system.h"
 
+// OpenSSL's X509 (<openssl/types.h>), declared here so that this header needs no OpenSSL.
+struct x509_st;
+
 namespace handoff::kube {
 
 // Everything needed to reach and authenticate to one API server.
@@ -55,6 +58,9 @@ struct CertificateSubject {
   std::string common_name;
   std::vector<std::string> organizations;
 };
+// The subject of an OpenSSL certificate (an X509*): CN and each O, as kube-apiserver's x509
+// authenticator reads them. Shared with the fake API server, which authenticates the same way.
+CertificateSubject SubjectOfCertificate(const ::x509_st* certificate);
 absl::StatusOr<CertificateSubject> ParseCertificateSubject(std::string_view pem);
 
 }  // namespace handoff::kube
