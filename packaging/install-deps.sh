@@ -16,6 +16,9 @@ packages=(
   # The fake Kubernetes API server (TLS, client certificates), which ships for the sandbox (no
   # longer test-only), and the tests' local HTTPS endpoints; OpenSSL also reads certificate names.
   libcpp-httplib-dev libssl-dev
+  # gRPC and Protobuf: the coordinator's API to its agents and operators (proto/handoff/v1).
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libsqlite3-dev           # the coordinator's rollout state and audit history
   libgtest-dev libgmock-dev
 )
 

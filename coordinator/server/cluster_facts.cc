@@ -1,0 +1,54 @@
+#include "coordinator/server/cluster_facts.h"
+
+#include <utility>
+
+#include "agent/base/strings.h"
+
+namespace handoff::server {
+
+KubeFactsSource::KubeFactsSource(std::unique_ptr<kube::KubeClient> client, Clock& clock,
+                                 kube::RbacOptions rbac, kube::LeaseNames leases)
+    : client_(std::move(client)),
+      clock_(clock),
+      rbac_(std::move(rbac)),
+      leases_(std::move(leases)) {}
+
+FactsReport KubeFactsSource::Check() {
+  FactsReport report;
+  report.source = "kubernetes";
+  std::vector<std::string> details;
+  absl::StatusOr<kube::RbacState> rbac = kube::ReadRbac(*client_, rbac_);
+  if (!rbac.ok()) {
+    details.push_back(StrCat("RBAC not read: ", rbac.status().message()));
+  } else {
+    kube::RbacPlan plan = kube::PlanRbac(*rbac, rbac_);
+    report.rbac_ready = plan.empty() && plan.problems.empty();
+    if (!report.rbac_ready) {
+      details.push_back(StrCat("migration-lease RBAC not in place (", plan.changes.size(),
+                               " change(s) pending: handoffctl rbac apply)"));
+    }
+  }
+  absl::StatusOr<kube::LeaseSet> leases = kube::ReadLeases(*client_, leases_);
+  if (!leases.ok()) {
+    details.push_back(StrCat("leases not read: ", leases.status().message()));
+  } else {
+    kube::Ownership ownership = kube::ClassifyMigrationLease(*leases, clock_.Now());
+    report.lease_held = ownership.holder == kube::Holder::kKubeControllerManager ||
+                        ownership.holder == kube::Holder::kCloudControllerManager;
+    report.lease_holder_node = ownership.node;
+    details.push_back(StrCat("migration lease: ", ownership.Describe()));
+  }
+  report.detail = StrJoin(details, "; ");
+  return report;
+}
+
+FactsReport AssumedFactsSource::Check() {
+  FactsReport report;
+  report.rbac_ready = true;
+  report.lease_held = true;
+  report.source = "assumed";
+  report.detail = "--no-cluster-checks: RBAC and the migration lease are not checked";
+  return report;
+}
+
+}  // namespace handoff::server

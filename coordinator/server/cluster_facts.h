@@ -1,0 +1,48 @@
+// Where the coordinator learns what the rollout engine needs to know of the cluster besides the
+// nodes: whether the migration-lease RBAC is in place (R1) and who holds the migration lease (R4).
+#ifndef HANDOFF_COORDINATOR_SERVER_CLUSTER_FACTS_H_
+#define HANDOFF_COORDINATOR_SERVER_CLUSTER_FACTS_H_
+
+#include <memory>
+
+#include "agent/system/clock.h"
+#include "coordinator/kube/client.h"
+#include "coordinator/kube/lease.h"
+#include "coordinator/kube/rbac.h"
+#include "coordinator/server/rollout_controller.h"
+
+namespace handoff::server {
+
+// Thread-compatible: the coordinator calls Check from one thread.
+class FactsSource {
+ public:
+  virtual ~FactsSource() = default;
+  virtual FactsReport Check() = 0;
+};
+
+// From the API server: RBAC ready when `handoffctl rbac plan` would change nothing and sees no
+// problem; the lease as ClassifyMigrationLease reads it. An API error reports not ready (and says
+// why): the engine waits rather than guess.
+class KubeFactsSource : public FactsSource {
+ public:
+  // Owns `client`; borrows `clock`.
+  KubeFactsSource(std::unique_ptr<kube::KubeClient> client, Clock& clock,
+                  kube::RbacOptions rbac = {}, kube::LeaseNames leases = {});
+  FactsReport Check() override;
+
+ private:
+  std::unique_ptr<kube::KubeClient> client_;
+  Clock& clock_;
+  kube::RbacOptions rbac_;
+  kube::LeaseNames leases_;
+};
+
+// --no-cluster-checks (rehearsals on temp roots, with no cluster): both facts taken as true.
+class AssumedFactsSource : public FactsSource {
+ public:
+  FactsReport Check() override;
+};
+
+}  // namespace handoff::server
+
+#endif  // HANDOFF_COORDINATOR_SERVER_CLUSTER_FACTS_H_

@@ -1,0 +1,281 @@
+#include "coordinator/server/coordinator_main.h"
+
+#include <signal.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/time/time.h"
+#include "agent/base/strings.h"
+#include "agent/fs/atomic_file.h"
+#include "agent/fs/file_system.h"
+#include "agent/system/clock.h"
+#include "coordinator/kube/client.h"
+#include "coordinator/kube/http_transport.h"
+#include "coordinator/kube/kubeconfig.h"
+#include "coordinator/server/cluster_facts.h"
+#include "coordinator/server/coordinator_server.h"
+#include "coordinator/server/rollout_controller.h"
+#include "coordinator/store/store.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
+
+namespace handoff::server {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitConfig = 2;
+
+constexpr char kDescription[] =
+    "handoff-coordinator sequences the rolling move of a control plane's nodes from the in-tree\n"
+    "AWS cloud provider to the cloud-controller-manager (and back), one node at a time, so that\n"
+    "no cloud controller ever runs in two managers. Node agents (handoff-agent run) dial it and\n"
+    "hold a stream; operators drive it with handoffctl. Every connection is mutual TLS with\n"
+    "certificates from the handoff CA: agents O=handoff:agents, CN=<node>; operators\n"
+    "O=handoff:operators. Progress and an audit history live in <state-dir>/coordinator.db;\n"
+    "after a crash it resumes, asking every agent for its node's state first.\n"
+    "Exit codes: 0 stopped on SIGTERM/SIGINT; 2 bad configuration or cannot serve.\n";
+
+struct Options {
+  std::string listen = "0.0.0.0:7450";
+  std::string port_file;
+  std::string state_dir = "/var/lib/handoff-coordinator";
+  std::string ca = "/etc/handoff/pki/ca.crt";
+  std::string cert = "/etc/handoff/pki/coordinator.crt";
+  std::string key = "/etc/handoff/pki/coordinator.key";
+  std::string nodes;
+  std::string settings;
+  std::string kubeconfig;
+  std::string context;
+  bool no_cluster_checks = false;
+  std::string facts_interval = "5s";
+  std::string plan_timeout = "30s";
+  std::string shutdown_grace = "10s";
+  bool reflection = false;
+};
+
+absl::StatusOr<absl::Duration> PositiveDuration(const std::string& flag, const std::string& text) {
+  absl::Duration duration;
+  if (!absl::ParseDuration(text, &duration) || duration <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        StrCat(flag, " \"", text, "\" is not a positive duration such as 5s or 1m"));
+  }
+  return duration;
+}
+
+absl::StatusOr<std::string> ReadPem(const FileSystem& fs, const std::string& flag,
+                                    const std::string& path) {
+  absl::StatusOr<std::string> text = fs.ReadFile(path);
+  if (!text.ok()) return absl::InvalidArgumentError(StrCat(flag, ": ", text.status().message()));
+  return text;
+}
+
+// Stops the facts thread promptly (no sleeping through a shutdown).
+class StopSignal {
+ public:
+  void Stop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+  // Waits up to `timeout`; true once stopped.
+  bool WaitFor(absl::Duration timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout), [this] { return stopped_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+};
+
+int Fail(const absl::Status& status) {
+  std::cerr << "handoff-coordinator: " << status.message() << "\n";
+  return kExitConfig;
+}
+
+int Run(const Options& options) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  // Blocked before any thread starts, so every thread inherits the mask and only sigwait below
+  // takes them.
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<absl::Duration> facts_interval =
+      PositiveDuration("--facts-interval", options.facts_interval);
+  if (!facts_interval.ok()) return Fail(facts_interval.status());
+  absl::StatusOr<absl::Duration> plan_timeout =
+      PositiveDuration("--plan-timeout", options.plan_timeout);
+  if (!plan_timeout.ok()) return Fail(plan_timeout.status());
+  absl::StatusOr<absl::Duration> grace =
+      PositiveDuration("--shutdown-grace", options.shutdown_grace);
+  if (!grace.ok()) return Fail(grace.status());
+  if (options.no_cluster_checks == !options.kubeconfig.empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "give --kubeconfig (the coordinator reads the migration-lease RBAC and the lease from the "
+        "API server) or, for rehearsals without a cluster, --no-cluster-checks — exactly one"));
+  }
+  std::vector<std::string> nodes = ToStrings(StrSplit(options.nodes, ",", /*skip_empty=*/true));
+  if (nodes.empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "--nodes: name every control-plane node, in rollout order, e.g. --nodes cp-1,cp-2,cp-3"));
+  }
+
+  std::unique_ptr<FileSystem> fs = NewPosixFileSystem("/");
+  std::unique_ptr<Clock> clock = NewRealClock();
+  std::string settings_yaml;
+  if (!options.settings.empty()) {
+    absl::StatusOr<std::string> text = fs->ReadFile(std::filesystem::absolute(options.settings));
+    if (!text.ok())
+      return Fail(absl::InvalidArgumentError(StrCat("--settings: ", text.status().message())));
+    settings_yaml = *std::move(text);
+  }
+  absl::StatusOr<std::string> ca = ReadPem(*fs, "--ca", std::filesystem::absolute(options.ca));
+  if (!ca.ok()) return Fail(ca.status());
+  absl::StatusOr<std::string> cert =
+      ReadPem(*fs, "--cert", std::filesystem::absolute(options.cert));
+  if (!cert.ok()) return Fail(cert.status());
+  absl::StatusOr<std::string> key = ReadPem(*fs, "--key", std::filesystem::absolute(options.key));
+  if (!key.ok()) return Fail(key.status());
+
+  const std::string state_dir = std::filesystem::absolute(options.state_dir).lexically_normal();
+  absl::Status made = EnsureDirectory(*fs, state_dir, 0700);
+  if (!made.ok()) return Fail(made);
+  absl::StatusOr<std::unique_ptr<FileSystem::Lock>> lock = fs->TryLock(StrCat(state_dir, "/lock"));
+  if (!lock.ok()) {
+    return Fail(absl::UnavailableError(
+        StrCat("another coordinator uses ", state_dir, ": ", lock.status().message())));
+  }
+  absl::StatusOr<std::unique_ptr<store::Store>> store =
+      store::Store::Open(StrCat(state_dir, "/coordinator.db"));
+  if (!store.ok()) return Fail(store.status());
+
+  std::unique_ptr<FactsSource> facts;
+  if (options.no_cluster_checks) {
+    spdlog::warn(
+        "--no-cluster-checks: migration-lease RBAC and lease ownership are NOT checked; "
+        "use this only for rehearsals without a cluster");
+    facts = std::make_unique<AssumedFactsSource>();
+  } else {
+    absl::StatusOr<kube::ClusterCredentials> credentials =
+        kube::LoadKubeconfig(*fs, std::filesystem::absolute(options.kubeconfig), options.context);
+    if (!credentials.ok()) return Fail(credentials.status());
+    for (const std::string& warning : credentials->warnings) spdlog::warn("{}", warning);
+    absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport =
+        kube::NewCurlTransport(*credentials);
+    if (!transport.ok()) return Fail(transport.status());
+    facts = std::make_unique<KubeFactsSource>(
+        std::make_unique<kube::KubeClient>(*std::move(transport), *clock,
+                                           kube::ClientOptionsFor(*credentials)),
+        *clock);
+  }
+
+  ControllerOptions controller_options;
+  controller_options.nodes = nodes;
+  controller_options.settings_yaml = settings_yaml;
+  controller_options.plan_timeout = *plan_timeout;
+  absl::StatusOr<std::unique_ptr<RolloutController>> controller =
+      RolloutController::Create(**store, *clock, controller_options);
+  if (!controller.ok()) return Fail(controller.status());
+  // The first facts before any agent can connect, so the first decisions use them.
+  (*controller)->SetFacts(facts->Check());
+
+  ServerOptions server_options;
+  server_options.listen = options.listen;
+  server_options.ca_pem = *ca;
+  server_options.cert_pem = *cert;
+  server_options.key_pem = *key;
+  server_options.reflection = options.reflection;
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
+      CoordinatorServer::Start(**controller, server_options);
+  if (!server.ok()) return Fail(server.status());
+  spdlog::info("serving on port {} for nodes {} (state in {})", (*server)->port(), options.nodes,
+               state_dir);
+  if (!options.port_file.empty()) {
+    absl::Status written = AtomicReplace(*fs, std::filesystem::absolute(options.port_file),
+                                         StrCat((*server)->port(), "\n"));
+    if (!written.ok()) return Fail(written);
+  }
+
+  StopSignal stop;
+  std::thread ticker([&] {
+    absl::Time next_facts = clock->Now() + *facts_interval;
+    while (!stop.WaitFor(absl::Seconds(1))) {
+      if (clock->Now() >= next_facts) {
+        (*controller)->SetFacts(facts->Check());
+        next_facts = clock->Now() + *facts_interval;
+      }
+      (*controller)->Tick();
+    }
+  });
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  spdlog::info("{}: stopping (running calls get {})", strsignal(signal_number),
+               absl::FormatDuration(*grace));
+  stop.Stop();
+  ticker.join();
+  (*server)->Shutdown(*grace);
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunCoordinator(int argc, const char* const* argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("handoff-coordinator"));
+  Options options;
+  CLI::App app(kDescription, "handoff-coordinator");
+  app.add_option("--listen", options.listen,
+                 "Address to serve on, host:port (port 0: any free one)")
+      ->capture_default_str();
+  app.add_option("--port-file", options.port_file,
+                 "Write the port served on to this file once serving (for scripts and tests)");
+  app.add_option("--state-dir", options.state_dir,
+                 "Directory of the rollout's database and lock (created 0700)")
+      ->capture_default_str();
+  app.add_option("--ca", options.ca, "The handoff CA certificate (PEM) every client must chain to")
+      ->capture_default_str();
+  app.add_option("--cert", options.cert, "The coordinator's certificate (PEM)")
+      ->capture_default_str();
+  app.add_option("--key", options.key, "The coordinator's private key (PEM)")
+      ->capture_default_str();
+  app.add_option("--nodes", options.nodes,
+                 "Every control-plane node, comma-separated, in rollout order (each runs an agent "
+                 "whose certificate CN is the node name)")
+      ->required();
+  app.add_option("--settings", options.settings,
+                 "Migration settings YAML sent to every agent with each move (as handoff-agent "
+                 "--settings; node-local paths stay the agent's)");
+  app.add_option("--kubeconfig", options.kubeconfig,
+                 "Kubeconfig to read the migration-lease RBAC and the lease with");
+  app.add_option("--context", options.context, "Kubeconfig context (default: its current one)");
+  app.add_flag("--no-cluster-checks", options.no_cluster_checks,
+               "Take the RBAC and the migration lease as ready without a cluster: rehearsals on "
+               "copies of node files only");
+  app.add_option("--facts-interval", options.facts_interval,
+                 "How often to re-read the RBAC and the lease")
+      ->capture_default_str();
+  app.add_option("--plan-timeout", options.plan_timeout,
+                 "How long `handoffctl plan` waits for the agents' diffs")
+      ->capture_default_str();
+  app.add_option("--shutdown-grace", options.shutdown_grace,
+                 "On SIGTERM, how long running calls get before they are cancelled")
+      ->capture_default_str();
+  app.add_flag("--reflection", options.reflection, "Serve gRPC server reflection");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    int code = app.exit(error, std::cout, std::cerr);
+    return code == 0 ? kExitOk : kExitConfig;
+  }
+  return Run(options);
+}
+
+}  // namespace handoff::server

@@ -1,0 +1,449 @@
+#include "coordinator/server/coordinator_server.h"
+
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "agent/base/strings.h"
+#include "coordinator/server/peer_identity.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+#include "handoff/v1/handoff.grpc.pb.h"
+#include "spdlog/spdlog.h"
+
+namespace handoff::server {
+namespace {
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  // absl and gRPC share the canonical code numbering.
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+// The verified operator's name, or the refusal.
+absl::StatusOr<std::string> OperatorOf(grpc::CallbackServerContext* context) {
+  std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
+  if (!auth) return absl::UnauthenticatedError("no client certificate");
+  absl::StatusOr<PeerIdentity> identity = IdentityOf(*auth);
+  if (!identity.ok()) return identity.status();
+  absl::Status allowed = AuthorizeOperator(*identity);
+  if (!allowed.ok()) {
+    spdlog::warn("refused an operator call from {}: {}", context->peer(),
+                 std::string(allowed.message()));
+    return allowed;
+  }
+  return identity->common_name;
+}
+
+class AgentStream;
+
+// What the controller holds of a stream: it outlives the stream, and forwards to it only while
+// the stream exists.
+class StreamLink : public AgentLink {
+ public:
+  StreamLink(AgentStream* stream, std::string peer) : stream_(stream), peer_(std::move(peer)) {}
+  void Send(const pb::CoordinatorMessage& message) override;
+  void Close(const absl::Status& status) override;
+  std::string Peer() const override { return peer_; }
+  void Detach() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stream_ = nullptr;
+  }
+
+ private:
+  std::mutex mu_;
+  AgentStream* stream_;
+  const std::string peer_;
+};
+
+// One agent's Connect stream. Reads one message at a time; writes are queued and go out one at a
+// time (gRPC allows one outstanding write per stream).
+class AgentStream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage> {
+ public:
+  AgentStream(RolloutController& controller, grpc::CallbackServerContext* context)
+      : controller_(controller),
+        context_(context),
+        link_(std::make_shared<StreamLink>(this, context->peer())) {
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      // The agent went away (or the stream was finished): the controller hears it once.
+      if (!node_.empty()) controller_.AgentDisconnected(node_, link_.get());
+      Close(absl::OkStatus());
+      return;
+    }
+    if (node_.empty()) {
+      absl::Status registered = Register();
+      if (!registered.ok()) {
+        spdlog::warn("refused agent stream from {}: {}", context_->peer(),
+                     std::string(registered.message()));
+        Close(registered);
+        return;
+      }
+    } else {
+      controller_.AgentMessage(node_, link_.get(), in_);
+    }
+    StartRead(&in_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    out_.pop_front();
+    if (!ok) out_.clear();  // the stream broke; the pending read ends with !ok too
+    if (!out_.empty()) {
+      StartWrite(&out_.front());
+      return;
+    }
+    writing_ = false;
+    FinishIfRequestedLocked();
+  }
+
+  void OnDone() override {
+    link_->Detach();
+    delete this;
+  }
+
+  void Send(const pb::CoordinatorMessage& message) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finish_requested_) return;
+    out_.push_back(message);
+    if (writing_) return;
+    writing_ = true;
+    StartWrite(&out_.front());
+  }
+
+  // Finishes after the queued writes.
+  void Close(const absl::Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finish_requested_) return;
+    finish_requested_ = true;
+    finish_status_ = ToGrpc(status);
+    FinishIfRequestedLocked();
+  }
+
+ private:
+  absl::Status Register() {
+    if (!in_.has_hello()) {
+      return absl::InvalidArgumentError("the first message of a stream must be AgentHello");
+    }
+    std::shared_ptr<const grpc::AuthContext> auth = context_->auth_context();
+    if (!auth) return absl::UnauthenticatedError("no client certificate");
+    absl::StatusOr<PeerIdentity> identity = IdentityOf(*auth);
+    if (!identity.ok()) return identity.status();
+    absl::Status allowed = AuthorizeAgent(*identity, in_.hello().node_name());
+    if (!allowed.ok()) return allowed;
+    absl::Status connected =
+        controller_.AgentConnected(in_.hello().node_name(), in_.hello(), link_);
+    if (!connected.ok()) return connected;
+    node_ = in_.hello().node_name();
+    spdlog::info("agent {} connected from {}", node_, context_->peer());
+    return absl::OkStatus();
+  }
+
+  void FinishIfRequestedLocked() {
+    if (finish_requested_ && !writing_ && !finished_) {
+      finished_ = true;
+      Finish(finish_status_);
+    }
+  }
+
+  RolloutController& controller_;
+  grpc::CallbackServerContext* context_;
+  const std::shared_ptr<StreamLink> link_;
+  pb::AgentMessage in_;
+  std::string node_;  // set once registered; read and written only by the read side
+
+  std::mutex mu_;
+  std::deque<pb::CoordinatorMessage> out_;  // front() is being written while writing_
+  bool writing_ = false;
+  bool finish_requested_ = false;
+  bool finished_ = false;
+  grpc::Status finish_status_;
+};
+
+void StreamLink::Send(const pb::CoordinatorMessage& message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stream_ != nullptr) stream_->Send(message);
+}
+
+void StreamLink::Close(const absl::Status& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stream_ != nullptr) stream_->Close(status);
+}
+
+class AgentServiceImpl final : public pb::AgentService::CallbackService {
+ public:
+  explicit AgentServiceImpl(RolloutController& controller) : controller_(controller) {}
+  grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage>* Connect(
+      grpc::CallbackServerContext* context) override {
+    return new AgentStream(controller_, context);
+  }
+
+ private:
+  RolloutController& controller_;
+};
+
+// Status: one status, or (watch) every new one. Only the newest unsent status is kept: a slow
+// watcher skips revisions instead of queueing them.
+class StatusWriter final : public grpc::ServerWriteReactor<pb::RolloutStatus> {
+ public:
+  StatusWriter(RolloutController& controller, bool watch) : controller_(controller) {
+    if (!watch) {
+      current_ = controller_.Status();
+      StartWriteAndFinish(&current_, grpc::WriteOptions(), grpc::Status::OK);
+      return;
+    }
+    token_ = controller_.Watch([this](const pb::RolloutStatus& status) { Offer(status); });
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    if (!ok) {
+      FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the watcher went away"));
+      return;
+    }
+    if (pending_) {
+      current_ = *std::move(pending_);
+      pending_.reset();
+      writing_ = true;
+      StartWrite(&current_);
+    }
+  }
+
+  void OnCancel() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    FinishLocked(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    // After Unwatch returns no Offer runs (the controller calls watchers under its mutex).
+    if (token_ != 0) controller_.Unwatch(token_);
+    delete this;
+  }
+
+ private:
+  void Offer(const pb::RolloutStatus& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+    if (writing_) {
+      pending_ = status;
+      return;
+    }
+    current_ = status;
+    writing_ = true;
+    StartWrite(&current_);
+  }
+
+  void FinishLocked(const grpc::Status& status) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(status);
+  }
+
+  RolloutController& controller_;
+  int token_ = 0;
+  std::mutex mu_;
+  pb::RolloutStatus current_;
+  std::optional<pb::RolloutStatus> pending_;
+  bool writing_ = false;
+  bool finished_ = false;
+};
+
+class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
+ public:
+  explicit OperatorServiceImpl(RolloutController& controller) : controller_(controller) {}
+
+  grpc::ServerUnaryReactor* Plan(grpc::CallbackServerContext* context,
+                                 const pb::PlanRolloutRequest* request,
+                                 pb::PlanRolloutResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    absl::StatusOr<std::string> actor = OperatorOf(context);
+    if (!actor.ok()) {
+      reactor->Finish(ToGrpc(actor.status()));
+      return reactor;
+    }
+    NodeState goal = request->goal() == pb::NODE_STATE_UNSPECIFIED ? NodeState::kInconsistent
+                                                                   : FromProto(request->goal());
+    if (request->goal() != pb::NODE_STATE_UNSPECIFIED && goal == NodeState::kInconsistent) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "plan's goal is one of in-tree, prepared, migrated, finalized"));
+      return reactor;
+    }
+    controller_.PlanRollout(goal,
+                            [reactor, response](absl::StatusOr<pb::PlanRolloutResponse> plan) {
+                              if (plan.ok()) *response = *std::move(plan);
+                              reactor->Finish(ToGrpc(plan.status()));
+                            });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Start(grpc::CallbackServerContext* context,
+                                  const pb::StartRequest* request,
+                                  pb::RolloutStatus* response) override {
+    return Change(context, response, [&](const std::string& actor) {
+      NodeState goal = request->goal() == pb::NODE_STATE_UNSPECIFIED ? NodeState::kMigrated
+                                                                     : FromProto(request->goal());
+      return controller_.Start(actor, goal);
+    });
+  }
+
+  grpc::ServerWriteReactor<pb::RolloutStatus>* Status(grpc::CallbackServerContext* context,
+                                                      const pb::StatusRequest* request) override {
+    absl::StatusOr<std::string> actor = OperatorOf(context);
+    if (!actor.ok()) {
+      // A reactor that only refuses.
+      class Refusal final : public grpc::ServerWriteReactor<pb::RolloutStatus> {
+       public:
+        explicit Refusal(const grpc::Status& status) { Finish(status); }
+        void OnDone() override { delete this; }
+      };
+      return new Refusal(ToGrpc(actor.status()));
+    }
+    return new StatusWriter(controller_, request->watch());
+  }
+
+  grpc::ServerUnaryReactor* Pause(grpc::CallbackServerContext* context,
+                                  const pb::PauseRequest* request,
+                                  pb::RolloutStatus* response) override {
+    return Change(context, response, [&](const std::string& actor) {
+      return controller_.Pause(actor, request->reason());
+    });
+  }
+
+  grpc::ServerUnaryReactor* Resume(grpc::CallbackServerContext* context,
+                                   const pb::ResumeRequest* /*request*/,
+                                   pb::RolloutStatus* response) override {
+    return Change(context, response,
+                  [&](const std::string& actor) { return controller_.Resume(actor); });
+  }
+
+  grpc::ServerUnaryReactor* Abort(grpc::CallbackServerContext* context,
+                                  const pb::AbortRequest* request,
+                                  pb::RolloutStatus* response) override {
+    return Change(context, response, [&](const std::string& actor) {
+      return controller_.Abort(actor, request->reason());
+    });
+  }
+
+  grpc::ServerUnaryReactor* Rollback(grpc::CallbackServerContext* context,
+                                     const pb::RollbackRequest* request,
+                                     pb::RolloutStatus* response) override {
+    return Change(context, response, [&](const std::string& actor) {
+      return controller_.Rollback(actor, FromProto(request->to()));
+    });
+  }
+
+  grpc::ServerUnaryReactor* Finalize(grpc::CallbackServerContext* context,
+                                     const pb::FinalizeRequest* /*request*/,
+                                     pb::RolloutStatus* response) override {
+    return Change(context, response,
+                  [&](const std::string& actor) { return controller_.Finalize(actor); });
+  }
+
+  grpc::ServerUnaryReactor* History(grpc::CallbackServerContext* context,
+                                    const pb::HistoryRequest* request,
+                                    pb::HistoryResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    absl::StatusOr<std::string> actor = OperatorOf(context);
+    if (!actor.ok()) {
+      reactor->Finish(ToGrpc(actor.status()));
+      return reactor;
+    }
+    absl::StatusOr<pb::HistoryResponse> history =
+        controller_.History(request->after_sequence(), request->limit());
+    if (history.ok()) *response = *std::move(history);
+    reactor->Finish(ToGrpc(history.status()));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Nodes(grpc::CallbackServerContext* context,
+                                  const pb::NodesRequest* /*request*/,
+                                  pb::NodesResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    absl::StatusOr<std::string> actor = OperatorOf(context);
+    if (!actor.ok()) {
+      reactor->Finish(ToGrpc(actor.status()));
+      return reactor;
+    }
+    *response = controller_.Nodes();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+ private:
+  // An operator call that changes the rollout and answers with its status.
+  template <typename Call>
+  grpc::ServerUnaryReactor* Change(grpc::CallbackServerContext* context,
+                                   pb::RolloutStatus* response, Call call) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    absl::StatusOr<std::string> actor = OperatorOf(context);
+    if (!actor.ok()) {
+      reactor->Finish(ToGrpc(actor.status()));
+      return reactor;
+    }
+    absl::StatusOr<pb::RolloutStatus> status = call(*actor);
+    if (status.ok()) *response = *std::move(status);
+    reactor->Finish(ToGrpc(status.status()));
+    return reactor;
+  }
+
+  RolloutController& controller_;
+};
+
+}  // namespace
+
+struct CoordinatorServer::Services {
+  explicit Services(RolloutController& controller) : agents(controller), operators(controller) {}
+  AgentServiceImpl agents;
+  OperatorServiceImpl operators;
+};
+
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
+    RolloutController& controller, const ServerOptions& options) {
+  std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
+  server->services_ = std::make_unique<Services>(controller);
+
+  grpc::SslServerCredentialsOptions tls(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  tls.pem_root_certs = options.ca_pem;
+  tls.pem_key_cert_pairs.push_back({options.key_pem, options.cert_pem});
+
+  grpc::EnableDefaultHealthCheckService(true);
+  if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::SslServerCredentials(tls), &server->port_);
+  // Agents ping every 10 s on idle streams (proto/rpc/channel.cc); the server's default policy
+  // would answer such pings with GOAWAY "too_many_pings".
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  builder.RegisterService(&server->services_->agents);
+  builder.RegisterService(&server->services_->operators);
+  server->server_ = builder.BuildAndStart();
+  if (!server->server_ || server->port_ == 0) {
+    return absl::UnavailableError(
+        StrCat("cannot listen on ", options.listen,
+               " (in use, not a local address, or the TLS certificate and key do not match)"));
+  }
+  server->server_->GetHealthCheckService()->SetServingStatus(true);
+  return server;
+}
+
+CoordinatorServer::~CoordinatorServer() { Shutdown(absl::ZeroDuration()); }
+
+void CoordinatorServer::Shutdown(absl::Duration grace) {
+  if (shut_down_ || !server_) return;
+  shut_down_ = true;
+  // Load balancers and probes see NOT_SERVING first; then running calls get the grace period.
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  server_->Wait();
+}
+
+}  // namespace handoff::server

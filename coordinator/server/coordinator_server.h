@@ -1,0 +1,54 @@
+// The coordinator's gRPC server: AgentService (each agent's stream) and OperatorService over
+// mutual TLS only, the standard health service, and server reflection when asked for. Each call
+// is authorised on the verified client certificate (peer_identity.h) and handed to the
+// RolloutController.
+#ifndef HANDOFF_COORDINATOR_SERVER_COORDINATOR_SERVER_H_
+#define HANDOFF_COORDINATOR_SERVER_COORDINATOR_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "coordinator/server/rollout_controller.h"
+#include "grpcpp/server.h"
+
+namespace handoff::server {
+
+struct ServerOptions {
+  std::string listen = "0.0.0.0:7450";  // host:port; port 0 picks a free one
+  std::string ca_pem;                   // the handoff CA: every client certificate must chain to it
+  std::string cert_pem;                 // the coordinator's certificate and key
+  std::string key_pem;
+  bool reflection = false;  // gRPC server reflection (for grpcurl and the like)
+};
+
+class CoordinatorServer {
+ public:
+  // Builds and starts the server; borrows `controller`, which must outlive it. An error when the
+  // address cannot be bound (naming it) or the TLS material is rejected.
+  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(RolloutController& controller,
+                                                                  const ServerOptions& options);
+  ~CoordinatorServer();
+
+  // The port bound (the chosen one when listen asked for 0).
+  int port() const { return port_; }
+
+  // Graceful stop: health NOT_SERVING, no new calls, running calls get until `grace` to end,
+  // then are cancelled. Idempotent; the destructor does it with a zero grace.
+  void Shutdown(absl::Duration grace);
+
+ private:
+  struct Services;
+  CoordinatorServer() = default;
+
+  std::unique_ptr<Services> services_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace handoff::server
+
+#endif  // HANDOFF_COORDINATOR_SERVER_COORDINATOR_SERVER_H_

@@ -1,0 +1,981 @@
+#include "coordinator/server/rollout_controller.h"
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "agent/base/strings.h"
+#include "google/protobuf/util/json_util.h"
+#include "spdlog/spdlog.h"
+
+#ifndef HANDOFF_VERSION
+#define HANDOFF_VERSION "0.0.0"
+#endif
+
+namespace handoff::server {
+namespace {
+
+using Deferred = std::vector<std::function<void()>>;
+
+void RunDeferred(Deferred& deferred) {
+  for (std::function<void()>& call : deferred) call();
+}
+
+std::string Name(NodeState state) { return std::string(NodeStateName(state)); }
+
+pb::CoordinatorMessage WrapCommand(const pb::Command& command) {
+  pb::CoordinatorMessage message;
+  *message.mutable_command() = command;
+  return message;
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) return "{}";
+  return json;
+}
+
+std::string OutcomeName(pb::CommandResult::Outcome outcome) {
+  switch (outcome) {
+    case pb::CommandResult::SUCCEEDED:
+      return "succeeded";
+    case pb::CommandResult::REFUSED:
+      return "refused";
+    case pb::CommandResult::ROLLED_BACK:
+      return "rolled back";
+    case pb::CommandResult::NEEDS_ATTENTION:
+      return "needs attention";
+    case pb::CommandResult::INTERRUPTED:
+      return "interrupted";
+    default:
+      return "unknown outcome";
+  }
+}
+
+// Distance along the chain in-tree → prepared → migrated → finalized.
+int ChainIndex(NodeState state) {
+  switch (state) {
+    case NodeState::kInTree:
+      return 0;
+    case NodeState::kPrepared:
+      return 1;
+    case NodeState::kMigrated:
+      return 2;
+    case NodeState::kFinalized:
+      return 3;
+    default:
+      return -1;
+  }
+}
+
+bool IsBackwardGoal(NodeState goal) {
+  return goal == NodeState::kPrepared || goal == NodeState::kInTree;
+}
+
+// A lease holder's hostname names a node when they are equal or one is the other's first DNS
+// label: client-go writes os.Hostname(), which on EC2 may be "ip-10-0-1-5" for the node
+// "ip-10-0-1-5.ec2.internal" (or the reverse with a custom hostname).
+bool HostnameMatchesNode(const std::string& hostname, const std::string& node) {
+  if (hostname.empty()) return false;
+  if (hostname == node) return true;
+  return StartsWith(node, StrCat(hostname, ".")) || StartsWith(hostname, StrCat(node, "."));
+}
+
+std::string RandomHex(int bytes) {
+  std::random_device device;
+  std::string out;
+  static constexpr char kDigits[] = "0123456789abcdef";
+  for (int i = 0; i < bytes; ++i) {
+    unsigned value = device() & 0xffU;
+    out.push_back(kDigits[value >> 4U]);
+    out.push_back(kDigits[value & 0xfU]);
+  }
+  return out;
+}
+
+}  // namespace
+
+pb::NodeState ToProto(NodeState state) {
+  switch (state) {
+    case NodeState::kInTree:
+      return pb::NODE_STATE_IN_TREE;
+    case NodeState::kPrepared:
+      return pb::NODE_STATE_PREPARED;
+    case NodeState::kMigrated:
+      return pb::NODE_STATE_MIGRATED;
+    case NodeState::kFinalized:
+      return pb::NODE_STATE_FINALIZED;
+    case NodeState::kInconsistent:
+      return pb::NODE_STATE_INCONSISTENT;
+  }
+  return pb::NODE_STATE_UNSPECIFIED;
+}
+
+NodeState FromProto(pb::NodeState state) {
+  switch (state) {
+    case pb::NODE_STATE_IN_TREE:
+      return NodeState::kInTree;
+    case pb::NODE_STATE_PREPARED:
+      return NodeState::kPrepared;
+    case pb::NODE_STATE_MIGRATED:
+      return NodeState::kMigrated;
+    case pb::NODE_STATE_FINALIZED:
+      return NodeState::kFinalized;
+    default:
+      return NodeState::kInconsistent;
+  }
+}
+
+struct RolloutController::PendingPlan {
+  int64_t id = 0;
+  pb::PlanRolloutResponse response;
+  PlanCallback done;
+  absl::Time deadline;
+  std::map<std::string, size_t> outstanding;  // command id → index in response.nodes
+};
+
+RolloutController::RolloutController(store::Store& store, Clock& clock, ControllerOptions options)
+    : store_(store), clock_(clock), options_(std::move(options)), instance_id_(RandomHex(4)) {}
+
+RolloutController::~RolloutController() = default;
+
+absl::StatusOr<std::unique_ptr<RolloutController>> RolloutController::Create(
+    store::Store& store, Clock& clock, ControllerOptions options) {
+  if (options.nodes.empty()) {
+    return absl::InvalidArgumentError("no nodes: name the control-plane nodes with --nodes");
+  }
+  std::vector<std::string> sorted = options.nodes;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    return absl::InvalidArgumentError(
+        StrCat("--nodes names a node twice: ", StrJoin(options.nodes, ",")));
+  }
+  absl::StatusOr<std::optional<store::StoredRollout>> loaded = store.Load();
+  if (!loaded.ok()) return loaded.status();
+
+  std::unique_ptr<RolloutController> controller(
+      new RolloutController(store, clock, std::move(options)));
+  RolloutController& self = *controller;
+  const std::vector<std::string>& names = self.options_.nodes;
+  std::lock_guard<std::mutex> lock(self.mu_);
+  if (*loaded) {
+    store::StoredRollout stored = **loaded;
+    std::vector<std::string> stored_names;
+    for (const store::StoredNode& node : stored.nodes) stored_names.push_back(node.name);
+    if (stored_names != names) {
+      return absl::FailedPreconditionError(StrCat(
+          "the coordinator's state holds a rollout of the nodes ", StrJoin(stored_names, ","),
+          " but --nodes says ", StrJoin(names, ","),
+          ": give the same nodes in the same order, or (only once that rollout is over) move the "
+          "state dir aside to begin a new one"));
+    }
+    if (stored.goal && stored.settings_yaml != self.options_.settings_yaml) {
+      return absl::FailedPreconditionError(
+          StrCat("rollout ", stored.rollout_id,
+                 " was started with other settings than --settings gives now: start the "
+                 "coordinator with the settings it began with (every node must move with the "
+                 "same ones)"));
+    }
+    self.rollout_ = std::move(stored);
+    for (const store::StoredNode& node : self.rollout_.nodes) {
+      Node restored;
+      restored.name = node.name;
+      restored.state = node.state;
+      restored.goal_start = node.goal_start;
+      restored.last_result = node.last_result;
+      self.nodes_.push_back(std::move(restored));
+    }
+  } else {
+    for (const std::string& name : names) {
+      Node node;
+      node.name = name;
+      self.nodes_.push_back(std::move(node));
+    }
+  }
+  self.rollout_.settings_yaml = self.options_.settings_yaml;
+  std::string message =
+      self.rollout_.goal
+          ? StrCat("coordinator started; rollout ", self.rollout_.rollout_id, " towards ",
+                   Name(*self.rollout_.goal), " resumes once every agent has reported")
+          : "coordinator started; no rollout yet";
+  if (self.rollout_.in_flight) {
+    StrAppend(&message, "; move ", self.rollout_.in_flight->command_id, " to ",
+              self.rollout_.in_flight->node, " is settled first");
+  }
+  absl::Status committed =
+      self.Commit({self.Entry("coordinator", "resume-after-restart", "", message)});
+  if (!committed.ok()) return committed;
+  self.Advance();
+  return controller;
+}
+
+RolloutController::Node* RolloutController::FindNode(const std::string& name) {
+  for (Node& node : nodes_) {
+    if (node.name == name) return &node;
+  }
+  return nullptr;
+}
+
+int64_t RolloutController::NowMs() const { return absl::ToUnixMillis(clock_.Now()); }
+
+store::HistoryEntry RolloutController::Entry(const std::string& actor, const std::string& kind,
+                                             const std::string& node,
+                                             const std::string& message) const {
+  store::HistoryEntry entry;
+  entry.unix_ms = NowMs();
+  entry.actor = actor;
+  entry.kind = kind;
+  entry.node = node;
+  entry.message = message;
+  return entry;
+}
+
+absl::Status RolloutController::Commit(std::vector<store::HistoryEntry> history) {
+  rollout_.nodes.clear();
+  for (const Node& node : nodes_) {
+    rollout_.nodes.push_back(
+        store::StoredNode{node.name, node.state, node.goal_start, node.last_result});
+  }
+  absl::StatusOr<std::vector<store::HistoryEntry>> stored = store_.Commit(rollout_, history);
+  if (stored.ok()) return absl::OkStatus();
+  // Without a durable record the coordinator could not resume what it sends: stop moving.
+  spdlog::error("cannot record the rollout: {}", std::string(stored.status().message()));
+  rollout_.halted = true;
+  rollout_.halt_reason =
+      StrCat("the coordinator cannot record its state: ", stored.status().message());
+  return stored.status();
+}
+
+void RolloutController::ApplyReport(Node& node, const pb::NodeReport& report) {
+  node.state = FromProto(report.state());
+  node.reasons.assign(report.reasons().begin(), report.reasons().end());
+  node.healthy = report.healthy();
+  node.health_detail = report.health_detail();
+}
+
+absl::Status RolloutController::AgentConnected(const std::string& name, const pb::AgentHello& hello,
+                                               std::shared_ptr<AgentLink> link) {
+  Deferred deferred;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Node* node = FindNode(name);
+    if (node == nullptr) {
+      return absl::FailedPreconditionError(StrCat(
+          "node ", name, " is not one of this rollout's nodes (", StrJoin(options_.nodes, ","),
+          "): start the coordinator with --nodes naming every control-plane node"));
+    }
+    if (node->link && node->link != link) {
+      node->link->Close(absl::AbortedError(
+          StrCat("replaced by a newer stream from node ", name, " (", link->Peer(), ")")));
+      FailPlansOf(name, "the agent reconnected before answering", deferred);
+    }
+    node->link = link;
+    node->confirmed = true;
+    node->verifies = hello.verifies();
+    node->agent_version = hello.agent_version();
+    node->last_seen_unix_ms = NowMs();
+    ApplyReport(*node, hello.report());
+
+    pb::CoordinatorMessage welcome;
+    welcome.mutable_welcome()->set_rollout_id(rollout_.rollout_id);
+    welcome.mutable_welcome()->set_coordinator_version(HANDOFF_VERSION);
+    link->Send(welcome);
+
+    std::vector<store::HistoryEntry> history;
+    std::string message = StrCat(
+        "agent ", hello.agent_version(), " connected from ", link->Peer(), ": ", Name(node->state),
+        node->healthy ? ", healthy" : ", not healthy", node->verifies ? "" : " (verification off)");
+    if (!node->reasons.empty()) StrAppend(&message, " (", StrJoin(node->reasons, "; "), ")");
+    history.push_back(Entry(name, "connect", name, message));
+    SettleInFlight(*node, hello, history);
+    (void)Commit(std::move(history));
+    Advance();
+  }
+  RunDeferred(deferred);
+  return absl::OkStatus();
+}
+
+void RolloutController::SettleInFlight(Node& node, const pb::AgentHello& hello,
+                                       std::vector<store::HistoryEntry>& history) {
+  if (!rollout_.in_flight || rollout_.in_flight->node != node.name) return;
+  const store::InFlight move = *rollout_.in_flight;
+  for (const pb::CommandResult& result : hello.recent_results()) {
+    if (result.command_id() == move.command_id) {
+      FinishMove(node, result, history);
+      return;
+    }
+  }
+  if (hello.running_command_id() == move.command_id) return;  // its result follows
+
+  // The agent never received the move, or lost it before recording it (it records a move before
+  // starting it, so it did not start).
+  if (node.state == move.from) {
+    std::vector<rollout::NodeStatus> engine_nodes = EngineNodes();
+    for (rollout::NodeStatus& status : engine_nodes) {
+      if (status.name == node.name) status.in_transition = false;
+    }
+    absl::Status allowed =
+        rollout::CheckMove(engine_nodes, node.name, move.to, EngineFacts(), EngineControl());
+    if (allowed.ok()) {
+      node.link->Send(WrapCommand(MoveCommand(move)));
+      history.push_back(Entry("coordinator", "command", node.name,
+                              StrCat("move ", Name(move.from), " → ", Name(move.to),
+                                     " sent again: the agent had not received it")));
+      history.back().command_id = move.command_id;
+      return;
+    }
+    rollout_.in_flight.reset();
+    history.push_back(Entry("coordinator", "result", node.name,
+                            StrCat("move ", Name(move.from), " → ", Name(move.to),
+                                   " never reached the agent; dropped: ", allowed.message())));
+    history.back().command_id = move.command_id;
+    return;
+  }
+  rollout_.in_flight.reset();
+  if (node.state == move.to) {
+    node.last_result =
+        StrCat("reached ", Name(move.to), " (the agent's record of the move is gone)");
+    history.push_back(Entry("coordinator", "result", node.name,
+                            StrCat("move ", Name(move.from), " → ", Name(move.to),
+                                   " took effect: the node reports ", Name(move.to))));
+    history.back().command_id = move.command_id;
+    return;
+  }
+  rollout_.halted = true;
+  rollout_.halt_reason =
+      StrCat(node.name, ": after move ", Name(move.from), " → ", Name(move.to),
+             " the node reports ", Name(node.state), ", neither: look at the node");
+  history.push_back(Entry("coordinator", "halt", node.name, rollout_.halt_reason));
+  history.back().command_id = move.command_id;
+}
+
+void RolloutController::FinishMove(Node& node, const pb::CommandResult& result,
+                                   std::vector<store::HistoryEntry>& history) {
+  const store::InFlight move = *rollout_.in_flight;
+  rollout_.in_flight.reset();
+  if (result.has_report()) ApplyReport(node, result.report());
+  std::string line =
+      StrCat(Name(move.from), " → ", Name(move.to), " ", OutcomeName(result.outcome()));
+  if (!result.message().empty()) StrAppend(&line, ": ", result.message());
+  node.last_result = line;
+  store::HistoryEntry entry = Entry(node.name, "result", node.name, line);
+  entry.command_id = move.command_id;
+  entry.detail_json = ToJson(result);
+  history.push_back(std::move(entry));
+
+  std::string failure;
+  switch (result.outcome()) {
+    case pb::CommandResult::SUCCEEDED:
+      if (node.state != move.to) {
+        failure = StrCat("the agent reported success but the node is ", Name(node.state));
+      }
+      break;
+    case pb::CommandResult::INTERRUPTED:
+      // The agent stopped mid-move and restored the node on restart: nothing failed in the
+      // cluster, so the engine may send the move again.
+      return;
+    default:
+      failure = line;
+      break;
+  }
+  if (failure.empty()) return;
+  // R5: the first failure halts the rollout; the agent has already restored its node.
+  rollout_.halted = true;
+  rollout_.halt_reason = StrCat(node.name, ": ", failure);
+  history.push_back(Entry("coordinator", "halt", node.name,
+                          StrCat("halted: ", rollout_.halt_reason,
+                                 " (handoffctl resume to try again, rollback to go back)")));
+}
+
+void RolloutController::AgentMessage(const std::string& name, const AgentLink* link,
+                                     const pb::AgentMessage& message) {
+  Deferred deferred;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Node* node = FindNode(name);
+    if (node == nullptr || node->link.get() != link) return;  // a replaced stream
+    node->last_seen_unix_ms = NowMs();
+    std::vector<store::HistoryEntry> history;
+    if (message.has_result()) {
+      const pb::CommandResult& result = message.result();
+      if (rollout_.in_flight && rollout_.in_flight->node == name &&
+          rollout_.in_flight->command_id == result.command_id()) {
+        FinishMove(*node, result, history);
+      } else {
+        bool for_plan = false;
+        for (auto& [id, plan] : plans_) {
+          auto waiting = plan->outstanding.find(result.command_id());
+          if (waiting == plan->outstanding.end()) continue;
+          pb::NodePlan& node_plan =
+              *plan->response.mutable_nodes(static_cast<int>(waiting->second));
+          if (result.outcome() == pb::CommandResult::SUCCEEDED) {
+            *node_plan.mutable_transitions() = result.plan().transitions();
+          } else {
+            node_plan.set_error(StrCat(OutcomeName(result.outcome()), ": ", result.message()));
+          }
+          plan->outstanding.erase(waiting);
+          FinishPlanIfComplete(id, deferred);
+          for_plan = true;
+          break;
+        }
+        if (!for_plan) {
+          spdlog::info("{}: result of command {} that is no longer awaited ({})", name,
+                       result.command_id(), OutcomeName(result.outcome()));
+        }
+      }
+    } else if (message.has_report()) {
+      NodeState before = node->state;
+      bool healthy_before = node->healthy;
+      ApplyReport(*node, message.report());
+      if (before != node->state || healthy_before != node->healthy) {
+        history.push_back(Entry(name, "report", name,
+                                StrCat("node now reports ", Name(node->state),
+                                       node->healthy ? ", healthy" : ", not healthy")));
+      }
+    }
+    if (!history.empty()) (void)Commit(std::move(history));
+    Advance();
+  }
+  RunDeferred(deferred);
+}
+
+void RolloutController::AgentDisconnected(const std::string& name, const AgentLink* link) {
+  Deferred deferred;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Node* node = FindNode(name);
+    if (node == nullptr || node->link.get() != link) return;
+    node->link.reset();
+    FailPlansOf(name, "the agent disconnected before answering", deferred);
+    std::string message = "agent disconnected";
+    if (rollout_.in_flight && rollout_.in_flight->node == name) {
+      StrAppend(&message, " with move ", rollout_.in_flight->command_id,
+                " under way: its outcome is asked for when the agent is back");
+    }
+    (void)Commit({Entry(name, "disconnect", name, message)});
+    Advance();
+  }
+  RunDeferred(deferred);
+}
+
+void RolloutController::SetFacts(const FactsReport& facts) {
+  std::lock_guard<std::mutex> lock(mu_);
+  facts_ = facts;
+  facts_checked_ms_ = NowMs();
+  Advance();
+}
+
+void RolloutController::Tick() {
+  Deferred deferred;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    absl::Time now = clock_.Now();
+    std::vector<int64_t> expired;
+    for (auto& [id, plan] : plans_) {
+      if (now < plan->deadline) continue;
+      for (const auto& [command, index] : plan->outstanding) {
+        plan->response.mutable_nodes(static_cast<int>(index))
+            ->set_error("the agent did not answer in time");
+      }
+      plan->outstanding.clear();
+      expired.push_back(id);
+    }
+    for (int64_t id : expired) FinishPlanIfComplete(id, deferred);
+    Advance();
+  }
+  RunDeferred(deferred);
+}
+
+std::vector<rollout::NodeStatus> RolloutController::EngineNodes() const {
+  std::vector<rollout::NodeStatus> nodes;
+  for (const Node& node : nodes_) {
+    rollout::NodeStatus status;
+    status.name = node.name;
+    status.state = node.state;
+    status.connected = node.link != nullptr;
+    status.healthy = node.healthy;
+    status.in_transition = rollout_.in_flight && rollout_.in_flight->node == node.name;
+    nodes.push_back(std::move(status));
+  }
+  return nodes;
+}
+
+rollout::ClusterFacts RolloutController::EngineFacts() const {
+  rollout::ClusterFacts facts;
+  facts.rbac_ready = facts_.rbac_ready;
+  if (facts_.lease_held) {
+    if (facts_.source == "assumed") {
+      facts.lease_held_by_healthy_manager = true;
+    } else {
+      for (const Node& node : nodes_) {
+        if (HostnameMatchesNode(facts_.lease_holder_node, node.name)) {
+          facts.lease_held_by_healthy_manager = node.healthy && node.link != nullptr;
+        }
+      }
+    }
+  }
+  return facts;
+}
+
+rollout::Control RolloutController::EngineControl() const {
+  rollout::Control control;
+  control.paused = rollout_.paused;
+  control.halted = rollout_.halted;
+  control.halt_reason = rollout_.halt_reason;
+  return control;
+}
+
+std::string RolloutController::NewCommandId() {
+  return StrCat(rollout_.rollout_id, "-", rollout_.next_command_sequence++);
+}
+
+pb::Command RolloutController::MoveCommand(const store::InFlight& move) const {
+  pb::Command command;
+  command.set_id(move.command_id);
+  pb::MoveRequest* request = command.mutable_move();
+  request->set_from(ToProto(move.from));
+  request->set_to(ToProto(move.to));
+  request->set_settings_yaml(rollout_.settings_yaml);
+  return command;
+}
+
+void RolloutController::Advance() {
+  waiting_for_agents_.clear();
+  if (!rollout_.goal) {
+    next_ = rollout::Decision{};
+    next_.kind = rollout::Decision::Kind::kWait;
+    next_.reason = "no rollout yet: `handoffctl start` begins one";
+    Notify();
+    return;
+  }
+  std::vector<std::string> unconfirmed;
+  for (const Node& node : nodes_) {
+    if (!node.confirmed) unconfirmed.push_back(node.name);
+  }
+  if (!unconfirmed.empty()) {
+    // The stored states are what the agents said before; a node may have changed since.
+    waiting_for_agents_ = StrJoin(unconfirmed, ", ");
+    next_ = rollout::Decision{};
+    next_.kind = rollout::Decision::Kind::kWait;
+    next_.reason = StrCat("waiting for the agents of ", waiting_for_agents_,
+                          " to report their nodes' state before anything moves");
+    Notify();
+    return;
+  }
+  const rollout::Goal goal{*rollout_.goal};
+  next_ = rollout::NextStep(EngineNodes(), goal, EngineFacts(), EngineControl());
+  if (next_.kind == rollout::Decision::Kind::kMove) {
+    absl::Status allowed =
+        rollout::CheckMove(EngineNodes(), next_.node, next_.to, EngineFacts(), EngineControl());
+    Node* node = FindNode(next_.node);
+    if (!allowed.ok() || node == nullptr || !node->link) {
+      // NextStep never proposes what CheckMove refuses; if it ever did, waiting is the safe side.
+      spdlog::error("refused the engine's move of {} to {}: {}", next_.node, Name(next_.to),
+                    std::string(allowed.message()));
+      next_.kind = rollout::Decision::Kind::kWait;
+      next_.reason = StrCat("move of ", next_.node, " refused: ", allowed.message());
+    } else {
+      store::InFlight move;
+      move.command_id = NewCommandId();
+      move.node = node->name;
+      move.from = node->state;
+      move.to = next_.to;
+      move.sent_unix_ms = NowMs();
+      rollout_.in_flight = move;
+      store::HistoryEntry entry = Entry("coordinator", "command", node->name,
+                                        StrCat("move ", Name(move.from), " → ", Name(move.to)));
+      entry.command_id = move.command_id;
+      pb::Command command = MoveCommand(move);
+      pb::Command recorded = command;
+      recorded.mutable_move()->clear_settings_yaml();  // the rollout's settings, recorded once
+      entry.detail_json = ToJson(recorded);
+      // Recorded before it is sent: a coordinator that dies in between asks the agent about it.
+      if (Commit({std::move(entry)}).ok()) {
+        node->link->Send(WrapCommand(command));
+      } else {
+        rollout_.in_flight.reset();
+      }
+      next_ = rollout::NextStep(EngineNodes(), goal, EngineFacts(), EngineControl());
+    }
+  }
+  Notify();
+}
+
+void RolloutController::FinishPlanIfComplete(int64_t plan_id, Deferred& deferred) {
+  auto found = plans_.find(plan_id);
+  if (found == plans_.end() || !found->second->outstanding.empty()) return;
+  std::shared_ptr<PendingPlan> plan(std::move(found->second));
+  plans_.erase(found);
+  deferred.push_back([plan] { plan->done(plan->response); });
+}
+
+void RolloutController::FailPlansOf(const std::string& node, const std::string& error,
+                                    Deferred& deferred) {
+  std::vector<int64_t> touched;
+  for (auto& [id, plan] : plans_) {
+    for (auto it = plan->outstanding.begin(); it != plan->outstanding.end();) {
+      pb::NodePlan& node_plan = *plan->response.mutable_nodes(static_cast<int>(it->second));
+      if (node_plan.node() == node) {
+        node_plan.set_error(error);
+        it = plan->outstanding.erase(it);
+        touched.push_back(id);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (int64_t id : touched) FinishPlanIfComplete(id, deferred);
+}
+
+void RolloutController::PlanRollout(NodeState goal, PlanCallback done) {
+  Deferred deferred;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (goal == NodeState::kInconsistent) {
+      goal = rollout_.goal.value_or(NodeState::kMigrated);
+    }
+    auto plan = std::make_unique<PendingPlan>();
+    plan->id = next_plan_id_++;
+    plan->done = std::move(done);
+    plan->deadline = clock_.Now() + options_.plan_timeout;
+    plan->response.set_goal(ToProto(goal));
+
+    // The moves, if each succeeds and every agent stays: the engine run on a copy of the nodes.
+    std::vector<rollout::NodeStatus> simulated = EngineNodes();
+    for (rollout::NodeStatus& node : simulated) {
+      node.connected = true;
+      node.healthy = true;
+      node.in_transition = false;
+    }
+    if (rollout_.in_flight) {
+      for (rollout::NodeStatus& node : simulated) {
+        if (node.name == rollout_.in_flight->node) node.state = rollout_.in_flight->to;
+      }
+    }
+    rollout::ClusterFacts facts{true, true};
+    std::map<std::string, std::vector<NodeState>> chains;
+    const size_t max_steps = 4 * simulated.size() + 4;
+    for (size_t step = 0; step < max_steps; ++step) {
+      rollout::Decision decision =
+          rollout::NextStep(simulated, rollout::Goal{goal}, facts, rollout::Control{});
+      if (decision.kind == rollout::Decision::Kind::kDone) break;
+      if (decision.kind != rollout::Decision::Kind::kMove) {
+        plan->response.set_blocked_reason(decision.reason);
+        break;
+      }
+      for (rollout::NodeStatus& node : simulated) {
+        if (node.name != decision.node) continue;
+        pb::PlannedStep* planned = plan->response.add_steps();
+        planned->set_index(static_cast<int>(step) + 1);
+        planned->set_node(node.name);
+        planned->set_from(ToProto(node.state));
+        planned->set_to(ToProto(decision.to));
+        node.state = decision.to;
+        chains[node.name].push_back(decision.to);
+      }
+    }
+    for (const Node& node : nodes_) {
+      pb::NodePlan* node_plan = plan->response.add_nodes();
+      node_plan->set_node(node.name);
+      node_plan->set_state(ToProto(node.state));
+      const std::vector<NodeState>& chain = chains[node.name];
+      if (chain.empty()) continue;
+      if (!node.link) {
+        node_plan->set_error("the agent is not connected");
+        continue;
+      }
+      pb::Command command;
+      command.set_id(StrCat("plan-", instance_id_, "-", plan->id, "-", node.name));
+      for (NodeState target : chain) command.mutable_plan()->add_chain(ToProto(target));
+      command.mutable_plan()->set_settings_yaml(rollout_.settings_yaml);
+      plan->outstanding[command.id()] = static_cast<size_t>(plan->response.nodes_size() - 1);
+      node.link->Send(WrapCommand(command));
+    }
+    int64_t id = plan->id;
+    plans_[id] = std::move(plan);
+    FinishPlanIfComplete(id, deferred);
+  }
+  RunDeferred(deferred);
+}
+
+absl::StatusOr<pb::RolloutStatus> RolloutController::SetGoal(const std::string& actor,
+                                                             const std::string& kind,
+                                                             NodeState goal) {
+  if (rollout_.rollout_id.empty()) {
+    rollout_.rollout_id =
+        StrCat("r", absl::FormatTime("%Y%m%d%H%M%S", clock_.Now(), absl::UTCTimeZone()), "-",
+               RandomHex(3));
+  }
+  std::string message = StrCat(kind, ": goal ", Name(goal));
+  if (!rollout_.goal || *rollout_.goal != goal) {
+    // Progress is counted from where each node stands when the goal is set.
+    for (Node& node : nodes_) node.goal_start = node.state;
+  }
+  if (rollout_.halted) StrAppend(&message, "; clears the halt (", rollout_.halt_reason, ")");
+  if (rollout_.paused) StrAppend(&message, "; clears the pause");
+  rollout_.goal = goal;
+  rollout_.paused = false;
+  rollout_.halted = false;
+  rollout_.halt_reason.clear();
+  absl::Status committed = Commit({Entry(actor, kind, "", message)});
+  if (!committed.ok()) return committed;
+  Advance();
+  return BuildStatus();
+}
+
+absl::StatusOr<pb::RolloutStatus> RolloutController::Start(const std::string& actor,
+                                                           NodeState goal) {
+  if (goal != NodeState::kMigrated && goal != NodeState::kFinalized) {
+    return absl::InvalidArgumentError(
+        "start takes the goal migrated or finalized; to go back use rollback --to");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return SetGoal(actor, "start", goal);
+}
+
+absl::StatusOr<pb::RolloutStatus> RolloutController::Finalize(const std::string& actor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return SetGoal(actor, "finalize", NodeState::kFinalized);
+}
+
+absl::StatusOr<pb::RolloutStatus> RolloutController::Rollback(const std::string& actor,
+                                                              NodeState to) {
+  if (to != NodeState::kPrepared && to != NodeState::kInTree) {
+    return absl::InvalidArgumentError("rollback goes --to prepared or --to in-tree");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!rollout_.goal) {
+    return absl::FailedPreconditionError("no rollout has started: there is nothing to roll back");
+  }
+  return SetGoal(actor, "rollback", to);
+}
+
+absl::StatusOr<pb::RolloutStatus> RolloutController::Pause(const std::string& actor,
+                                                           const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!rollout_.goal)
+    return absl::FailedPreconditionError("no rollout has started: nothing to pause");
+  if (!rollout_.paused) {
+    rollout_.paused = true;
+    std::string message = "paused";
+    if (!reason.empty()) StrAppend(&message, ": ", reason);
+    if (rollout_.in_flight) {
+      StrAppend(&message, " (move ", rollout_.in_flight->command_id, " to ",
+                rollout_.in_flight->node, " finishes)");
+    }
+    absl::Status committed = Commit({Entry(actor, "pause", "", message)});
+    if (!committed.ok()) return committed;
+  }
+  Advance();
+  return BuildStatus();
+}
+
+absl::StatusOr<pb::RolloutStatus> RolloutController::Resume(const std::string& actor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!rollout_.goal) {
+    return absl::FailedPreconditionError("no rollout has started: `handoffctl start` begins one");
+  }
+  if (rollout_.paused || rollout_.halted) {
+    std::string message = "resumed";
+    if (rollout_.halted) StrAppend(&message, " after the halt (", rollout_.halt_reason, ")");
+    rollout_.paused = false;
+    rollout_.halted = false;
+    rollout_.halt_reason.clear();
+    absl::Status committed = Commit({Entry(actor, "resume", "", message)});
+    if (!committed.ok()) return committed;
+  }
+  Advance();
+  return BuildStatus();
+}
+
+absl::StatusOr<pb::RolloutStatus> RolloutController::Abort(const std::string& actor,
+                                                           const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!rollout_.goal)
+    return absl::FailedPreconditionError("no rollout has started: nothing to abort");
+  rollout_.halted = true;
+  rollout_.halt_reason = StrCat("aborted by ", actor);
+  if (!reason.empty()) StrAppend(&rollout_.halt_reason, ": ", reason);
+  std::string message = rollout_.halt_reason;
+  if (rollout_.in_flight) {
+    StrAppend(&message, " (move ", rollout_.in_flight->command_id, " to ", rollout_.in_flight->node,
+              " finishes; the agent restores its node if it fails)");
+  }
+  absl::Status committed = Commit({Entry(actor, "abort", "", message)});
+  if (!committed.ok()) return committed;
+  Advance();
+  return BuildStatus();
+}
+
+pb::RolloutStatus RolloutController::Status() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return BuildStatus();
+}
+
+absl::StatusOr<pb::HistoryResponse> RolloutController::History(int64_t after_sequence, int limit) {
+  if (limit < 0) return absl::InvalidArgumentError("limit must not be negative");
+  if (limit == 0) limit = 1000;
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::StatusOr<std::vector<store::HistoryEntry>> entries = store_.History(after_sequence, limit);
+  if (!entries.ok()) return entries.status();
+  pb::HistoryResponse response;
+  for (const store::HistoryEntry& entry : *entries) {
+    pb::HistoryEntry* out = response.add_entries();
+    out->set_sequence(entry.sequence);
+    out->set_unix_ms(entry.unix_ms);
+    out->set_actor(entry.actor);
+    out->set_kind(entry.kind);
+    out->set_node(entry.node);
+    out->set_command_id(entry.command_id);
+    out->set_message(entry.message);
+    out->set_detail_json(entry.detail_json);
+  }
+  return response;
+}
+
+pb::NodesResponse RolloutController::Nodes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  pb::NodesResponse response;
+  for (const Node& node : nodes_) {
+    pb::NodeInfo* info = response.add_nodes();
+    info->set_name(node.name);
+    info->set_state(node.confirmed || node.state != NodeState::kInconsistent
+                        ? ToProto(node.state)
+                        : pb::NODE_STATE_UNSPECIFIED);
+    for (const std::string& reason : node.reasons) info->add_reasons(reason);
+    info->set_connected(node.link != nullptr);
+    info->set_healthy(node.healthy);
+    info->set_health_detail(node.health_detail);
+    info->set_agent_version(node.agent_version);
+    info->set_verifies(node.verifies);
+    if (node.link) info->set_peer(node.link->Peer());
+    info->set_last_seen_unix_ms(node.last_seen_unix_ms);
+    info->set_last_result(node.last_result);
+  }
+  return response;
+}
+
+pb::RolloutStatus RolloutController::BuildStatus() const {
+  pb::RolloutStatus status;
+  status.set_rollout_id(rollout_.rollout_id);
+  status.set_revision(rollout_.revision);
+  if (rollout_.goal) status.set_goal(ToProto(*rollout_.goal));
+  status.set_paused(rollout_.paused);
+  status.set_halted(rollout_.halted);
+  status.set_halt_reason(rollout_.halt_reason);
+  status.set_updated_unix_ms(NowMs());
+
+  using Kind = rollout::Decision::Kind;
+  using Phase = pb::RolloutStatus;
+  // What is moving (or about to): the phase of the rollout is the kind of move it makes.
+  std::optional<std::pair<NodeState, NodeState>> move;
+  if (rollout_.in_flight) move = {rollout_.in_flight->from, rollout_.in_flight->to};
+  if (!rollout_.goal) {
+    status.set_phase(Phase::IDLE);
+  } else if (next_.kind == Kind::kDone && !rollout_.in_flight) {
+    status.set_phase(Phase::DONE);
+  } else if (rollout_.halted) {
+    status.set_phase(Phase::HALTED);
+  } else if (rollout_.paused) {
+    status.set_phase(Phase::PAUSED);
+  } else if (move) {
+    if (IsBackwardGoal(*rollout_.goal)) {
+      status.set_phase(Phase::ROLLING_BACK);
+    } else if (move->second == NodeState::kPrepared) {
+      status.set_phase(Phase::PREPARING);
+    } else if (move->second == NodeState::kMigrated) {
+      status.set_phase(Phase::MIGRATING);
+    } else {
+      status.set_phase(Phase::FINALIZING);
+    }
+  } else if (next_.kind == Kind::kStuck) {
+    status.set_phase(Phase::STUCK);
+  } else {
+    status.set_phase(Phase::WAITING);
+  }
+  switch (next_.kind) {
+    case Kind::kDone:
+      status.set_next(rollout_.goal ? StrCat("done: every node is ", Name(*rollout_.goal))
+                                    : "done");
+      break;
+    case Kind::kMove:
+      status.set_next(StrCat("move ", next_.node, " to ", Name(next_.to)));
+      break;
+    default:
+      status.set_next(next_.reason);
+  }
+
+  for (const Node& node : nodes_) {
+    pb::NodeProgress* progress = status.add_nodes();
+    progress->set_name(node.name);
+    progress->set_state(ToProto(node.state));
+    progress->set_connected(node.link != nullptr);
+    progress->set_healthy(node.healthy);
+    if (rollout_.in_flight && rollout_.in_flight->node == node.name) {
+      progress->set_moving_to(ToProto(rollout_.in_flight->to));
+    }
+    if (rollout_.goal) {
+      int start = ChainIndex(node.goal_start);
+      int now = ChainIndex(node.state);
+      int goal = ChainIndex(*rollout_.goal);
+      if (start >= 0 && goal >= 0) {
+        int total = std::abs(goal - start);
+        int done = now >= 0 ? std::abs(now - start) : 0;
+        progress->set_steps_total(total);
+        progress->set_steps_done(std::min(done, total));
+      }
+    }
+    progress->set_last_result(node.last_result);
+  }
+
+  pb::ClusterFacts* facts = status.mutable_facts();
+  rollout::ClusterFacts engine = EngineFacts();
+  facts->set_rbac_ready(engine.rbac_ready);
+  facts->set_lease_held_by_healthy_manager(engine.lease_held_by_healthy_manager);
+  facts->set_source(facts_.source);
+  facts->set_detail(facts_.detail);
+  facts->set_checked_unix_ms(facts_checked_ms_);
+
+  if (rollout_.in_flight) {
+    pb::InFlightMove* in_flight = status.mutable_in_flight();
+    in_flight->set_command_id(rollout_.in_flight->command_id);
+    in_flight->set_node(rollout_.in_flight->node);
+    in_flight->set_from(ToProto(rollout_.in_flight->from));
+    in_flight->set_to(ToProto(rollout_.in_flight->to));
+    in_flight->set_sent_unix_ms(rollout_.in_flight->sent_unix_ms);
+  }
+  return status;
+}
+
+void RolloutController::Notify() {
+  pb::RolloutStatus status = BuildStatus();
+  // A change is a change of content; the clock alone is not one.
+  pb::RolloutStatus comparable = status;
+  comparable.clear_revision();
+  comparable.clear_updated_unix_ms();
+  comparable.mutable_facts()->clear_checked_unix_ms();
+  std::string serialized;
+  comparable.SerializeToString(&serialized);
+  if (serialized == last_notified_) return;
+  last_notified_ = std::move(serialized);
+  status.set_revision(++rollout_.revision);
+  for (auto& [token, watcher] : watchers_) watcher(status);
+}
+
+int RolloutController::Watch(std::function<void(const pb::RolloutStatus&)> watcher) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int token = next_watch_token_++;
+  watcher(BuildStatus());
+  watchers_[token] = std::move(watcher);
+  return token;
+}
+
+void RolloutController::Unwatch(int token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  watchers_.erase(token);
+}
+
+}  // namespace handoff::server

@@ -1,0 +1,195 @@
+// The coordinator's core: the rollout as it stands (goal, operator control, each node's state and
+// agent, the move in flight), kept durable in the Store, and advanced one safe move at a time with
+// the rollout engine (coordinator/rollout). No gRPC here: agents are reached through AgentLink,
+// operators call the methods directly, so tests drive it in-process.
+//
+// Every event (an agent's hello, result or disconnect, an operator call, new cluster facts) is
+// handled under one mutex: update the state, commit it with its history entries, then ask the
+// engine for the next step and, for a move, commit the move as in flight *before* sending it (so a
+// coordinator that dies right after sending still knows a move may be under way).
+//
+// After a restart nothing moves until every node's agent has said hello: the stored states are
+// only what the agents last said, and a node may have changed since (asked for "first").
+//
+// Thread safety: every public method may be called from any thread. AgentLink::Send and Close
+// are called with the controller's mutex held; they must only queue and never call back.
+#ifndef HANDOFF_COORDINATOR_SERVER_ROLLOUT_CONTROLLER_H_
+#define HANDOFF_COORDINATOR_SERVER_ROLLOUT_CONTROLLER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/engine/node_state.h"
+#include "agent/system/clock.h"
+#include "coordinator/rollout/rollout_engine.h"
+#include "coordinator/store/store.h"
+#include "handoff/v1/handoff.pb.h"
+
+namespace handoff::server {
+
+namespace pb = ::handoff::v1;
+
+// One agent's stream, as the controller sees it.
+class AgentLink {
+ public:
+  virtual ~AgentLink() = default;
+  // Queues `message` for the agent; dropped when the stream is gone.
+  virtual void Send(const pb::CoordinatorMessage& message) = 0;
+  // Ends the stream with `status` (after what is queued).
+  virtual void Close(const absl::Status& status) = 0;
+  // The peer's address, for the operator.
+  virtual std::string Peer() const = 0;
+};
+
+// What the coordinator learned of the cluster from outside the nodes.
+struct FactsReport {
+  bool rbac_ready = false;
+  // The migration lease is held, unexpired; by a manager on `lease_holder_node`.
+  bool lease_held = false;
+  std::string lease_holder_node;
+  std::string source;  // "kubernetes" or "assumed"
+  std::string detail;
+};
+
+struct ControllerOptions {
+  std::vector<std::string> nodes;  // the control-plane nodes, in rollout order
+  std::string settings_yaml;       // sent with every move and plan
+  // How long Plan waits for the agents' diffs.
+  absl::Duration plan_timeout = absl::Seconds(30);
+};
+
+// PlanRollout's answer arrives later (the agents compute the diffs); `done` is called once,
+// from some thread, without the controller's mutex held.
+using PlanCallback = std::function<void(absl::StatusOr<pb::PlanRolloutResponse>)>;
+
+class RolloutController {
+ public:
+  // Loads the rollout from `store` (or starts a new, idle one). Refuses when a stored rollout
+  // names other nodes than `options.nodes`, or when it is under way with other settings. Borrows
+  // store and clock, which must outlive the controller.
+  static absl::StatusOr<std::unique_ptr<RolloutController>> Create(store::Store& store,
+                                                                   Clock& clock,
+                                                                   ControllerOptions options);
+  ~RolloutController();
+
+  // --- agents ---
+  // An agent said hello on `link` as `node` (its identity already checked against its
+  // certificate). Sends the Welcome on `link` (before any command), or returns an error to end
+  // the stream with (FailedPrecondition for a node the rollout does not know). A newer stream for
+  // a node replaces an older one (which is closed).
+  absl::Status AgentConnected(const std::string& node, const pb::AgentHello& hello,
+                              std::shared_ptr<AgentLink> link);
+  // A message after the hello.
+  void AgentMessage(const std::string& node, const AgentLink* link,
+                    const pb::AgentMessage& message);
+  // The stream ended (a stream already replaced is ignored).
+  void AgentDisconnected(const std::string& node, const AgentLink* link);
+
+  // --- the cluster ---
+  void SetFacts(const FactsReport& facts);
+  // Time passed: expires plans that waited too long, re-evaluates.
+  void Tick();
+
+  // --- operators --- (actor: the operator certificate's CN, recorded in the history)
+  absl::StatusOr<pb::RolloutStatus> Start(const std::string& actor, NodeState goal);
+  absl::StatusOr<pb::RolloutStatus> Pause(const std::string& actor, const std::string& reason);
+  absl::StatusOr<pb::RolloutStatus> Resume(const std::string& actor);
+  absl::StatusOr<pb::RolloutStatus> Abort(const std::string& actor, const std::string& reason);
+  absl::StatusOr<pb::RolloutStatus> Rollback(const std::string& actor, NodeState to);
+  absl::StatusOr<pb::RolloutStatus> Finalize(const std::string& actor);
+  // The moves `goal` (kInconsistent: the current goal, or migrated) would take, and the agents'
+  // diffs; `done` receives the answer.
+  void PlanRollout(NodeState goal, PlanCallback done);
+  pb::RolloutStatus Status();
+  absl::StatusOr<pb::HistoryResponse> History(int64_t after_sequence, int limit);
+  pb::NodesResponse Nodes();
+
+  // Calls `watcher` with every new status (revision changed), with the controller's mutex held:
+  // it must only queue. Returns a token for Unwatch.
+  int Watch(std::function<void(const pb::RolloutStatus&)> watcher);
+  void Unwatch(int token);
+
+ private:
+  struct Node {
+    std::string name;
+    NodeState state = NodeState::kInconsistent;
+    NodeState goal_start = NodeState::kInconsistent;
+    std::vector<std::string> reasons;
+    bool healthy = false;
+    std::string health_detail;
+    bool confirmed = false;  // its agent said hello since this coordinator started
+    bool verifies = false;
+    std::string agent_version;
+    std::string last_result;
+    int64_t last_seen_unix_ms = 0;
+    std::shared_ptr<AgentLink> link;  // null while disconnected
+  };
+  struct PendingPlan;
+
+  RolloutController(store::Store& store, Clock& clock, ControllerOptions options);
+
+  // Everything below expects mu_ held.
+  Node* FindNode(const std::string& name);
+  int64_t NowMs() const;
+  store::HistoryEntry Entry(const std::string& actor, const std::string& kind,
+                            const std::string& node, const std::string& message) const;
+  // Commits the rollout and `history`; on failure halts (in memory) and returns the error.
+  absl::Status Commit(std::vector<store::HistoryEntry> history);
+  // Sets a new goal (an operator's decision: clears a halt and a pause).
+  absl::StatusOr<pb::RolloutStatus> SetGoal(const std::string& actor, const std::string& kind,
+                                            NodeState goal);
+  void ApplyReport(Node& node, const pb::NodeReport& report);
+  // The result of the move in flight.
+  void FinishMove(Node& node, const pb::CommandResult& result,
+                  std::vector<store::HistoryEntry>& history);
+  // On hello: settles the move in flight to `node` from what the agent says.
+  void SettleInFlight(Node& node, const pb::AgentHello& hello,
+                      std::vector<store::HistoryEntry>& history);
+  std::vector<rollout::NodeStatus> EngineNodes() const;
+  rollout::ClusterFacts EngineFacts() const;
+  rollout::Control EngineControl() const;
+  // Sends the next safe move, if any; refreshes `next_` and notifies watchers.
+  void Advance();
+  pb::Command MoveCommand(const store::InFlight& move) const;
+  // Runs a finished plan's callback later (in `deferred`, outside the mutex).
+  void FinishPlanIfComplete(int64_t plan_id, std::vector<std::function<void()>>& deferred);
+  // Records `error` for every plan still waiting on `node`.
+  void FailPlansOf(const std::string& node, const std::string& error,
+                   std::vector<std::function<void()>>& deferred);
+  pb::RolloutStatus BuildStatus() const;
+  void Notify();
+  std::string NewCommandId();
+
+  store::Store& store_;
+  Clock& clock_;
+  const ControllerOptions options_;
+
+  mutable std::mutex mu_;
+  store::StoredRollout rollout_;  // goal, control, in flight, settings (nodes_ is the truth)
+  std::vector<Node> nodes_;
+  FactsReport facts_;
+  int64_t facts_checked_ms_ = 0;
+  rollout::Decision next_;
+  std::string waiting_for_agents_;  // set while some node has not said hello since the start
+  std::map<int, std::function<void(const pb::RolloutStatus&)>> watchers_;
+  int next_watch_token_ = 1;
+  std::string last_notified_;  // the last status sent to watchers, serialized without revision
+  std::map<int64_t, std::unique_ptr<PendingPlan>> plans_;
+  int64_t next_plan_id_ = 1;
+  std::string instance_id_;  // distinguishes plan command ids of this coordinator run
+};
+
+// The wire and engine names of node states.
+pb::NodeState ToProto(NodeState state);
+NodeState FromProto(pb::NodeState state);
+
+}  // namespace handoff::server
+
+#endif  // HANDOFF_COORDINATOR_SERVER_ROLLOUT_CONTROLLER_H_

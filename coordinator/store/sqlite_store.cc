@@ -1,0 +1,623 @@
+#include <sqlite3.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "agent/base/strings.h"
+#include "coordinator/store/store.h"
+
+namespace handoff::store {
+namespace {
+
+// A file written by a newer coordinator is refused outright: only its writer knows whether this
+// code could read it without losing anything.
+constexpr int64_t kSchemaVersion = 1;
+
+// Constant SQL only; every value goes in through a bound parameter.
+constexpr char kCreateSchema[] = R"sql(
+CREATE TABLE meta (
+  key TEXT PRIMARY KEY NOT NULL,
+  value INTEGER NOT NULL
+);
+CREATE TABLE rollout (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  rollout_id TEXT NOT NULL,
+  goal TEXT,
+  paused INTEGER NOT NULL,
+  halted INTEGER NOT NULL,
+  halt_reason TEXT NOT NULL,
+  in_flight_command_id TEXT,
+  in_flight_node TEXT,
+  in_flight_from TEXT,
+  in_flight_to TEXT,
+  in_flight_sent_unix_ms INTEGER,
+  next_command_sequence INTEGER NOT NULL,
+  revision INTEGER NOT NULL,
+  settings_yaml TEXT NOT NULL
+);
+CREATE TABLE nodes (
+  position INTEGER PRIMARY KEY NOT NULL,
+  name TEXT NOT NULL,
+  state TEXT NOT NULL,
+  goal_start TEXT NOT NULL,
+  last_result TEXT NOT NULL
+);
+CREATE TABLE history (
+  sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+  unix_ms INTEGER NOT NULL,
+  actor TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  node TEXT NOT NULL,
+  command_id TEXT NOT NULL,
+  message TEXT NOT NULL,
+  detail_json TEXT NOT NULL
+);
+)sql";
+
+struct DatabaseCloser {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+using DatabasePtr = std::unique_ptr<sqlite3, DatabaseCloser>;
+
+struct StatementFinalizer {
+  void operator()(sqlite3_stmt* statement) const { sqlite3_finalize(statement); }
+};
+using StatementPtr = std::unique_ptr<sqlite3_stmt, StatementFinalizer>;
+
+absl::StatusCode CodeFor(int result, int system_errno) {
+  switch (result & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::StatusCode::kUnavailable;
+    case SQLITE_CANTOPEN:
+      if (system_errno == ENOENT || system_errno == ENOTDIR) return absl::StatusCode::kNotFound;
+      if (system_errno == EACCES || system_errno == EPERM) {
+        return absl::StatusCode::kPermissionDenied;
+      }
+      return absl::StatusCode::kInternal;
+    case SQLITE_PERM:
+    case SQLITE_READONLY:
+    case SQLITE_AUTH:
+      return absl::StatusCode::kPermissionDenied;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return absl::StatusCode::kDataLoss;
+    case SQLITE_FULL:
+      return absl::StatusCode::kResourceExhausted;
+    default:
+      return absl::StatusCode::kInternal;
+  }
+}
+
+// ParseTargetState refuses "inconsistent", but a stored node may well be in that state.
+std::optional<NodeState> StateFromName(std::string_view name) {
+  for (NodeState state : {NodeState::kInTree, NodeState::kPrepared, NodeState::kMigrated,
+                          NodeState::kFinalized, NodeState::kInconsistent}) {
+    if (name == NodeStateName(state)) return state;
+  }
+  return std::nullopt;
+}
+
+absl::Status WithContext(const absl::Status& status, std::string_view context) {
+  return absl::Status(status.code(), StrCat(status.message(), " (", context, ")"));
+}
+
+class Connection;
+
+// A prepared statement; parameters are bound in order.
+class Statement {
+ public:
+  Statement(const Connection& connection, StatementPtr statement, std::string what)
+      : connection_(&connection), statement_(std::move(statement)), what_(std::move(what)) {}
+
+  Statement& BindText(std::string_view value);
+  Statement& BindInt(int64_t value);
+  Statement& BindNull();
+  Statement& BindState(NodeState state) { return BindText(NodeStateName(state)); }
+
+  // True when a row is ready to read, false when the statement is done.
+  absl::StatusOr<bool> Step();
+  // Runs a statement that returns no rows.
+  absl::Status Run();
+  // Makes the statement ready to be bound and run again.
+  void Reset() {
+    sqlite3_reset(statement_.get());
+    sqlite3_clear_bindings(statement_.get());
+    next_parameter_ = 1;
+    bind_error_ = absl::OkStatus();
+  }
+
+  bool IsNull(int column) const {
+    return sqlite3_column_type(statement_.get(), column) == SQLITE_NULL;
+  }
+  int64_t Int(int column) const { return sqlite3_column_int64(statement_.get(), column); }
+  std::string Text(int column) const {
+    // Text before bytes: sqlite3_column_bytes then measures the text as returned.
+    const unsigned char* text = sqlite3_column_text(statement_.get(), column);
+    const int size = sqlite3_column_bytes(statement_.get(), column);
+    if (text == nullptr) return "";
+    return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(size));
+  }
+
+ private:
+  void CheckBind(int result);
+
+  const Connection* connection_;
+  StatementPtr statement_;
+  std::string what_;
+  int next_parameter_ = 1;
+  absl::Status bind_error_;
+};
+
+class Connection {
+ public:
+  Connection(std::string path, DatabasePtr db) : path_(std::move(path)), db_(std::move(db)) {}
+
+  const std::string& path() const { return path_; }
+  sqlite3* db() const { return db_.get(); }
+
+  // The error of the call that just failed on this connection. Build it before any other call on
+  // the connection (a ROLLBACK, say), which would replace SQLite's message.
+  absl::Status Error(std::string_view what) const {
+    const int result = sqlite3_extended_errcode(db_.get());
+    // The OS error is only meaningful for a failed OS call; otherwise it may be stale.
+    const bool os_error = (result & 0xff) == SQLITE_CANTOPEN || (result & 0xff) == SQLITE_IOERR;
+    const int system_errno = os_error ? sqlite3_system_errno(db_.get()) : 0;
+    std::string message = StrCat(path_, ": ", what, ": ", sqlite3_errmsg(db_.get()));
+    if (system_errno != 0) StrAppend(&message, " (", std::strerror(system_errno), ")");
+    return absl::Status(CodeFor(result, system_errno), message);
+  }
+
+  absl::StatusOr<Statement> Prepare(std::string_view sql, std::string_view what) const {
+    sqlite3_stmt* raw = nullptr;
+    const int result =
+        sqlite3_prepare_v2(db_.get(), sql.data(), static_cast<int>(sql.size()), &raw, nullptr);
+    StatementPtr statement(raw);
+    if (result != SQLITE_OK) return Error(what);
+    return Statement(*this, std::move(statement), std::string(what));
+  }
+
+  // Runs constant SQL that returns no rows (one or more statements).
+  absl::Status Execute(const char* sql, std::string_view what) const {
+    if (sqlite3_exec(db_.get(), sql, nullptr, nullptr, nullptr) != SQLITE_OK) return Error(what);
+    return absl::OkStatus();
+  }
+
+  // Runs `body` between `begin` and COMMIT. If anything fails, rolls back, so that none of the
+  // body's writes stay, and returns the first error.
+  template <typename Body>
+  absl::Status InTransaction(const char* begin, std::string_view what, Body body) const {
+    if (absl::Status status = Execute(begin, StrCat(what, ": begin the transaction"));
+        !status.ok()) {
+      return status;
+    }
+    absl::Status status = body();
+    if (status.ok()) status = Execute("COMMIT", StrCat(what, ": commit"));
+    // A failed COMMIT (SQLITE_BUSY, say) leaves the transaction open; some errors end it
+    // themselves, and a second ROLLBACK would fail.
+    if (!status.ok() && sqlite3_get_autocommit(db_.get()) == 0) {
+      if (absl::Status rollback = Execute("ROLLBACK", StrCat(what, ": roll back"));
+          !rollback.ok()) {
+        return absl::Status(status.code(), StrCat(status.message(), "; ", rollback.message()));
+      }
+    }
+    return status;
+  }
+
+ private:
+  std::string path_;
+  DatabasePtr db_;
+};
+
+void Statement::CheckBind(int result) {
+  if (result != SQLITE_OK && bind_error_.ok()) {
+    bind_error_ = connection_->Error(StrCat(what_, ": bind parameter ", next_parameter_));
+  }
+  ++next_parameter_;
+}
+
+Statement& Statement::BindText(std::string_view value) {
+  CheckBind(sqlite3_bind_text64(statement_.get(), next_parameter_, value.data(), value.size(),
+                                SQLITE_TRANSIENT, SQLITE_UTF8));
+  return *this;
+}
+
+Statement& Statement::BindInt(int64_t value) {
+  CheckBind(sqlite3_bind_int64(statement_.get(), next_parameter_, value));
+  return *this;
+}
+
+Statement& Statement::BindNull() {
+  CheckBind(sqlite3_bind_null(statement_.get(), next_parameter_));
+  return *this;
+}
+
+absl::StatusOr<bool> Statement::Step() {
+  if (!bind_error_.ok()) return bind_error_;
+  switch (sqlite3_step(statement_.get())) {
+    case SQLITE_ROW:
+      return true;
+    case SQLITE_DONE:
+      return false;
+    default:
+      return connection_->Error(what_);
+  }
+}
+
+absl::Status Statement::Run() {
+  absl::StatusOr<bool> row = Step();
+  if (!row.ok()) return row.status();
+  if (*row) {
+    return absl::InternalError(StrCat(connection_->path(), ": ", what_, ": returned a row"));
+  }
+  return absl::OkStatus();
+}
+
+class SqliteStore : public Store {
+ public:
+  explicit SqliteStore(Connection connection) : connection_(std::move(connection)) {}
+
+  absl::StatusOr<std::optional<StoredRollout>> Load() override;
+  absl::StatusOr<std::vector<HistoryEntry>> Commit(
+      const StoredRollout& rollout, const std::vector<HistoryEntry>& history) override;
+  absl::StatusOr<std::vector<HistoryEntry>> History(int64_t after_sequence, int limit) override;
+
+ private:
+  absl::Status ReadRollout(std::optional<StoredRollout>& out) const;
+  absl::Status ReadState(const Statement& row, int column, std::string_view what,
+                         NodeState& out) const;
+  absl::Status WriteRollout(const StoredRollout& rollout) const;
+  absl::Status AppendHistory(const std::vector<HistoryEntry>& history,
+                             std::vector<HistoryEntry>& stored) const;
+  absl::Status Damaged(std::string_view what) const {
+    return absl::DataLossError(
+        StrCat(connection_.path(), ": ", what, " (the handoff state database is damaged)"));
+  }
+
+  Connection connection_;
+};
+
+absl::Status SqliteStore::ReadState(const Statement& row, int column, std::string_view what,
+                                    NodeState& out) const {
+  const std::string name = row.Text(column);
+  std::optional<NodeState> state = row.IsNull(column) ? std::nullopt : StateFromName(name);
+  if (!state) return Damaged(StrCat(what, " is '", name, "', not a node state"));
+  out = *state;
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::ReadRollout(std::optional<StoredRollout>& out) const {
+  absl::StatusOr<Statement> select = connection_.Prepare(
+      "SELECT rollout_id, goal, paused, halted, halt_reason, in_flight_command_id, "
+      "in_flight_node, in_flight_from, in_flight_to, in_flight_sent_unix_ms, "
+      "next_command_sequence, revision, settings_yaml FROM rollout WHERE id = 1",
+      "load the rollout");
+  if (!select.ok()) return select.status();
+  absl::StatusOr<bool> row = select->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) {
+    out.reset();
+    return absl::OkStatus();
+  }
+  StoredRollout rollout;
+  rollout.rollout_id = select->Text(0);
+  if (!select->IsNull(1)) {
+    NodeState goal;
+    if (absl::Status status = ReadState(*select, 1, "the rollout's goal", goal); !status.ok()) {
+      return status;
+    }
+    rollout.goal = goal;
+  }
+  rollout.paused = select->Int(2) != 0;
+  rollout.halted = select->Int(3) != 0;
+  rollout.halt_reason = select->Text(4);
+  if (!select->IsNull(5)) {
+    InFlight in_flight;
+    in_flight.command_id = select->Text(5);
+    if (select->IsNull(6) || select->IsNull(9)) {
+      return Damaged("the move in flight has a command id but no node or send time");
+    }
+    in_flight.node = select->Text(6);
+    if (absl::Status status = ReadState(*select, 7, "the move in flight's from", in_flight.from);
+        !status.ok()) {
+      return status;
+    }
+    if (absl::Status status = ReadState(*select, 8, "the move in flight's to", in_flight.to);
+        !status.ok()) {
+      return status;
+    }
+    in_flight.sent_unix_ms = select->Int(9);
+    rollout.in_flight = std::move(in_flight);
+  }
+  rollout.next_command_sequence = select->Int(10);
+  rollout.revision = select->Int(11);
+  rollout.settings_yaml = select->Text(12);
+
+  absl::StatusOr<Statement> nodes = connection_.Prepare(
+      "SELECT name, state, goal_start, last_result FROM nodes ORDER BY position", "load the nodes");
+  if (!nodes.ok()) return nodes.status();
+  while (true) {
+    absl::StatusOr<bool> node_row = nodes->Step();
+    if (!node_row.ok()) return node_row.status();
+    if (!*node_row) break;
+    StoredNode node;
+    node.name = nodes->Text(0);
+    if (absl::Status status =
+            ReadState(*nodes, 1, StrCat("node ", node.name, "'s state"), node.state);
+        !status.ok()) {
+      return status;
+    }
+    if (absl::Status status =
+            ReadState(*nodes, 2, StrCat("node ", node.name, "'s goal start"), node.goal_start);
+        !status.ok()) {
+      return status;
+    }
+    node.last_result = nodes->Text(3);
+    rollout.nodes.push_back(std::move(node));
+  }
+  out = std::move(rollout);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<StoredRollout>> SqliteStore::Load() {
+  std::optional<StoredRollout> rollout;
+  // One read transaction, so that the rollout and its nodes come from the same commit even if
+  // another process writes the file in between.
+  absl::Status status =
+      connection_.InTransaction("BEGIN", "load the rollout", [&] { return ReadRollout(rollout); });
+  if (!status.ok()) return status;
+  return rollout;
+}
+
+absl::Status SqliteStore::WriteRollout(const StoredRollout& rollout) const {
+  absl::StatusOr<Statement> insert = connection_.Prepare(
+      "INSERT OR REPLACE INTO rollout (id, rollout_id, goal, paused, halted, halt_reason, "
+      "in_flight_command_id, in_flight_node, in_flight_from, in_flight_to, "
+      "in_flight_sent_unix_ms, next_command_sequence, revision, settings_yaml) "
+      "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "commit: write the rollout");
+  if (!insert.ok()) return insert.status();
+  insert->BindText(rollout.rollout_id);
+  if (rollout.goal) {
+    insert->BindState(*rollout.goal);
+  } else {
+    insert->BindNull();
+  }
+  insert->BindInt(rollout.paused ? 1 : 0).BindInt(rollout.halted ? 1 : 0);
+  insert->BindText(rollout.halt_reason);
+  if (rollout.in_flight) {
+    const InFlight& in_flight = *rollout.in_flight;
+    insert->BindText(in_flight.command_id)
+        .BindText(in_flight.node)
+        .BindState(in_flight.from)
+        .BindState(in_flight.to)
+        .BindInt(in_flight.sent_unix_ms);
+  } else {
+    insert->BindNull().BindNull().BindNull().BindNull().BindNull();
+  }
+  insert->BindInt(rollout.next_command_sequence)
+      .BindInt(rollout.revision)
+      .BindText(rollout.settings_yaml);
+  if (absl::Status status = insert->Run(); !status.ok()) return status;
+
+  if (absl::Status status = connection_.Execute("DELETE FROM nodes", "commit: clear the nodes");
+      !status.ok()) {
+    return status;
+  }
+  absl::StatusOr<Statement> insert_node = connection_.Prepare(
+      "INSERT INTO nodes (position, name, state, goal_start, last_result) VALUES (?, ?, ?, ?, ?)",
+      "commit: write the nodes");
+  if (!insert_node.ok()) return insert_node.status();
+  for (size_t position = 0; position < rollout.nodes.size(); ++position) {
+    const StoredNode& node = rollout.nodes[position];
+    insert_node->Reset();
+    insert_node->BindInt(static_cast<int64_t>(position))
+        .BindText(node.name)
+        .BindState(node.state)
+        .BindState(node.goal_start)
+        .BindText(node.last_result);
+    if (absl::Status status = insert_node->Run(); !status.ok()) {
+      return WithContext(status, StrCat("node '", node.name, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::AppendHistory(const std::vector<HistoryEntry>& history,
+                                        std::vector<HistoryEntry>& stored) const {
+  absl::StatusOr<Statement> insert = connection_.Prepare(
+      "INSERT INTO history (unix_ms, actor, kind, node, command_id, message, detail_json) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?)",
+      "commit: append to the history");
+  if (!insert.ok()) return insert.status();
+  for (const HistoryEntry& entry : history) {
+    insert->Reset();
+    insert->BindInt(entry.unix_ms)
+        .BindText(entry.actor)
+        .BindText(entry.kind)
+        .BindText(entry.node)
+        .BindText(entry.command_id)
+        .BindText(entry.message)
+        .BindText(entry.detail_json);
+    if (absl::Status status = insert->Run(); !status.ok()) {
+      return WithContext(status, StrCat("entry of kind '", entry.kind, "'"));
+    }
+    HistoryEntry& copy = stored.emplace_back(entry);
+    copy.sequence = sqlite3_last_insert_rowid(connection_.db());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<HistoryEntry>> SqliteStore::Commit(
+    const StoredRollout& rollout, const std::vector<HistoryEntry>& history) {
+  std::vector<HistoryEntry> stored;
+  stored.reserve(history.size());
+  // IMMEDIATE takes the write lock up front, so a busy database fails the commit before anything
+  // is written rather than part way through.
+  absl::Status status =
+      connection_.InTransaction("BEGIN IMMEDIATE", "commit", [&]() -> absl::Status {
+        if (absl::Status written = WriteRollout(rollout); !written.ok()) return written;
+        return AppendHistory(history, stored);
+      });
+  if (!status.ok()) return status;
+  return stored;
+}
+
+absl::StatusOr<std::vector<HistoryEntry>> SqliteStore::History(int64_t after_sequence, int limit) {
+  if (limit <= 0) {
+    return absl::InvalidArgumentError(
+        StrCat(connection_.path(), ": history: limit must be positive, got ", limit));
+  }
+  absl::StatusOr<Statement> select = connection_.Prepare(
+      "SELECT sequence, unix_ms, actor, kind, node, command_id, message, detail_json "
+      "FROM history WHERE sequence > ? ORDER BY sequence LIMIT ?",
+      "read the history");
+  if (!select.ok()) return select.status();
+  select->BindInt(after_sequence).BindInt(limit);
+  std::vector<HistoryEntry> entries;
+  while (true) {
+    absl::StatusOr<bool> row = select->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    HistoryEntry& entry = entries.emplace_back();
+    entry.sequence = select->Int(0);
+    entry.unix_ms = select->Int(1);
+    entry.actor = select->Text(2);
+    entry.kind = select->Text(3);
+    entry.node = select->Text(4);
+    entry.command_id = select->Text(5);
+    entry.message = select->Text(6);
+    entry.detail_json = select->Text(7);
+  }
+  return entries;
+}
+
+// WAL so that readers (handoffctl, an operator's sqlite3 shell) do not block commits. In WAL mode
+// synchronous=NORMAL may lose the last commits on power loss; the coordinator records a move as
+// in flight before sending it, so every commit must be on disk when Commit returns.
+absl::Status SetDurability(const Connection& connection) {
+  absl::StatusOr<Statement> journal_mode =
+      connection.Prepare("PRAGMA journal_mode = WAL", "set WAL journal mode");
+  if (!journal_mode.ok()) return journal_mode.status();
+  absl::StatusOr<bool> row = journal_mode->Step();
+  if (!row.ok()) return row.status();
+  // The pragma answers with the mode in force, which stays the old one if WAL is not possible.
+  const std::string mode = *row ? journal_mode->Text(0) : "";
+  if (mode != "wal") {
+    return absl::InternalError(
+        StrCat(connection.path(), ": cannot switch to WAL journal mode (it stays '", mode, "')"));
+  }
+  return connection.Execute("PRAGMA synchronous = FULL", "set synchronous = FULL");
+}
+
+// Creates the schema in a new file, or checks the version of an existing one.
+absl::Status PrepareSchema(const Connection& connection) {
+  int64_t table_count = 0;
+  bool has_meta = false;
+  {
+    // Finalised before the schema changes below.
+    absl::StatusOr<Statement> tables = connection.Prepare(
+        "SELECT count(*), count(CASE WHEN name = 'meta' THEN 1 END) FROM sqlite_master "
+        "WHERE type = 'table'",
+        "read the schema");
+    if (!tables.ok()) return tables.status();
+    absl::StatusOr<bool> row = tables->Step();
+    if (!row.ok()) return row.status();
+    table_count = tables->Int(0);
+    has_meta = tables->Int(1) != 0;
+  }
+
+  if (!has_meta) {
+    if (table_count != 0) {
+      return absl::DataLossError(
+          StrCat(connection.path(),
+                 ": holds tables but no handoff schema version; it is not a handoff state database "
+                 "(move it away or point the coordinator at another file)"));
+    }
+    if (absl::Status status = connection.Execute(kCreateSchema, "create the schema");
+        !status.ok()) {
+      return status;
+    }
+    absl::StatusOr<Statement> insert = connection.Prepare(
+        "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", "record the schema version");
+    if (!insert.ok()) return insert.status();
+    insert->BindInt(kSchemaVersion);
+    return insert->Run();
+  }
+
+  absl::StatusOr<Statement> select = connection.Prepare(
+      "SELECT value FROM meta WHERE key = 'schema_version'", "read the schema version");
+  if (!select.ok()) return select.status();
+  absl::StatusOr<bool> row = select->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) {
+    return absl::DataLossError(
+        StrCat(connection.path(), ": the meta table has no schema_version (damaged database)"));
+  }
+  const int64_t version = select->Int(0);
+  if (version > kSchemaVersion) {
+    return absl::FailedPreconditionError(
+        StrCat(connection.path(), ": written with schema version ", version,
+               ", but this coordinator reads schema version ", kSchemaVersion,
+               "; run the coordinator that wrote it, or a newer one"));
+  }
+  if (version < kSchemaVersion) {
+    return absl::DataLossError(StrCat(connection.path(), ": schema version ", version,
+                                      " is unknown (this coordinator writes version ",
+                                      kSchemaVersion, ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  return Open(path, StoreOptions{});
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
+                                                   const StoreOptions& options) {
+  sqlite3* raw = nullptr;
+  // FULLMUTEX although the caller serialises its calls: a caller's mistake then cannot corrupt
+  // SQLite's own structures.
+  const int result =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  // sqlite3_open_v2 returns a handle even when it fails; it carries the error message.
+  Connection connection(path, DatabasePtr(raw));
+  if (raw == nullptr) return absl::ResourceExhaustedError(StrCat(path, ": out of memory"));
+  sqlite3_extended_result_codes(raw, 1);
+  if (result != SQLITE_OK) {
+    absl::Status status = connection.Error("cannot open the database");
+    if (absl::IsNotFound(status)) {
+      return absl::NotFoundError(StrCat(status.message(), "; the directory it is in must exist"));
+    }
+    return status;
+  }
+  // SQLite opens a write-protected file read-only without an error; the first commit would fail.
+  if (sqlite3_db_readonly(raw, "main") == 1) {
+    return absl::PermissionDeniedError(
+        StrCat(path, ": the database is read-only; the coordinator must be able to write it"));
+  }
+  if (sqlite3_busy_timeout(raw, options.busy_timeout_ms) != SQLITE_OK) {
+    return connection.Error("set the busy timeout");
+  }
+
+  if (absl::Status status = SetDurability(connection); !status.ok()) return status;
+  // IMMEDIATE: two coordinators opening a new file at once must not both create the schema.
+  if (absl::Status status = connection.InTransaction("BEGIN IMMEDIATE", "prepare the schema",
+                                                     [&] { return PrepareSchema(connection); });
+      !status.ok()) {
+    return status;
+  }
+  return std::make_unique<SqliteStore>(std::move(connection));
+}
+
+}  // namespace handoff::store

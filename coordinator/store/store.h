@@ -1,0 +1,100 @@
+// The coordinator's durable memory: the rollout (goal, pause/halt, the move in flight, each node's
+// last known state) and an append-only audit history, in one SQLite database in the coordinator's
+// state dir. Every Commit is one SQLite transaction (WAL, synchronous=FULL): after a crash the
+// database holds the last committed rollout and every history entry committed with it, or nothing
+// of a commit that did not finish.
+//
+// Thread safety: a Store is used by one thread at a time (the coordinator serialises its calls).
+#ifndef HANDOFF_COORDINATOR_STORE_STORE_H_
+#define HANDOFF_COORDINATOR_STORE_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/engine/node_state.h"
+
+namespace handoff::store {
+
+// A move sent to an agent whose result has not been recorded.
+struct InFlight {
+  std::string command_id;
+  std::string node;
+  NodeState from = NodeState::kInconsistent;
+  NodeState to = NodeState::kInconsistent;
+  int64_t sent_unix_ms = 0;
+};
+
+// What the coordinator remembers of one node between runs.
+struct StoredNode {
+  std::string name;
+  NodeState state = NodeState::kInconsistent;  // as last reported
+  // The state the node was in when the current goal was set (progress is counted from it).
+  NodeState goal_start = NodeState::kInconsistent;
+  std::string last_result;  // one line, "" before any
+};
+
+struct StoredRollout {
+  std::string rollout_id;         // "" until the first Start
+  std::optional<NodeState> goal;  // unset before the first Start
+  bool paused = false;
+  bool halted = false;
+  std::string halt_reason;
+  std::optional<InFlight> in_flight;
+  int64_t next_command_sequence = 1;  // for "<rollout_id>-<sequence>" command ids
+  int64_t revision = 0;               // the status revision last shown
+  std::string settings_yaml;          // the settings the rollout was started with
+  std::vector<StoredNode> nodes;      // in rollout order
+};
+
+struct HistoryEntry {
+  int64_t sequence = 0;  // assigned by the store on commit (1, 2, ...); ignored on input
+  int64_t unix_ms = 0;
+  std::string actor;  // operator CN, node name, or "coordinator"
+  std::string kind;   // "start", "pause", "command", "result", "connect", ...
+  std::string node;
+  std::string command_id;
+  std::string message;
+  std::string detail_json;
+};
+
+struct StoreOptions {
+  // How long a statement waits for a lock held by another connection to the same file (an
+  // operator's sqlite3 shell, say) before failing with kUnavailable; 0 fails at once.
+  int busy_timeout_ms = 5000;
+};
+
+// Errors name the database file, what failed and SQLite's message. Codes: kNotFound (the directory
+// does not exist), kPermissionDenied, kUnavailable (locked by another connection), kDataLoss (not
+// a handoff database, or damaged), kFailedPrecondition (newer schema), kResourceExhausted (disk
+// full), kInternal (anything else).
+class Store {
+ public:
+  // Opens (creating if missing) the database at `path` (its directory must exist), creates the
+  // schema on first use, and refuses a database written by a newer schema version (error names
+  // the file and both versions). The error for an unreadable or corrupt file names the file.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
+                                                     const StoreOptions& options);
+
+  virtual ~Store() = default;
+
+  // The rollout as last committed; std::nullopt on a new database.
+  virtual absl::StatusOr<std::optional<StoredRollout>> Load() = 0;
+
+  // Replaces the stored rollout with `rollout` and appends `history` in one transaction. Returns
+  // the entries as stored (sequence numbers set). On error nothing of this commit is stored.
+  virtual absl::StatusOr<std::vector<HistoryEntry>> Commit(
+      const StoredRollout& rollout, const std::vector<HistoryEntry>& history) = 0;
+
+  // History entries with sequence > after_sequence, oldest first, at most `limit`
+  // (limit > 0, else kInvalidArgument).
+  virtual absl::StatusOr<std::vector<HistoryEntry>> History(int64_t after_sequence, int limit) = 0;
+};
+
+}  // namespace handoff::store
+
+#endif  // HANDOFF_COORDINATOR_STORE_STORE_H_

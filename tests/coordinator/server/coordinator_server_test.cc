@@ -1,0 +1,197 @@
+// The gRPC server over real mutual TLS on loopback: who may call what.
+#include "coordinator/server/coordinator_server.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "gtest/gtest.h"
+#include "handoff/v1/handoff.grpc.pb.h"
+#include "proto/rpc/channel.h"
+
+namespace handoff::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ReadTls(const std::string& name) {
+  std::ifstream in(std::string(HANDOFF_TESTDATA_DIR) + "/handoff-tls/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+rpc::ClientTls ClientTlsFor(const std::string& name) {
+  return rpc::ClientTls{ReadTls("ca.crt"), ReadTls(name + ".crt"), ReadTls(name + ".key"), ""};
+}
+
+class CoordinatorServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = std::filesystem::path(::testing::TempDir()) / "server-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    absl::StatusOr<std::unique_ptr<store::Store>> store =
+        store::Store::Open(dir_ + "/coordinator.db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    ControllerOptions options;
+    options.nodes = {"cp-1", "cp-2"};
+    absl::StatusOr<std::unique_ptr<RolloutController>> controller =
+        RolloutController::Create(*store_, clock_, options);
+    ASSERT_TRUE(controller.ok()) << controller.status();
+    controller_ = *std::move(controller);
+    ServerOptions server_options;
+    server_options.listen = "127.0.0.1:0";
+    server_options.ca_pem = ReadTls("ca.crt");
+    server_options.cert_pem = ReadTls("coordinator.crt");
+    server_options.key_pem = ReadTls("coordinator.key");
+    absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
+        CoordinatorServer::Start(*controller_, server_options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    address_ = "localhost:" + std::to_string(server_->port());
+  }
+  void TearDown() override {
+    server_.reset();
+    controller_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  grpc::Status CallNodes(const std::string& identity, pb::NodesResponse* response) {
+    auto stub =
+        pb::OperatorService::NewStub(rpc::CreateSecureChannel(address_, ClientTlsFor(identity)));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return stub->Nodes(&context, pb::NodesRequest(), response);
+  }
+
+  // Opens Connect as `identity`, says hello as `node`, and returns the first message or the
+  // status the stream ended with.
+  grpc::Status Register(const std::string& identity, const std::string& node,
+                        pb::CoordinatorMessage* first) {
+    auto stub =
+        pb::AgentService::NewStub(rpc::CreateSecureChannel(address_, ClientTlsFor(identity)));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    auto stream = stub->Connect(&context);
+    pb::AgentMessage hello;
+    hello.mutable_hello()->set_node_name(node);
+    hello.mutable_hello()->mutable_report()->set_state(pb::NODE_STATE_IN_TREE);
+    hello.mutable_hello()->mutable_report()->set_healthy(true);
+    stream->Write(hello);
+    bool got = stream->Read(first);
+    stream->WritesDone();
+    if (got) {
+      pb::CoordinatorMessage ignored;
+      while (stream->Read(&ignored)) {
+      }
+    }
+    grpc::Status status = stream->Finish();
+    if (got && status.error_code() == grpc::StatusCode::OK) return grpc::Status::OK;
+    return got ? grpc::Status::OK : status;
+  }
+
+  std::string dir_;
+  FakeClock clock_{absl::FromUnixSeconds(1800000000)};
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<RolloutController> controller_;
+  std::unique_ptr<CoordinatorServer> server_;
+  std::string address_;
+};
+
+TEST_F(CoordinatorServerTest, AnOperatorCertificateMayCallTheOperatorApi) {
+  pb::NodesResponse nodes;
+  grpc::Status status = CallNodes("operator", &nodes);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(nodes.nodes_size(), 2);
+  EXPECT_EQ(nodes.nodes(0).name(), "cp-1");
+}
+
+TEST_F(CoordinatorServerTest, AnAgentCertificateMayNotCallTheOperatorApi) {
+  pb::NodesResponse nodes;
+  grpc::Status status = CallNodes("cp-1", &nodes);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), HasSubstr("not an operator's"));
+}
+
+TEST_F(CoordinatorServerTest, ACertificateFromAnotherCaIsRefusedInTheHandshake) {
+  pb::NodesResponse nodes;
+  grpc::Status status = CallNodes("rogue-operator", &nodes);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  pb::CoordinatorMessage first;
+  EXPECT_EQ(Register("rogue-cp-1", "cp-1", &first).error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_FALSE(controller_->Status().nodes(0).connected());
+}
+
+TEST_F(CoordinatorServerTest, AnAgentIsWelcomedAsTheNodeItsCertificateNames) {
+  pb::CoordinatorMessage first;
+  grpc::Status status = Register("cp-1", "cp-1", &first);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(first.has_welcome());
+  std::vector<pb::HistoryEntry> connects;
+  absl::StatusOr<pb::HistoryResponse> history = controller_->History(0, 0);
+  ASSERT_TRUE(history.ok());
+  for (const pb::HistoryEntry& entry : history->entries()) {
+    if (entry.kind() == "connect") connects.push_back(entry);
+  }
+  ASSERT_EQ(connects.size(), 1U);
+  EXPECT_EQ(connects[0].node(), "cp-1");
+}
+
+TEST_F(CoordinatorServerTest, AnAgentClaimingAnotherNodeIsRefused) {
+  pb::CoordinatorMessage first;
+  grpc::Status status = Register("cp-1", "cp-2", &first);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), HasSubstr("may register only as node cp-1"));
+  EXPECT_FALSE(controller_->Status().nodes(1).connected());
+}
+
+TEST_F(CoordinatorServerTest, AnOperatorCertificateCannotRegisterAsAnAgent) {
+  pb::CoordinatorMessage first;
+  grpc::Status status = Register("operator", "alice", &first);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(CoordinatorServerTest, StatusWithoutWatchSendsOneStatusAndEnds) {
+  auto channel = rpc::CreateSecureChannel(address_, ClientTlsFor("operator"));
+  auto stub = pb::OperatorService::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  std::unique_ptr<grpc::ClientReader<pb::RolloutStatus>> reader =
+      stub->Status(&context, pb::StatusRequest());
+  pb::RolloutStatus status;
+  ASSERT_TRUE(reader->Read(&status));
+  EXPECT_EQ(status.phase(), pb::RolloutStatus::IDLE);
+  EXPECT_FALSE(reader->Read(&status));
+  EXPECT_TRUE(reader->Finish().ok());
+}
+
+TEST_F(CoordinatorServerTest, AWatchSeesTheRolloutStart) {
+  auto stub =
+      pb::OperatorService::NewStub(rpc::CreateSecureChannel(address_, ClientTlsFor("operator")));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  pb::StatusRequest request;
+  request.set_watch(true);
+  std::unique_ptr<grpc::ClientReader<pb::RolloutStatus>> reader = stub->Status(&context, request);
+  pb::RolloutStatus status;
+  ASSERT_TRUE(reader->Read(&status));
+  EXPECT_EQ(status.phase(), pb::RolloutStatus::IDLE);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  ASSERT_TRUE(reader->Read(&status));
+  EXPECT_EQ(status.goal(), pb::NODE_STATE_MIGRATED);
+  context.TryCancel();
+  while (reader->Read(&status)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+}  // namespace
+}  // namespace handoff::server

@@ -1,0 +1,429 @@
+// The controller in-process: a real SQLite store in a temp dir, agents as links that record what
+// they are sent, a fake clock. What goes over gRPC is tested in coordinator_server_test.cc and
+// end to end in tests/coordinator/multiprocess.
+#include "coordinator/server/rollout_controller.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace handoff::server {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+class RecordingLink : public AgentLink {
+ public:
+  void Send(const pb::CoordinatorMessage& message) override { sent.push_back(message); }
+  void Close(const absl::Status& status) override { closed = status; }
+  std::string Peer() const override { return "ipv4:127.0.0.1:5555"; }
+
+  std::vector<pb::Command> Commands() const {
+    std::vector<pb::Command> commands;
+    for (const pb::CoordinatorMessage& message : sent) {
+      if (message.has_command()) commands.push_back(message.command());
+    }
+    return commands;
+  }
+
+  std::vector<pb::CoordinatorMessage> sent;
+  std::optional<absl::Status> closed;
+};
+
+pb::NodeReport Report(NodeState state, bool healthy = true) {
+  pb::NodeReport report;
+  report.set_state(ToProto(state));
+  report.set_healthy(healthy);
+  return report;
+}
+
+pb::AgentHello Hello(const std::string& node, NodeState state) {
+  pb::AgentHello hello;
+  hello.set_node_name(node);
+  hello.set_agent_version("test");
+  *hello.mutable_report() = Report(state);
+  return hello;
+}
+
+class RolloutControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = std::filesystem::path(::testing::TempDir()) / "controller-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    Reopen();
+  }
+  void TearDown() override {
+    controller_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // A new controller on the same database: a coordinator restart.
+  void Reopen() {
+    controller_.reset();
+    store_.reset();
+    absl::StatusOr<std::unique_ptr<store::Store>> store =
+        store::Store::Open(dir_ + "/coordinator.db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    ControllerOptions options;
+    options.nodes = nodes_;
+    options.settings_yaml = "kubernetesVersion: v1.27.4\n";
+    absl::StatusOr<std::unique_ptr<RolloutController>> controller =
+        RolloutController::Create(*store_, clock_, options);
+    ASSERT_TRUE(controller.ok()) << controller.status();
+    controller_ = *std::move(controller);
+    links_.clear();
+    FactsReport facts;
+    facts.rbac_ready = true;
+    facts.lease_held = true;
+    facts.source = "assumed";
+    controller_->SetFacts(facts);
+  }
+
+  std::shared_ptr<RecordingLink> Connect(const std::string& node, const pb::AgentHello& hello) {
+    auto link = std::make_shared<RecordingLink>();
+    EXPECT_TRUE(controller_->AgentConnected(node, hello, link).ok());
+    links_[node] = link;
+    return link;
+  }
+  void ConnectAll(NodeState state) {
+    for (const std::string& node : nodes_) Connect(node, Hello(node, state));
+  }
+
+  // The one move in flight, if any, and the link it went to.
+  std::optional<pb::Command> InFlightCommand(std::string* node) {
+    pb::RolloutStatus status = controller_->Status();
+    if (!status.has_in_flight()) return std::nullopt;
+    *node = status.in_flight().node();
+    std::vector<pb::Command> commands = links_[*node]->Commands();
+    EXPECT_FALSE(commands.empty());
+    return commands.back();
+  }
+
+  pb::CommandResult Succeeded(const pb::Command& command) {
+    pb::CommandResult result;
+    result.set_command_id(command.id());
+    result.set_outcome(pb::CommandResult::SUCCEEDED);
+    *result.mutable_report() = Report(FromProto(command.move().to()));
+    return result;
+  }
+
+  void Answer(const std::string& node, const pb::CommandResult& result) {
+    pb::AgentMessage message;
+    *message.mutable_result() = result;
+    controller_->AgentMessage(node, links_[node].get(), message);
+  }
+
+  // Answers every move with success until nothing is in flight; returns the moves in order.
+  std::vector<std::string> RunToCompletion() {
+    std::vector<std::string> moves;
+    std::string node;
+    while (std::optional<pb::Command> command = InFlightCommand(&node)) {
+      moves.push_back(StrCatMove(node, *command));
+      Answer(node, Succeeded(*command));
+      if (moves.size() > 40) break;
+    }
+    return moves;
+  }
+
+  static std::string StrCatMove(const std::string& node, const pb::Command& command) {
+    return node + ":" + std::string(NodeStateName(FromProto(command.move().from()))) + ">" +
+           std::string(NodeStateName(FromProto(command.move().to())));
+  }
+
+  std::vector<std::string> nodes_ = {"cp-1", "cp-2", "cp-3"};
+  std::string dir_;
+  FakeClock clock_{absl::FromUnixSeconds(1800000000)};
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<RolloutController> controller_;
+  std::map<std::string, std::shared_ptr<RecordingLink>> links_;
+};
+
+TEST_F(RolloutControllerTest, IdleUntilStartAndEveryAgentWelcomedFirst) {
+  ConnectAll(NodeState::kInTree);
+  pb::RolloutStatus status = controller_->Status();
+  EXPECT_EQ(status.phase(), pb::RolloutStatus::IDLE);
+  for (const auto& [node, link] : links_) {
+    ASSERT_FALSE(link->sent.empty());
+    EXPECT_TRUE(link->sent.front().has_welcome());
+    EXPECT_THAT(link->Commands(), SizeIs(0));
+  }
+}
+
+TEST_F(RolloutControllerTest, FullRolloutPreparesAllThenMigratesOneByOne) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  EXPECT_EQ(RunToCompletion(),
+            (std::vector<std::string>{"cp-1:in-tree>prepared", "cp-2:in-tree>prepared",
+                                      "cp-3:in-tree>prepared", "cp-1:prepared>migrated",
+                                      "cp-2:prepared>migrated", "cp-3:prepared>migrated"}));
+  pb::RolloutStatus status = controller_->Status();
+  EXPECT_EQ(status.phase(), pb::RolloutStatus::DONE);
+  for (const pb::NodeProgress& node : status.nodes()) {
+    EXPECT_EQ(node.state(), pb::NODE_STATE_MIGRATED);
+    EXPECT_EQ(node.steps_done(), 2);
+    EXPECT_EQ(node.steps_total(), 2);
+  }
+  // Every move carries the rollout's settings.
+  EXPECT_EQ(links_["cp-2"]->Commands().front().move().settings_yaml(),
+            "kubernetesVersion: v1.27.4\n");
+}
+
+TEST_F(RolloutControllerTest, RollbackToInTreeWalksBackInReverseOrder) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  RunToCompletion();
+  ASSERT_TRUE(controller_->Rollback("alice", NodeState::kInTree).ok());
+  EXPECT_EQ(RunToCompletion(),
+            (std::vector<std::string>{"cp-3:migrated>prepared", "cp-2:migrated>prepared",
+                                      "cp-1:migrated>prepared", "cp-3:prepared>in-tree",
+                                      "cp-2:prepared>in-tree", "cp-1:prepared>in-tree"}));
+  EXPECT_EQ(controller_->Status().phase(), pb::RolloutStatus::DONE);
+}
+
+TEST_F(RolloutControllerTest, AFailedMoveHaltsWithTheOthersUntouched) {
+  ConnectAll(NodeState::kPrepared);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  std::string node;
+  std::optional<pb::Command> command = InFlightCommand(&node);
+  ASSERT_TRUE(command);
+  ASSERT_EQ(node, "cp-1");
+  pb::CommandResult failed;
+  failed.set_command_id(command->id());
+  failed.set_outcome(pb::CommandResult::ROLLED_BACK);
+  failed.set_message("kube-controller-manager did not become healthy within 5m");
+  *failed.mutable_report() = Report(NodeState::kPrepared);
+  Answer("cp-1", failed);
+
+  pb::RolloutStatus status = controller_->Status();
+  EXPECT_EQ(status.phase(), pb::RolloutStatus::HALTED);
+  EXPECT_THAT(status.halt_reason(), HasSubstr("cp-1"));
+  EXPECT_THAT(status.halt_reason(), HasSubstr("did not become healthy"));
+  EXPECT_FALSE(status.has_in_flight());
+  EXPECT_THAT(links_["cp-2"]->Commands(), SizeIs(0));
+  EXPECT_THAT(links_["cp-3"]->Commands(), SizeIs(0));
+
+  // The operator decides: resume tries cp-1 again with a new command id.
+  ASSERT_TRUE(controller_->Resume("alice").ok());
+  std::optional<pb::Command> again = InFlightCommand(&node);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(node, "cp-1");
+  EXPECT_NE(again->id(), command->id());
+}
+
+TEST_F(RolloutControllerTest, PauseSendsNothingNewAndResumeContinues) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  ASSERT_TRUE(controller_->Pause("alice", "lunch").ok());
+  std::string node;
+  std::optional<pb::Command> first = InFlightCommand(&node);
+  ASSERT_TRUE(first);  // sent before the pause; it finishes
+  Answer(node, Succeeded(*first));
+  EXPECT_FALSE(controller_->Status().has_in_flight());
+  EXPECT_EQ(controller_->Status().phase(), pb::RolloutStatus::PAUSED);
+  ASSERT_TRUE(controller_->Resume("alice").ok());
+  EXPECT_TRUE(controller_->Status().has_in_flight());
+}
+
+TEST_F(RolloutControllerTest, RestartWaitsForEveryAgentThenTakesTheResultFromTheHello) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  std::string node;
+  std::optional<pb::Command> command = InFlightCommand(&node);
+  ASSERT_TRUE(command);
+
+  Reopen();  // the coordinator died with the move in flight
+  pb::RolloutStatus status = controller_->Status();
+  ASSERT_TRUE(status.has_in_flight());
+  EXPECT_EQ(status.in_flight().command_id(), command->id());
+  EXPECT_EQ(status.phase(), pb::RolloutStatus::PREPARING);
+
+  // The agent finished the move meanwhile and says so in its hello.
+  pb::AgentHello hello = Hello(node, NodeState::kPrepared);
+  *hello.add_recent_results() = Succeeded(*command);
+  Connect(node, hello);
+  status = controller_->Status();
+  EXPECT_FALSE(status.has_in_flight());
+  EXPECT_THAT(status.next(), HasSubstr("waiting for the agents of cp-2, cp-3"));
+
+  Connect("cp-2", Hello("cp-2", NodeState::kInTree));
+  Connect("cp-3", Hello("cp-3", NodeState::kInTree));
+  EXPECT_THAT(RunToCompletion(), SizeIs(5));
+  EXPECT_EQ(controller_->Status().phase(), pb::RolloutStatus::DONE);
+}
+
+TEST_F(RolloutControllerTest, AMoveTheAgentNeverReceivedIsSentAgainWithTheSameId) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  std::string node;
+  std::optional<pb::Command> command = InFlightCommand(&node);
+  ASSERT_TRUE(command);
+  controller_->AgentDisconnected(node, links_[node].get());
+  EXPECT_TRUE(controller_->Status().has_in_flight());  // the outcome is unknown: wait
+
+  std::shared_ptr<RecordingLink> again = Connect(node, Hello(node, NodeState::kInTree));
+  ASSERT_THAT(again->Commands(), SizeIs(1));
+  EXPECT_EQ(again->Commands().front().id(), command->id());
+}
+
+TEST_F(RolloutControllerTest, AMoveStillRunningOnTheAgentIsWaitedFor) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  std::string node;
+  std::optional<pb::Command> command = InFlightCommand(&node);
+  ASSERT_TRUE(command);
+  controller_->AgentDisconnected(node, links_[node].get());
+  pb::AgentHello hello = Hello(node, NodeState::kInTree);
+  hello.set_running_command_id(command->id());
+  std::shared_ptr<RecordingLink> again = Connect(node, hello);
+  EXPECT_THAT(again->Commands(), SizeIs(0));
+  Answer(node, Succeeded(*command));
+  EXPECT_EQ(controller_->Status().nodes(0).state(), pb::NODE_STATE_PREPARED);
+}
+
+TEST_F(RolloutControllerTest, AnInterruptedMoveIsRetriedWithoutHalting) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  std::string node;
+  std::optional<pb::Command> command = InFlightCommand(&node);
+  ASSERT_TRUE(command);
+  pb::AgentHello hello = Hello(node, NodeState::kInTree);
+  pb::CommandResult interrupted;
+  interrupted.set_command_id(command->id());
+  interrupted.set_outcome(pb::CommandResult::INTERRUPTED);
+  *interrupted.mutable_report() = Report(NodeState::kInTree);
+  *hello.add_recent_results() = interrupted;
+  std::shared_ptr<RecordingLink> again = Connect(node, hello);
+  EXPECT_FALSE(controller_->Status().halted());
+  ASSERT_THAT(again->Commands(), SizeIs(1));
+  EXPECT_NE(again->Commands().front().id(), command->id());
+}
+
+TEST_F(RolloutControllerTest, ANewerStreamReplacesTheOlderOne) {
+  ConnectAll(NodeState::kInTree);
+  std::shared_ptr<RecordingLink> old_link = links_["cp-2"];
+  Connect("cp-2", Hello("cp-2", NodeState::kInTree));
+  ASSERT_TRUE(old_link->closed);
+  EXPECT_EQ(old_link->closed->code(), absl::StatusCode::kAborted);
+  // The old stream's late disconnect does not mark the node disconnected.
+  controller_->AgentDisconnected("cp-2", old_link.get());
+  EXPECT_TRUE(controller_->Status().nodes(1).connected());
+}
+
+TEST_F(RolloutControllerTest, AnUnknownNodeIsRefused) {
+  auto link = std::make_shared<RecordingLink>();
+  absl::Status status =
+      controller_->AgentConnected("cp-9", Hello("cp-9", NodeState::kInTree), link);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("cp-1,cp-2,cp-3"));
+}
+
+TEST_F(RolloutControllerTest, ARestartWithOtherNodesIsRefused) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  controller_.reset();
+  ControllerOptions options;
+  options.nodes = {"cp-1", "cp-2"};
+  options.settings_yaml = "kubernetesVersion: v1.27.4\n";
+  absl::StatusOr<std::unique_ptr<RolloutController>> other =
+      RolloutController::Create(*store_, clock_, options);
+  ASSERT_FALSE(other.ok());
+  EXPECT_THAT(std::string(other.status().message()), HasSubstr("cp-1,cp-2,cp-3"));
+}
+
+TEST_F(RolloutControllerTest, HistoryRecordsOperatorsCommandsAndResults) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  RunToCompletion();
+  absl::StatusOr<pb::HistoryResponse> history = controller_->History(0, 0);
+  ASSERT_TRUE(history.ok());
+  int commands = 0;
+  int results = 0;
+  bool started_by_alice = false;
+  for (const pb::HistoryEntry& entry : history->entries()) {
+    if (entry.kind() == "command") ++commands;
+    if (entry.kind() == "result") ++results;
+    if (entry.kind() == "start" && entry.actor() == "alice") started_by_alice = true;
+  }
+  EXPECT_EQ(commands, 6);
+  EXPECT_EQ(results, 6);
+  EXPECT_TRUE(started_by_alice);
+}
+
+TEST_F(RolloutControllerTest, PlanListsTheMovesAndAsksEachAgentForItsDiffs) {
+  ConnectAll(NodeState::kInTree);
+  std::optional<absl::StatusOr<pb::PlanRolloutResponse>> answer;
+  controller_->PlanRollout(NodeState::kInconsistent,
+                           [&](absl::StatusOr<pb::PlanRolloutResponse> plan) { answer = plan; });
+  EXPECT_FALSE(answer);  // waits for the agents
+  for (const std::string& node : nodes_) {
+    std::vector<pb::Command> commands = links_[node]->Commands();
+    ASSERT_THAT(commands, SizeIs(1));
+    ASSERT_TRUE(commands[0].has_plan());
+    ASSERT_EQ(commands[0].plan().chain_size(), 2);
+    pb::CommandResult result;
+    result.set_command_id(commands[0].id());
+    result.set_outcome(pb::CommandResult::SUCCEEDED);
+    pb::PlannedTransition* step = result.mutable_plan()->add_transitions();
+    step->set_diff("--- a\n+++ b\n");
+    Answer(node, result);
+  }
+  ASSERT_TRUE(answer);
+  ASSERT_TRUE(answer->ok()) << answer->status();
+  EXPECT_EQ((*answer)->steps_size(), 6);
+  EXPECT_EQ((*answer)->steps(3).node(), "cp-1");
+  EXPECT_EQ((*answer)->steps(3).to(), pb::NODE_STATE_MIGRATED);
+  EXPECT_EQ((*answer)->nodes(2).transitions(0).diff(), "--- a\n+++ b\n");
+  // Planning changes nothing.
+  EXPECT_EQ(controller_->Status().phase(), pb::RolloutStatus::IDLE);
+}
+
+TEST_F(RolloutControllerTest, PlanReportsAgentsThatDoNotAnswer) {
+  ConnectAll(NodeState::kInTree);
+  controller_->AgentDisconnected("cp-2", links_["cp-2"].get());
+  std::optional<absl::StatusOr<pb::PlanRolloutResponse>> answer;
+  controller_->PlanRollout(NodeState::kMigrated,
+                           [&](absl::StatusOr<pb::PlanRolloutResponse> plan) { answer = plan; });
+  EXPECT_FALSE(answer);
+  clock_.Advance(absl::Minutes(1));
+  controller_->Tick();
+  ASSERT_TRUE(answer && answer->ok());
+  EXPECT_THAT((*answer)->nodes(0).error(), HasSubstr("did not answer"));
+  EXPECT_THAT((*answer)->nodes(1).error(), HasSubstr("not connected"));
+  EXPECT_EQ((*answer)->blocked_reason(), "");
+}
+
+TEST_F(RolloutControllerTest, PlanSaysWhyItIsBlocked) {
+  Connect("cp-1", Hello("cp-1", NodeState::kInTree));  // the others never reported
+  std::optional<absl::StatusOr<pb::PlanRolloutResponse>> answer;
+  controller_->PlanRollout(NodeState::kMigrated,
+                           [&](absl::StatusOr<pb::PlanRolloutResponse> plan) { answer = plan; });
+  ASSERT_TRUE(answer && answer->ok());
+  EXPECT_THAT((*answer)->blocked_reason(), HasSubstr("cp-2"));
+}
+
+TEST_F(RolloutControllerTest, WatchersSeeEveryChangeWithIncreasingRevisions) {
+  std::vector<pb::RolloutStatus> seen;
+  int token = controller_->Watch([&](const pb::RolloutStatus& status) { seen.push_back(status); });
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  controller_->Unwatch(token);
+  size_t count = seen.size();
+  RunToCompletion();
+  EXPECT_EQ(seen.size(), count);
+  ASSERT_GE(count, 3U);
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_GT(seen[i].revision(), seen[i - 1].revision());
+  EXPECT_EQ(seen.back().phase(), pb::RolloutStatus::PREPARING);
+}
+
+}  // namespace
+}  // namespace handoff::server

@@ -1,0 +1,473 @@
+// The SQLite store on real files under a temp dir. Failures are made by a second, raw SQLite
+// connection to the same file: one holding the write lock, or a trigger that aborts an insert
+// part way through a commit.
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "coordinator/store/store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace handoff::store {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+std::string Message(const absl::Status& status) { return std::string(status.message()); }
+
+auto Fields(const InFlight& in_flight) {
+  return std::tie(in_flight.command_id, in_flight.node, in_flight.from, in_flight.to,
+                  in_flight.sent_unix_ms);
+}
+auto Fields(const StoredNode& node) {
+  return std::tie(node.name, node.state, node.goal_start, node.last_result);
+}
+auto Fields(const HistoryEntry& entry) {
+  return std::tie(entry.sequence, entry.unix_ms, entry.actor, entry.kind, entry.node,
+                  entry.command_id, entry.message, entry.detail_json);
+}
+
+void ExpectSameRollout(const StoredRollout& actual, const StoredRollout& expected) {
+  EXPECT_EQ(actual.rollout_id, expected.rollout_id);
+  EXPECT_EQ(actual.goal, expected.goal);
+  EXPECT_EQ(actual.paused, expected.paused);
+  EXPECT_EQ(actual.halted, expected.halted);
+  EXPECT_EQ(actual.halt_reason, expected.halt_reason);
+  ASSERT_EQ(actual.in_flight.has_value(), expected.in_flight.has_value());
+  if (expected.in_flight) {
+    EXPECT_EQ(Fields(*actual.in_flight), Fields(*expected.in_flight));
+  }
+  EXPECT_EQ(actual.next_command_sequence, expected.next_command_sequence);
+  EXPECT_EQ(actual.revision, expected.revision);
+  EXPECT_EQ(actual.settings_yaml, expected.settings_yaml);
+  ASSERT_EQ(actual.nodes.size(), expected.nodes.size());
+  for (size_t i = 0; i < expected.nodes.size(); ++i) {
+    EXPECT_EQ(Fields(actual.nodes[i]), Fields(expected.nodes[i])) << "node " << i;
+  }
+}
+
+void ExpectSameHistory(const std::vector<HistoryEntry>& actual,
+                       const std::vector<HistoryEntry>& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(Fields(actual[i]), Fields(expected[i])) << "entry " << i;
+  }
+}
+
+// Every field set, every node state used, strings that are easy to mangle.
+StoredRollout FullRollout() {
+  StoredRollout rollout;
+  rollout.rollout_id = "r-20240501-a";
+  rollout.goal = NodeState::kMigrated;
+  rollout.paused = true;
+  rollout.halted = true;
+  rollout.halt_reason = "node cp-2: kube-apiserver not ready after 300s; 'quoted' \"too\"";
+  rollout.in_flight =
+      InFlight{"r-20240501-a-7", "cp-2", NodeState::kPrepared, NodeState::kMigrated, 1714567890123};
+  rollout.next_command_sequence = 8;
+  rollout.revision = std::numeric_limits<int64_t>::max();
+  rollout.settings_yaml = "cluster:\n  name: prod\n# ünïcödé ✓\n" + std::string("nul\0byte", 8);
+  // Not in name order: the store must keep the rollout order.
+  rollout.nodes = {
+      {"cp-3", NodeState::kInTree, NodeState::kInTree, ""},
+      {"cp-1", NodeState::kFinalized, NodeState::kInTree, "moved to finalized"},
+      {"cp-2", NodeState::kInconsistent, NodeState::kPrepared, "failed: kubelet; rolled back"},
+      {"cp-0", NodeState::kPrepared, NodeState::kMigrated, "0"},
+      {"cp-4", NodeState::kMigrated, NodeState::kFinalized, "NULL"},
+  };
+  return rollout;
+}
+
+HistoryEntry Entry(std::string kind, std::string message, int64_t unix_ms = 1000) {
+  HistoryEntry entry;
+  entry.unix_ms = unix_ms;
+  entry.actor = "coordinator";
+  entry.kind = std::move(kind);
+  entry.node = "cp-1";
+  entry.command_id = "r-1";
+  entry.message = std::move(message);
+  entry.detail_json = R"({"from":"in-tree","to":"prepared"})";
+  return entry;
+}
+
+// A second connection to the same file, as another process would have.
+class RawDatabase {
+ public:
+  explicit RawDatabase(const std::string& path) {
+    sqlite3* raw = nullptr;
+    result_ = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
+    db_.reset(raw);
+    EXPECT_EQ(result_, SQLITE_OK) << path << ": " << sqlite3_errstr(result_);
+  }
+
+  // Runs constant SQL; the error message on failure.
+  std::string Execute(const std::string& sql) {
+    if (sqlite3_exec(db_.get(), sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK) return "";
+    return sqlite3_errmsg(db_.get());
+  }
+
+  // The first column of the first row, as text.
+  std::string Query(const std::string& sql) {
+    sqlite3_stmt* raw = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db_.get(), sql.c_str(), -1, &raw, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db_.get());
+    std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)> statement(raw, &sqlite3_finalize);
+    if (sqlite3_step(statement.get()) != SQLITE_ROW) return "<no row>";
+    const unsigned char* text = sqlite3_column_text(statement.get(), 0);
+    return text == nullptr ? "<null>" : reinterpret_cast<const char*>(text);
+  }
+
+ private:
+  int result_ = SQLITE_OK;
+  std::unique_ptr<sqlite3, decltype(&sqlite3_close_v2)> db_{nullptr, &sqlite3_close_v2};
+};
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = ::testing::TempDir() + "handoff-store-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr) << "mkdtemp " << pattern << " failed";
+    dir_ = pattern;
+    path_ = dir_ + "/coordinator.db";
+  }
+
+  void TearDown() override {
+    if (dir_.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    EXPECT_FALSE(ec) << "cannot remove " << dir_ << ": " << ec.message();
+  }
+
+  std::unique_ptr<Store> OpenStore(const StoreOptions& options = {}) {
+    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_, options);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  }
+
+  std::vector<HistoryEntry> AllHistory(Store& store) {
+    absl::StatusOr<std::vector<HistoryEntry>> history = store.History(0, 1000);
+    EXPECT_TRUE(history.ok()) << history.status();
+    return history.ok() ? *history : std::vector<HistoryEntry>{};
+  }
+
+  void WriteFile(const std::string& content) { std::ofstream(path_, std::ios::binary) << content; }
+  std::string ReadFile() {
+    std::ifstream in(path_, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_F(SqliteStoreTest, NewDatabaseHasNoRolloutAndNoHistory) {
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_FALSE(loaded->has_value());
+  EXPECT_THAT(AllHistory(*store), IsEmpty());
+}
+
+TEST_F(SqliteStoreTest, RoundTripsEveryField) {
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const StoredRollout rollout = FullRollout();
+  ASSERT_TRUE(store->Commit(rollout, {}).ok());
+
+  absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_TRUE(loaded->has_value());
+  ExpectSameRollout(**loaded, rollout);
+}
+
+TEST_F(SqliteStoreTest, RoundTripsEmptyStringsAndUnsetOptionals) {
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const StoredRollout defaults;  // rollout_id "", goal and in_flight unset, no nodes
+  ASSERT_TRUE(store->Commit(defaults, {}).ok());
+  absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_TRUE(loaded->has_value());
+  ExpectSameRollout(**loaded, defaults);
+  EXPECT_FALSE((*loaded)->goal.has_value());
+  EXPECT_FALSE((*loaded)->in_flight.has_value());
+
+  // A move in flight whose strings are all empty is still a move in flight.
+  StoredRollout empty_strings;
+  empty_strings.in_flight = InFlight{"", "", NodeState::kInconsistent, NodeState::kInTree,
+                                     std::numeric_limits<int64_t>::min()};
+  empty_strings.goal = NodeState::kInTree;
+  empty_strings.nodes = {{"", NodeState::kInTree, NodeState::kInTree, ""}};
+  empty_strings.next_command_sequence = 0;
+  ASSERT_TRUE(store->Commit(empty_strings, {}).ok());
+  loaded = store->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_TRUE(loaded->has_value());
+  ExpectSameRollout(**loaded, empty_strings);
+}
+
+TEST_F(SqliteStoreTest, CommitReplacesTheWholeRollout) {
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Commit(FullRollout(), {}).ok());
+
+  StoredRollout smaller;
+  smaller.rollout_id = "r-2";
+  smaller.nodes = {{"cp-9", NodeState::kMigrated, NodeState::kMigrated, "done"}};
+  ASSERT_TRUE(store->Commit(smaller, {}).ok());
+
+  absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_TRUE(loaded->has_value());
+  ExpectSameRollout(**loaded, smaller);
+}
+
+TEST_F(SqliteStoreTest, SurvivesClosingAndReopening) {
+  const StoredRollout rollout = FullRollout();
+  std::vector<HistoryEntry> committed;
+  {
+    std::unique_ptr<Store> store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    absl::StatusOr<std::vector<HistoryEntry>> stored =
+        store->Commit(rollout, {Entry("start", "goal migrated"), Entry("command", "prepare")});
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    committed = *stored;
+  }
+
+  std::unique_ptr<Store> reopened = OpenStore();
+  ASSERT_NE(reopened, nullptr);
+  absl::StatusOr<std::optional<StoredRollout>> loaded = reopened->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_TRUE(loaded->has_value());
+  ExpectSameRollout(**loaded, rollout);
+  ExpectSameHistory(AllHistory(*reopened), committed);
+
+  // Sequence numbers carry on after a reopen.
+  absl::StatusOr<std::vector<HistoryEntry>> more = reopened->Commit(rollout, {Entry("pause", "")});
+  ASSERT_TRUE(more.ok()) << more.status();
+  ASSERT_EQ(more->size(), 1u);
+  EXPECT_EQ((*more)[0].sequence, 3);
+}
+
+TEST_F(SqliteStoreTest, UsesWalJournalMode) {
+  ASSERT_NE(OpenStore(), nullptr);
+  RawDatabase raw(path_);
+  EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "1");
+}
+
+TEST_F(SqliteStoreTest, CommitAppendsHistoryWithIncreasingSequences) {
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  HistoryEntry start = Entry("start", "goal migrated", 1714567890000);
+  start.sequence = 42;  // ignored on input
+  start.actor = "CN=alice";
+  HistoryEntry empty;  // every string empty
+  absl::StatusOr<std::vector<HistoryEntry>> first = store->Commit(FullRollout(), {start, empty});
+  ASSERT_TRUE(first.ok()) << first.status();
+  HistoryEntry expected_start = start;
+  expected_start.sequence = 1;
+  HistoryEntry expected_empty = empty;
+  expected_empty.sequence = 2;
+  ExpectSameHistory(*first, {expected_start, expected_empty});
+
+  absl::StatusOr<std::vector<HistoryEntry>> none = store->Commit(FullRollout(), {});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_THAT(*none, IsEmpty());
+
+  absl::StatusOr<std::vector<HistoryEntry>> third =
+      store->Commit(FullRollout(), {Entry("result", "prepared")});
+  ASSERT_TRUE(third.ok()) << third.status();
+  ASSERT_EQ(third->size(), 1u);
+  EXPECT_EQ((*third)[0].sequence, 3);
+
+  std::vector<HistoryEntry> all = *first;
+  all.push_back((*third)[0]);
+  ExpectSameHistory(AllHistory(*store), all);
+}
+
+TEST_F(SqliteStoreTest, HistoryPagesOldestFirst) {
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  std::vector<HistoryEntry> input;
+  for (int i = 1; i <= 5; ++i) input.push_back(Entry("command", "move " + std::to_string(i), i));
+  absl::StatusOr<std::vector<HistoryEntry>> stored = store->Commit(FullRollout(), input);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+
+  auto page = [&](int64_t after, int limit) {
+    absl::StatusOr<std::vector<HistoryEntry>> entries = store->History(after, limit);
+    EXPECT_TRUE(entries.ok()) << entries.status();
+    std::vector<int64_t> sequences;
+    if (entries.ok()) {
+      for (const HistoryEntry& entry : *entries) {
+        EXPECT_EQ(entry.message, "move " + std::to_string(entry.sequence));
+        EXPECT_EQ(entry.unix_ms, entry.sequence);
+        sequences.push_back(entry.sequence);
+      }
+    }
+    return sequences;
+  };
+  EXPECT_EQ(page(0, 2), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(page(2, 2), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(page(4, 2), (std::vector<int64_t>{5}));
+  EXPECT_EQ(page(5, 2), (std::vector<int64_t>{}));
+  EXPECT_EQ(page(-1, 100), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(page(3, 1), (std::vector<int64_t>{4}));
+}
+
+TEST_F(SqliteStoreTest, HistoryRejectsANonPositiveLimit) {
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  for (int limit : {0, -1}) {
+    absl::StatusOr<std::vector<HistoryEntry>> entries = store->History(0, limit);
+    EXPECT_EQ(entries.status().code(), absl::StatusCode::kInvalidArgument) << limit;
+    EXPECT_THAT(Message(entries.status()), HasSubstr("limit")) << limit;
+  }
+}
+
+TEST_F(SqliteStoreTest, CommitBlockedByAnotherWriterStoresNothing) {
+  StoreOptions no_waiting;
+  no_waiting.busy_timeout_ms = 0;
+  std::unique_ptr<Store> store = OpenStore(no_waiting);
+  ASSERT_NE(store, nullptr);
+  const StoredRollout before = FullRollout();
+  absl::StatusOr<std::vector<HistoryEntry>> committed =
+      store->Commit(before, {Entry("start", "goal migrated")});
+  ASSERT_TRUE(committed.ok()) << committed.status();
+
+  RawDatabase other(path_);
+  ASSERT_EQ(other.Execute("BEGIN EXCLUSIVE"), "");
+  StoredRollout after;
+  after.rollout_id = "r-other";
+  absl::StatusOr<std::vector<HistoryEntry>> blocked =
+      store->Commit(after, {Entry("pause", "paused by operator")});
+  EXPECT_EQ(blocked.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(Message(blocked.status()), AllOf(HasSubstr(path_), HasSubstr("locked")));
+  ASSERT_EQ(other.Execute("ROLLBACK"), "");
+
+  absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_TRUE(loaded->has_value());
+  ExpectSameRollout(**loaded, before);
+  ExpectSameHistory(AllHistory(*store), *committed);
+
+  // The store is usable again once the lock is gone.
+  absl::StatusOr<std::vector<HistoryEntry>> retried =
+      store->Commit(after, {Entry("pause", "paused by operator")});
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_EQ((*retried)[0].sequence, 2);
+}
+
+TEST_F(SqliteStoreTest, CommitFailingPartWayStoresNothing) {
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const StoredRollout before = FullRollout();
+  absl::StatusOr<std::vector<HistoryEntry>> committed =
+      store->Commit(before, {Entry("start", "goal migrated")});
+  ASSERT_TRUE(committed.ok()) << committed.status();
+
+  // The rollout, the nodes and the first entry are written before the second entry fails.
+  RawDatabase other(path_);
+  ASSERT_EQ(other.Execute("CREATE TRIGGER poison BEFORE INSERT ON history "
+                          "WHEN NEW.kind = 'poison' BEGIN SELECT RAISE(ABORT, 'injected'); END"),
+            "");
+  StoredRollout after;
+  after.rollout_id = "r-after";
+  after.goal = NodeState::kFinalized;
+  after.nodes = {{"cp-7", NodeState::kFinalized, NodeState::kFinalized, "x"}};
+  absl::StatusOr<std::vector<HistoryEntry>> failed =
+      store->Commit(after, {Entry("result", "fine"), Entry("poison", "fails")});
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(Message(failed.status()),
+              AllOf(HasSubstr(path_), HasSubstr("poison"), HasSubstr("injected")));
+
+  absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_TRUE(loaded->has_value());
+  ExpectSameRollout(**loaded, before);
+  ExpectSameHistory(AllHistory(*store), *committed);
+
+  // No sequence number was used up by the failed commit.
+  absl::StatusOr<std::vector<HistoryEntry>> next = store->Commit(after, {Entry("result", "ok")});
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ((*next)[0].sequence, 2);
+}
+
+TEST_F(SqliteStoreTest, RefusesANewerSchemaVersion) {
+  ASSERT_NE(OpenStore(), nullptr);
+  {
+    RawDatabase raw(path_);
+    ASSERT_EQ(raw.Execute("UPDATE meta SET value = 99 WHERE key = 'schema_version'"), "");
+  }
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(Message(store.status()), AllOf(HasSubstr(path_), HasSubstr("schema version 99"),
+                                             HasSubstr("schema version 1")));
+}
+
+TEST_F(SqliteStoreTest, RefusesADatabaseOfAnotherProgram) {
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &raw), SQLITE_OK);
+    std::unique_ptr<sqlite3, decltype(&sqlite3_close_v2)> db(raw, &sqlite3_close_v2);
+    ASSERT_EQ(sqlite3_exec(raw, "CREATE TABLE things (x)", nullptr, nullptr, nullptr), SQLITE_OK);
+  }
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Message(store.status()),
+              AllOf(HasSubstr(path_), HasSubstr("not a handoff state database")));
+}
+
+TEST_F(SqliteStoreTest, RefusesAFileThatIsNotADatabase) {
+  const std::string garbage(4096, 'x');
+  WriteFile(garbage);
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Message(store.status()), AllOf(HasSubstr(path_), HasSubstr("not a database")));
+  EXPECT_EQ(ReadFile(), garbage);
+}
+
+TEST_F(SqliteStoreTest, ReportsAMissingDirectory) {
+  path_ = dir_ + "/missing/coordinator.db";
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Message(store.status()),
+              AllOf(HasSubstr(path_), HasSubstr("No such file or directory"),
+                    HasSubstr("directory it is in must exist")));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/missing"));
+}
+
+TEST_F(SqliteStoreTest, LoadReportsAnUnknownNodeState) {
+  {
+    std::unique_ptr<Store> store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Commit(FullRollout(), {}).ok());
+  }
+  {
+    RawDatabase raw(path_);
+    ASSERT_EQ(raw.Execute("UPDATE nodes SET state = 'sideways' WHERE name = 'cp-1'"), "");
+  }
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Message(loaded.status()),
+              AllOf(HasSubstr(path_), HasSubstr("cp-1"), HasSubstr("'sideways'")));
+}
+
+}  // namespace
+}  // namespace handoff::store
