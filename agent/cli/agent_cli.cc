@@ -2,19 +2,24 @@
 
 #include <algorithm>
 #include <ostream>
+#include <tuple>
 
 #include "CLI/CLI.hpp"
 #include "absl/time/time.h"
 #include "agent/apply/applier.h"
 #include "agent/base/strings.h"
-#include "agent/base/unified_diff.h"
+#include "agent/daemon/certificate.h"
+#include "agent/daemon/daemon.h"
 #include "agent/engine/classify.h"
 #include "agent/engine/node_snapshot.h"
+#include "agent/engine/plan_chain.h"
 #include "agent/engine/planner.h"
 #include "agent/engine/settings.h"
 #include "agent/leadermigration/config.h"
 #include "agent/manifest/kubelet_flags.h"
 #include "nlohmann/json.hpp"
+#include "spdlog/logger.h"
+#include "spdlog/sinks/ostream_sink.h"
 
 namespace handoff {
 namespace {
@@ -83,6 +88,87 @@ void AddNodeOptions(CLI::App& command, NodeOptions& options) {
                      "move to migrated, ignored by other steps");
 }
 
+// A positive duration ("5m", "90s", "1m30s"); with `allow_zero` also "0s".
+absl::StatusOr<absl::Duration> ParseDurationFlag(std::string_view flag, const std::string& text,
+                                                 bool allow_zero = false) {
+  absl::Duration duration;
+  if (!absl::ParseDuration(text, &duration) || duration < absl::ZeroDuration() ||
+      (!allow_zero && duration == absl::ZeroDuration()) || duration == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(
+        StrCat(flag, ": '", text, "' is not a duration; write e.g. 5m, 90s or 1m30s"));
+  }
+  return duration;
+}
+
+absl::StatusOr<ApplyOptions> MakeApplyOptions(const ChangeOptions& change) {
+  ApplyOptions options;
+  options.verify = !change.no_verify;
+  if (!change.timeout.empty()) {
+    absl::StatusOr<absl::Duration> timeout = ParseDurationFlag("--timeout", change.timeout);
+    if (!timeout.ok()) return timeout.status();
+    options.verify_options.timeout = *timeout;
+  }
+  options.keep_transactions = change.keep;
+  if (!change.kubelet_restart.empty()) {
+    options.kubelet_restart = ToStrings(StrSplit(change.kubelet_restart, " ", true));
+  }
+  return options;
+}
+
+// Options of `run`, the long-running agent.
+struct RunOptions {
+  std::string coordinator;
+  std::string ca = "/etc/handoff/pki/ca.crt";
+  std::string cert = "/etc/handoff/pki/agent.crt";
+  std::string key = "/etc/handoff/pki/agent.key";
+  std::string server_name;
+  std::string node;
+  std::string root = "/";
+  std::string settings_file;
+  std::string reconnect_max = "30s";
+  std::string stream_deadline = "30m";
+  std::string move_delay = "0s";
+};
+
+void AddRunOptions(CLI::App& command, RunOptions& options) {
+  command
+      .add_option("--coordinator", options.coordinator,
+                  "The coordinator's address, HOST:PORT (the agent dials it; it listens on no "
+                  "port)")
+      ->required();
+  command.add_option("--ca", options.ca,
+                     "The handoff CA (PEM) the coordinator's certificate must chain to (default "
+                     "/etc/handoff/pki/ca.crt)");
+  command.add_option("--cert", options.cert,
+                     "This agent's client certificate (PEM), signed by the handoff CA with "
+                     "O=handoff:agents and CN=<node name> (default /etc/handoff/pki/agent.crt)");
+  command.add_option("--key", options.key,
+                     "The certificate's private key (PEM) (default /etc/handoff/pki/agent.key)");
+  command.add_option("--server-name", options.server_name,
+                     "The name the coordinator's certificate must carry, when it differs from "
+                     "--coordinator's host (e.g. dialing an IP)");
+  command.add_option("--node", options.node,
+                     "This node's name (default: the CN of --cert). The coordinator accepts a node "
+                     "only as its certificate's CN, so a different name is refused at start");
+  command.add_option("--root", options.root,
+                     "Directory that host paths are taken under (default /; a copy of a node's "
+                     "files for rehearsal)");
+  command.add_option("--settings", options.settings_file,
+                     "Settings file (YAML) for this node's paths (manifest dir, kubelet flags "
+                     "file, state dir); versions, images and controllers come from the "
+                     "coordinator with each command");
+  command.add_option("--reconnect-max", options.reconnect_max,
+                     "Longest wait between attempts to reach the coordinator (default 30s; waits "
+                     "start at 250ms and double, with jitter)");
+  command.add_option("--stream-deadline", options.stream_deadline,
+                     "Deadline of each stream to the coordinator; when it passes the agent simply "
+                     "reconnects (default 30m)");
+  command.add_option("--move-delay", options.move_delay,
+                     "For rehearsals and tests: wait this long after recording a move as started "
+                     "and before applying it, which widens the window in which a move is in "
+                     "progress (default 0s)");
+}
+
 class Commands {
  public:
   Commands(std::ostream& out, std::ostream& err, const AgentEnvironment& environment)
@@ -149,26 +235,11 @@ class Commands {
     std::unique_ptr<FileSystem> fs = open_root_(options.root);
     absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(*fs, settings->paths);
     if (!snapshot.ok()) return Refuse(snapshot.status());
-    Classification current = Classify(*snapshot);
-    absl::StatusOr<handoff::Plan> plan = PlanTransition(*snapshot, current, *target, *settings);
-    if (!plan.ok()) return Refuse(plan.status());
-    if (plan->empty()) {
-      err_ << "the node is already " << NodeStateName(plan->to) << "; nothing to do\n";
-      return kExitOk;
-    }
-    err_ << "plan: " << NodeStateName(plan->from) << " -> " << NodeStateName(plan->to) << ", "
-         << plan->changes.size() << " file(s), written in this order:\n";
-    for (const FileChange& change : plan->changes) {
-      err_ << "  "
-           << (!change.before  ? "create "
-               : !change.after ? "remove "
-                               : "replace ")
-           << change.path << "\n";
-    }
-    for (const std::string& note : plan->notes) err_ << "note: " << note << "\n";
-    for (const FileChange& change : plan->changes) {
-      out_ << UnifiedDiff(change.path, change.before, change.after);
-    }
+    absl::StatusOr<std::vector<handoff::Plan>> plans = PlanChain(*snapshot, {*target}, *settings);
+    if (!plans.ok()) return Refuse(plans.status());
+    const handoff::Plan& plan = plans->front();
+    err_ << PlanSummary(plan);
+    out_ << PlanDiff(plan);
     return kExitOk;
   }
 
@@ -205,27 +276,15 @@ class Commands {
   int WithApplier(const NodeOptions& node, const ChangeOptions& change, Action action) {
     absl::StatusOr<Settings> settings = LoadSettings(node);
     if (!settings.ok()) return Refuse(settings.status());
-    ApplyOptions options;
-    options.verify = !change.no_verify;
-    if (!change.timeout.empty()) {
-      absl::Duration timeout;
-      if (!absl::ParseDuration(change.timeout, &timeout) || timeout <= absl::ZeroDuration()) {
-        return Refuse(absl::InvalidArgumentError(StrCat(
-            "--timeout: '", change.timeout, "' is not a duration; write e.g. 5m, 90s or 1m30s")));
-      }
-      options.verify_options.timeout = timeout;
-    }
-    options.keep_transactions = change.keep;
-    if (!change.kubelet_restart.empty()) {
-      options.kubelet_restart = ToStrings(StrSplit(change.kubelet_restart, " ", true));
-    }
+    absl::StatusOr<ApplyOptions> options = MakeApplyOptions(change);
+    if (!options.ok()) return Refuse(options.status());
     std::unique_ptr<FileSystem> fs = open_root_(node.root);
     std::unique_ptr<ProcessTable> processes = environment_.open_processes(change.proc_root);
     std::unique_ptr<HealthChecker> health = environment_.open_health();
     std::unique_ptr<Clock> clock = environment_.open_clock();
     std::unique_ptr<CommandRunner> commands = environment_.open_commands();
     Applier applier(Host{*fs, *processes, *health, *clock, *commands}, *std::move(settings),
-                    options, err_);
+                    *options, err_);
     return action(applier);
   }
 
@@ -313,6 +372,82 @@ class Commands {
       }
       return kExitOk;
     });
+  }
+
+  // `run`: validates everything it can before dialing, so a bad configuration exits 2 with the
+  // file or flag named instead of retrying forever.
+  int Run(const RunOptions& run, const ChangeOptions& change) {
+    DaemonConfig config;
+    config.coordinator = run.coordinator;
+    const size_t colon = run.coordinator.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == run.coordinator.size()) {
+      return Refuse(absl::InvalidArgumentError(
+          StrCat("--coordinator: '", run.coordinator, "' is not HOST:PORT")));
+    }
+    absl::StatusOr<ApplyOptions> apply = MakeApplyOptions(change);
+    if (!apply.ok()) return Refuse(apply.status());
+    config.agent.apply = *apply;
+    absl::StatusOr<absl::Duration> reconnect_max =
+        ParseDurationFlag("--reconnect-max", run.reconnect_max);
+    if (!reconnect_max.ok()) return Refuse(reconnect_max.status());
+    config.client.reconnect_max = *reconnect_max;
+    absl::StatusOr<absl::Duration> deadline =
+        ParseDurationFlag("--stream-deadline", run.stream_deadline);
+    if (!deadline.ok()) return Refuse(deadline.status());
+    config.client.stream_deadline = *deadline;
+    absl::StatusOr<absl::Duration> delay = ParseDurationFlag("--move-delay", run.move_delay, true);
+    if (!delay.ok()) return Refuse(delay.status());
+    config.agent.move_delay = *delay;
+
+    NodeOptions node;
+    node.root = run.root;
+    node.settings_file = run.settings_file;
+    absl::StatusOr<Settings> settings = LoadSettings(node);
+    if (!settings.ok()) return Refuse(settings.status());
+    config.agent.paths = settings->paths;
+
+    std::unique_ptr<FileSystem> host_files = open_root_("");
+    for (auto [flag, path, content] : {std::tuple{"--ca", &run.ca, &config.tls.ca_pem},
+                                       std::tuple{"--cert", &run.cert, &config.tls.cert_pem},
+                                       std::tuple{"--key", &run.key, &config.tls.key_pem}}) {
+      absl::StatusOr<std::string> text = host_files->ReadFile(*path);
+      if (!text.ok()) {
+        return Refuse(absl::InvalidArgumentError(
+            StrCat("cannot read ", flag, ": ", text.status().message())));
+      }
+      *content = *std::move(text);
+    }
+    absl::StatusOr<std::string> common_name = CertificateCommonName(config.tls.cert_pem);
+    if (!common_name.ok()) {
+      return Refuse(absl::InvalidArgumentError(
+          StrCat("--cert ", run.cert, ": ", common_name.status().message())));
+    }
+    absl::Status key = CheckKeyMatchesCertificate(config.tls.cert_pem, config.tls.key_pem);
+    if (!key.ok()) {
+      return Refuse(absl::InvalidArgumentError(
+          StrCat("--key ", run.key, " with --cert ", run.cert, ": ", key.message())));
+    }
+    if (!run.node.empty() && run.node != *common_name) {
+      return Refuse(absl::InvalidArgumentError(StrCat(
+          "--node ", run.node, " differs from the CN '", *common_name, "' of --cert ", run.cert,
+          "; the coordinator accepts a node only as its certificate's CN, so "
+          "drop --node or use that node's certificate")));
+    }
+    config.agent.node_name = *common_name;
+    config.tls.server_name = run.server_name;
+
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(err_, true);
+    auto logger = std::make_shared<spdlog::logger>("handoff-agent", sink);
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %L %v");
+    std::unique_ptr<FileSystem> fs = open_root_(run.root);
+    std::unique_ptr<ProcessTable> processes = environment_.open_processes(change.proc_root);
+    std::unique_ptr<HealthChecker> health = environment_.open_health();
+    std::unique_ptr<Clock> clock = environment_.open_clock();
+    std::unique_ptr<CommandRunner> commands = environment_.open_commands();
+    absl::Status status =
+        RunAgentDaemon(config, Host{*fs, *processes, *health, *clock, *commands}, logger);
+    if (!status.ok()) return Refuse(status);
+    return kExitOk;
   }
 
  private:
@@ -503,6 +638,20 @@ int RunAgentCli(int argc, const char* const* argv, std::ostream& out, std::ostre
   backups->add_option("-o,--output", backups_format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
 
+  RunOptions run_options;
+  ChangeOptions run_change;
+  CLI::App* run = app.add_subcommand(
+      "run",
+      "Run as the node's long-lived agent: dial the coordinator (mutual TLS), keep one stream "
+      "open, and carry out its commands (moves, plans, reports) one at a time with the same "
+      "transactions as apply. Each move is recorded under the state dir before it starts, so "
+      "it runs at most once and a move cut short by a crash is undone at the next start. "
+      "SIGTERM or SIGINT: no new commands, a running move finishes, then exit 0. Exit 2 before "
+      "dialing on a bad configuration (an unreadable --ca/--cert/--key, a --node that is not "
+      "the certificate's CN)");
+  AddRunOptions(*run, run_options);
+  AddChangeOptions(*run, run_change);
+
   std::vector<std::string> args(argv + 1, argv + argc);
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
   try {
@@ -517,6 +666,7 @@ int RunAgentCli(int argc, const char* const* argv, std::ostream& out, std::ostre
   if (recover->parsed()) return commands.Recover(recover_node, recover_change);
   if (rollback->parsed()) return commands.Rollback(rollback_node, rollback_change);
   if (backups->parsed()) return commands.Backups(backups_node, backups_change, backups_format);
+  if (run->parsed()) return commands.Run(run_options, run_change);
   return commands.LintConfig(lint_file, lint_component, lint_version);
 }
 

@@ -212,6 +212,12 @@ absl::Status Verifier::Wait(const ComponentCheck& check) {
   }
 }
 
+absl::Status Verifier::CheckNow(const ComponentCheck& check) {
+  const std::string reason = Look(check);
+  if (reason.empty()) return absl::OkStatus();
+  return absl::UnavailableError(reason);
+}
+
 bool RunsAsChecked(const ComponentCheck& check, const ProcessInfo& process) {
   return IsOneOf(process, check.binaries) && ArgvMismatch(check, process.argv).empty();
 }

@@ -71,6 +71,11 @@ class Verifier {
   // differing item, expected and found), or the health endpoint's error.
   absl::Status Wait(const ComponentCheck& check);
 
+  // One look, no waiting: OK when `check` holds now, else Unavailable with the reason Wait would
+  // report (no process, an argv that differs, the health endpoint's error, ...). Used to report
+  // whether a node's components run as their manifests say, outside any move.
+  absl::Status CheckNow(const ComponentCheck& check);
+
  private:
   // Empty when the check holds now, else the reason it does not.
   std::string Look(const ComponentCheck& check);

@@ -1,6 +1,7 @@
-// What every handoffctl command shares: the output streams, the environment, the connection to
-// the API server, and how failures are reported. Each command group adds its subcommands with
-// one Add*Commands function, so later groups (plan, start, status...) slot in the same way.
+// What every handoffctl command shares: the output streams, the environment, the connections to
+// the API server and to the coordinator, and how failures are reported. Each command group adds its
+// subcommands with one Add*Commands function, so later groups (plan, start, status...) slot in the
+// same way.
 #ifndef HANDOFF_COORDINATOR_CTL_COMMAND_CONTEXT_H_
 #define HANDOFF_COORDINATOR_CTL_COMMAND_CONTEXT_H_
 
@@ -10,6 +11,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "coordinator/ctl/coordinator_client.h"
 #include "coordinator/ctl/ctl_cli.h"
 #include "coordinator/kube/client.h"
 
@@ -36,6 +38,11 @@ class CommandContext {
   // returns a client for its cluster. The client borrows clock().
   absl::StatusOr<std::unique_ptr<kube::KubeClient>> Connect(const ConnectionOptions& options);
 
+  // A client of the coordinator, from the options, the environment's variables and the PEM files
+  // read through its file system. `endpoint` receives what was resolved (for messages).
+  absl::StatusOr<std::unique_ptr<OperatorClient>> ConnectCoordinator(
+      const CoordinatorOptions& options, CoordinatorEndpoint& endpoint);
+
   // Prints "handoffctl: <message>" on err and returns kExitRefused.
   int Fail(const absl::Status& status);
 
@@ -53,12 +60,17 @@ class CommandContext {
 void AddConnectionOptions(CLI::App& command, ConnectionOptions& options);
 // -o/--output text|json.
 void AddOutputOption(CLI::App& command, std::string& format);
+// --coordinator, --ca, --cert, --key, --server-name, --timeout; with `watch` also
+// --watch-timeout.
+void AddCoordinatorOptions(CLI::App& command, CoordinatorOptions& options, bool watch = false);
 
 // The command groups.
 void AddRbacCommands(CLI::App& app, CommandContext& context);
 void AddVerifyCommands(CLI::App& app, CommandContext& context);
 void AddLeaseCommands(CLI::App& app, CommandContext& context);
 void AddKubeadmConfigCommands(CLI::App& app, CommandContext& context);
+// plan, start, status, pause, resume, abort, rollback, finalize, history, nodes: the coordinator.
+void AddRolloutCommands(CLI::App& app, CommandContext& context);
 
 }  // namespace handoff::ctl
 

@@ -1,6 +1,7 @@
 #include "coordinator/ctl/ctl_cli.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -19,14 +20,25 @@ namespace {
 constexpr char kDescription[] =
     "handoffctl checks and prepares the cluster side of moving the cloud controllers from the\n"
     "in-tree AWS provider in kube-controller-manager to the AWS cloud-controller-manager with\n"
-    "Leader Migration (handoff-agent moves each control-plane node):\n"
+    "Leader Migration, and drives the rolling move that handoff-coordinator runs (a\n"
+    "handoff-agent moves each control-plane node).\n"
+    "The cluster, through a kubeconfig (--kubeconfig; on a control-plane node\n"
+    "/etc/kubernetes/admin.conf):\n"
     "  rbac            let both managers use the migration lease (appends rules, never replaces)\n"
     "  lease           who holds the migration lease, and so runs the cloud controllers\n"
     "  verify nodes    every Node has an AWS providerID and no uninitialized taint\n"
     "  kubeadm-config  make kubeadm's stored configuration external too, so that a later\n"
     "                  `kubeadm upgrade` does not undo the move\n"
-    "Every command reads the cluster through a kubeconfig (--kubeconfig; on a control-plane node\n"
-    "/etc/kubernetes/admin.conf).\n";
+    "The rollout, through the coordinator (--coordinator HOST:PORT or $HANDOFF_COORDINATOR,\n"
+    "mutual TLS with an operator certificate):\n"
+    "  plan            the moves a goal takes, in order, and each node's file diffs\n"
+    "  start           begin moving towards migrated (or finalized)\n"
+    "  status          the rollout and every node; --watch follows it\n"
+    "  pause, resume   stop sending moves, and go on\n"
+    "  abort           halt the rollout until the operator decides\n"
+    "  rollback        walk the nodes back to prepared or in-tree\n"
+    "  finalize        turn Leader Migration off once every node is migrated\n"
+    "  history, nodes  the audit history; the nodes as the coordinator knows them\n";
 
 std::atomic<bool> g_interrupted{false};
 
@@ -92,6 +104,46 @@ void AddConnectionOptions(CLI::App& command, ConnectionOptions& options) {
                      "How long one API request may take, e.g. 30s (default), 1m");
 }
 
+absl::StatusOr<std::unique_ptr<OperatorClient>> CommandContext::ConnectCoordinator(
+    const CoordinatorOptions& options, CoordinatorEndpoint& endpoint) {
+  std::unique_ptr<FileSystem> files = environment_.open_files();
+  absl::StatusOr<CoordinatorEndpoint> resolved =
+      ResolveCoordinatorEndpoint(options, environment_.get_env, *files);
+  if (!resolved.ok()) return resolved.status();
+  endpoint = *std::move(resolved);
+  if (!environment_.open_coordinator) {
+    return absl::FailedPreconditionError("this handoffctl cannot talk to a coordinator");
+  }
+  return environment_.open_coordinator(endpoint);
+}
+
+void AddCoordinatorOptions(CLI::App& command, CoordinatorOptions& options, bool watch) {
+  command.add_option("--coordinator", options.address,
+                     "The coordinator's gRPC address, HOST:PORT (default: $HANDOFF_COORDINATOR)");
+  command.add_option("--ca", options.ca,
+                     StrCat("The handoff CA the coordinator's certificate must chain to (default: "
+                            "$HANDOFF_CA, else ",
+                            kDefaultCaPath, ")"));
+  command.add_option("--cert", options.cert,
+                     StrCat("Your operator certificate, O=handoff:operators; its CN is recorded "
+                            "in the history (default: $HANDOFF_CERT, else ",
+                            kDefaultCertPath, ")"));
+  command.add_option(
+      "--key", options.key,
+      StrCat("The certificate's private key (default: $HANDOFF_KEY, else ", kDefaultKeyPath, ")"));
+  command.add_option("--server-name", options.server_name,
+                     "The name the coordinator's certificate must carry, when it is not the "
+                     "host of --coordinator");
+  command.add_option("--timeout", options.timeout,
+                     watch ? "How long a call may take, e.g. 30s (default), 1m; with --watch, how "
+                             "long to wait for the first status"
+                           : "How long the call may take, e.g. 30s (default), 1m");
+  if (watch) {
+    command.add_option("--watch-timeout", options.watch_timeout,
+                       "With --watch: when to stop watching, e.g. 24h (default), 30m");
+  }
+}
+
 void AddOutputOption(CLI::App& command, std::string& format) {
   command.add_option("-o,--output", format, "Output format: text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
@@ -108,6 +160,8 @@ CtlEnvironment RealCtlEnvironment() {
     return std::string(value);
   };
   environment.interrupted = [] { return g_interrupted.load(); };
+  environment.open_coordinator = NewGrpcOperatorClient;
+  environment.output_is_terminal = [] { return isatty(STDOUT_FILENO) == 1; };
   return environment;
 }
 
@@ -134,14 +188,18 @@ int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 success, or nothing to change (a plan with changes is still 0); 1 a check\n"
-      "found problems (verify nodes found bad nodes, lease watch saw a gap); 2 refused or\n"
-      "failed, nothing changed (bad usage, unreadable kubeconfig, API server unreachable or\n"
-      "refusing, a plan that cannot be applied).");
+      "found problems (verify nodes found bad nodes, lease watch saw a gap, status found the\n"
+      "rollout halted or stuck, plan cannot reach the goal); 2 refused or failed, nothing\n"
+      "changed (bad usage, unreadable kubeconfig or certificates, API server unreachable or\n"
+      "refusing, a plan that cannot be applied, the coordinator refusing the call: invalid,\n"
+      "not fitting the rollout's state, not allowed, not found); 3 the coordinator could not be\n"
+      "reached or did not answer in time (a change asked for may still happen: see status).");
   CommandContext context(out, err, environment);
   AddRbacCommands(app, context);
   AddLeaseCommands(app, context);
   AddVerifyCommands(app, context);
   AddKubeadmConfigCommands(app, context);
+  AddRolloutCommands(app, context);
 
   std::vector<std::string> args(argv + 1, argv + argc);
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector

@@ -1,6 +1,7 @@
-// The handoffctl command line: the operator's view of the cluster side of a migration. main()
-// only forwards to RunCtl, so tests run every command in-process against the fake API server,
-// with their own clock.
+// The handoffctl command line: the operator's view of the cluster side of a migration, and of the
+// rollout the coordinator runs. main() only forwards to RunCtl, so tests run every command
+// in-process against the fake API server and a fake (or real, local) coordinator, with their own
+// clock.
 #ifndef HANDOFF_COORDINATOR_CTL_CTL_CLI_H_
 #define HANDOFF_COORDINATOR_CTL_CTL_CLI_H_
 
@@ -13,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "agent/fs/file_system.h"
 #include "agent/system/clock.h"
+#include "coordinator/ctl/coordinator_client.h"
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"
 
@@ -21,9 +23,12 @@ namespace handoff::ctl {
 // Exit codes shared by handoffctl's commands.
 inline constexpr int kExitOk = 0;        // success, or nothing to change
 inline constexpr int kExitProblems = 1;  // a check found problems (bad nodes, a lease gap)
-// Refused or failed, nothing changed: bad usage, unreadable kubeconfig, the API server
-// unreachable or refusing, a plan that cannot be applied.
+// Refused or failed, nothing changed: bad usage, unreadable kubeconfig or certificates, the API
+// server unreachable or refusing, a plan that cannot be applied, the coordinator refusing a call.
 inline constexpr int kExitRefused = 2;
+// The coordinator could not be reached or did not answer in time. A change asked for may still
+// have been made: `handoffctl status` tells.
+inline constexpr int kExitUnavailable = 3;
 
 // The effects the commands use; tests substitute their own.
 struct CtlEnvironment {
@@ -36,12 +41,18 @@ struct CtlEnvironment {
   std::function<std::unique_ptr<Clock>()> open_clock;
   // An environment variable (KUBECONFIG, HOME); std::nullopt when unset.
   std::function<std::optional<std::string>(const std::string& name)> get_env;
-  // Polled by long-running commands (lease watch): true once the operator asked to stop.
+  // Polled by long-running commands (lease watch, status --watch): true once the operator asked
+  // to stop. May be called from any thread.
   std::function<bool()> interrupted;
+  // A client of the coordinator's OperatorService at `endpoint`.
+  std::function<std::unique_ptr<OperatorClient>(const CoordinatorEndpoint& endpoint)>
+      open_coordinator;
+  // Whether the output stream is a terminal (status --watch then redraws the screen in place).
+  std::function<bool()> output_is_terminal;
 };
 
 // The real host: POSIX files, libcurl, the system clock, the process environment, SIGINT/SIGTERM
-// (see StartInterruptWatcher).
+// (see StartInterruptWatcher), gRPC to the coordinator, isatty(stdout).
 CtlEnvironment RealCtlEnvironment();
 
 // For main(), before any other thread starts: blocks SIGINT and SIGTERM and takes them on a

@@ -1,0 +1,113 @@
+// The agent's side of handoff.v1.AgentService.Connect: dials the coordinator over mutual TLS,
+// holds one stream, introduces the node with AgentHello, carries out the coordinator's commands
+// one at a time through a NodeAgent, and reconnects whenever the stream ends.
+#ifndef HANDOFF_AGENT_DAEMON_AGENT_CLIENT_H_
+#define HANDOFF_AGENT_DAEMON_AGENT_CLIENT_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/time/time.h"
+#include "agent/daemon/node_agent.h"
+#include "agent/daemon/shutdown.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/support/status.h"
+#include "handoff/v1/handoff.grpc.pb.h"
+#include "spdlog/logger.h"
+
+namespace handoff {
+
+struct AgentClientOptions {
+  // "host:port", for log messages (the channel already knows where it goes).
+  std::string coordinator;
+  // Each Connect stream's deadline; when it passes the agent reconnects.
+  absl::Duration stream_deadline = absl::Minutes(30);
+  // Reconnect backoff: the first wait, and the most any wait may be.
+  absl::Duration reconnect_initial = absl::Milliseconds(250);
+  absl::Duration reconnect_max = absl::Seconds(30);
+  // On shutdown: how long to wait for the coordinator to end the stream after the agent
+  // half-closed it, before cancelling it.
+  absl::Duration close_grace = absl::Seconds(5);
+  // Seeds the backoff's jitter; 0 draws a seed from std::random_device.
+  uint64_t jitter_seed = 0;
+  // Called (on Run's thread) with the status of every stream that ended, before the backoff.
+  std::function<void(const grpc::Status&)> on_stream_end;
+};
+
+// Threads: Run() reads the stream on the calling thread; a worker thread it owns carries out
+// commands, one at a time and in the order they arrived (a move can take minutes, and the reader
+// must keep reading). Writes to the stream are serialized. Shutdown() may be called from any
+// thread. Borrows the agent and the sleeper; they must outlive the client.
+//
+// Protocol (handoff.proto, AgentService): on every connect AgentHello first, then Welcome is
+// awaited; the stream is then served until it ends (error, deadline, the coordinator going
+// away or refusing the agent), and the agent reconnects with exponential backoff and jitter,
+// reset after each Welcome. A command whose id finished is answered with its stored result; one
+// running or queued is answered once, when done. Commands queued but not started when a stream
+// ends are dropped (never carried out; the coordinator sees them neither running nor finished).
+// A result whose stream is gone is kept by the NodeAgent and goes out in the next hello's
+// recent_results; a running command's result follows on the next stream once it is done.
+class AgentClient {
+ public:
+  AgentClient(std::shared_ptr<grpc::Channel> channel, NodeAgent& agent, Sleeper& sleeper,
+              std::shared_ptr<spdlog::logger> logger, AgentClientOptions options);
+  // Run() must have returned (or never been called).
+  ~AgentClient();
+
+  AgentClient(const AgentClient&) = delete;
+  AgentClient& operator=(const AgentClient&) = delete;
+
+  // Connects and serves until Shutdown(). Returns once the command running at shutdown has
+  // finished (a move is a transaction) and the stream is closed. Call once.
+  void Run();
+
+  // Stops accepting commands and drops the queued ones; a running command finishes, its result
+  // is sent, and the stream is closed (half-closed, then cancelled after close_grace). Returns at
+  // once; idempotent; any thread.
+  void Shutdown();
+
+ private:
+  using Stream = grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>;
+
+  // One Connect stream, from hello to its end. Sets *welcomed when the coordinator accepted.
+  grpc::Status Session(bool* welcomed);
+  void OnCommand(const v1::Command& command);
+  void WorkerLoop();
+  // Writes to the current (welcomed) stream; false when there is none or the write failed.
+  bool Send(const v1::AgentMessage& message);
+  bool SendResult(const v1::CommandResult& result);
+  void CloseForShutdown();
+  void LogStreamEnd(const grpc::Status& status, bool welcomed, absl::Duration retry_in);
+
+  std::unique_ptr<v1::AgentService::Stub> stub_;
+  NodeAgent& agent_;
+  Sleeper& sleeper_;
+  std::shared_ptr<spdlog::logger> logger_;
+  AgentClientOptions options_;
+  ShutdownSignal shutdown_;
+  std::thread worker_;
+
+  std::mutex mutex_;  // guards the members below; taken before the NodeAgent's locks
+  std::condition_variable work_changed_;
+  std::condition_variable session_ended_;
+  std::deque<v1::Command> queue_;
+  std::set<std::string> queued_ids_;
+  std::string running_;  // the command the worker carries out; "" when idle
+  bool stopping_ = false;
+  grpc::ClientContext* context_ = nullptr;  // the stream in progress, if any
+
+  std::mutex write_mutex_;    // serializes writes; guards stream_
+  Stream* stream_ = nullptr;  // the welcomed stream results go to; nullptr between streams
+};
+
+}  // namespace handoff
+
+#endif  // HANDOFF_AGENT_DAEMON_AGENT_CLIENT_H_

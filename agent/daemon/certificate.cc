@@ -1,0 +1,69 @@
+#include "agent/daemon/certificate.h"
+
+#include <memory>
+
+#include "openssl/err.h"
+#include "openssl/evp.h"
+#include "openssl/pem.h"
+#include "openssl/x509.h"
+
+namespace handoff {
+namespace {
+
+using Bio = std::unique_ptr<BIO, decltype(&BIO_free)>;
+using Certificate = std::unique_ptr<X509, decltype(&X509_free)>;
+
+Bio MemoryBio(std::string_view pem) {
+  return Bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
+}
+
+Certificate ReadCertificate(std::string_view pem) {
+  Bio bio = MemoryBio(pem);
+  if (bio == nullptr) return Certificate(nullptr, &X509_free);
+  Certificate certificate(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr), &X509_free);
+  // A failed parse leaves errors on this thread's OpenSSL queue, where gRPC's TLS would find them.
+  if (certificate == nullptr) ERR_clear_error();
+  return certificate;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> CertificateCommonName(std::string_view pem) {
+  Certificate certificate = ReadCertificate(pem);
+  if (certificate == nullptr) {
+    return absl::InvalidArgumentError("not a PEM certificate (-----BEGIN CERTIFICATE-----)");
+  }
+  const X509_NAME* name = X509_get_subject_name(certificate.get());
+  for (int i = 0; i < X509_NAME_entry_count(name); ++i) {
+    const X509_NAME_ENTRY* entry = X509_NAME_get_entry(name, i);
+    if (OBJ_obj2nid(X509_NAME_ENTRY_get_object(entry)) != NID_commonName) continue;
+    const ASN1_STRING* data = X509_NAME_ENTRY_get_data(entry);
+    std::string value(reinterpret_cast<const char*>(ASN1_STRING_get0_data(data)),
+                      static_cast<size_t>(ASN1_STRING_length(data)));
+    if (!value.empty()) return value;
+  }
+  return absl::InvalidArgumentError(
+      "the certificate's subject has no common name (CN); an agent's CN is its node's name");
+}
+
+absl::Status CheckKeyMatchesCertificate(std::string_view cert_pem, std::string_view key_pem) {
+  Certificate certificate = ReadCertificate(cert_pem);
+  if (certificate == nullptr) {
+    return absl::InvalidArgumentError("not a PEM certificate (-----BEGIN CERTIFICATE-----)");
+  }
+  Bio bio = MemoryBio(key_pem);
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
+      bio == nullptr ? nullptr : PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr),
+      &EVP_PKEY_free);
+  if (key == nullptr) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError("not a PEM private key (-----BEGIN ... PRIVATE KEY-----)");
+  }
+  if (X509_check_private_key(certificate.get(), key.get()) != 1) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError("the key does not belong to the certificate");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace handoff

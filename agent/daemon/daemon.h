@@ -1,0 +1,35 @@
+// `handoff-agent run`: the long-running node agent, put together from its parts. The command
+// line (agent/cli) validates the configuration and reads the TLS files; this runs the agent.
+#ifndef HANDOFF_AGENT_DAEMON_DAEMON_H_
+#define HANDOFF_AGENT_DAEMON_DAEMON_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "agent/apply/applier.h"
+#include "agent/daemon/agent_client.h"
+#include "agent/daemon/node_agent.h"
+#include "proto/rpc/channel.h"
+#include "spdlog/logger.h"
+
+namespace handoff {
+
+struct DaemonConfig {
+  std::string coordinator;  // "host:port"
+  rpc::ClientTls tls;       // PEM contents; the certificate's CN is agent.node_name
+  NodeAgentOptions agent;
+  AgentClientOptions client;
+};
+
+// Runs the agent until SIGTERM or SIGINT: takes both signals on a thread of its own (they are
+// blocked first, so call this before anything else has started a thread), opens the command log
+// and recovers a move the agent was killed in, dials the coordinator and serves it. On a signal
+// it accepts no more commands, lets a running one finish, closes the stream and returns OK.
+// Errors: the signals cannot be taken, or the command log cannot be read. Borrows `host`.
+absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
+                            std::shared_ptr<spdlog::logger> logger);
+
+}  // namespace handoff
+
+#endif  // HANDOFF_AGENT_DAEMON_DAEMON_H_

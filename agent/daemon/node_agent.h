@@ -1,0 +1,124 @@
+// The node side of the agent daemon, without the network: what the agent tells the coordinator
+// about its node (AgentHello, NodeReport) and how it carries out the coordinator's commands
+// (handoff.v1.Command) with the same transactions as `handoff-agent apply`. The gRPC stream
+// lives in AgentClient; this class is tested in-process.
+#ifndef HANDOFF_AGENT_DAEMON_NODE_AGENT_H_
+#define HANDOFF_AGENT_DAEMON_NODE_AGENT_H_
+
+#include <deque>
+#include <iosfwd>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "agent/apply/applier.h"
+#include "agent/daemon/command_log.h"
+#include "agent/engine/node_state.h"
+#include "agent/engine/settings.h"
+#include "handoff/v1/handoff.pb.h"
+
+namespace handoff {
+
+// The agent's build version, as sent in AgentHello.
+extern const char kAgentVersion[];
+// AgentHello.recent_results holds at most this many (handoff.proto).
+inline constexpr int kHelloRecentResults = 16;
+
+// The wire's NodeState for the engine's, and back (nullopt for UNSPECIFIED and unknown values).
+v1::NodeState ToProto(NodeState state);
+std::optional<NodeState> FromProto(v1::NodeState state);
+
+struct NodeAgentOptions {
+  // This node; must be the CN of the agent's client certificate.
+  std::string node_name;
+  std::string agent_version = kAgentVersion;
+  // The node's own layout (from the agent's --settings, or kubeadm's defaults). Every command's
+  // settings keep these paths: the coordinator sends versions, images and controllers, the same
+  // for every node, while paths belong to the node.
+  NodePaths paths;
+  // How moves are carried out: verification, timeouts, the kubelet restart, backups kept.
+  ApplyOptions apply;
+  // For rehearsals and tests: how long to wait after recording a move as started and before
+  // applying it, which widens the window in which a move is in progress.
+  absl::Duration move_delay = absl::ZeroDuration();
+};
+
+// Thread safety: Execute and Report run one at a time (a second caller waits); Hello,
+// FinishedResult and RunningCommandId may be called from any thread at any time, also while
+// Execute runs. Every file-system and host access happens under one lock, so the borrowed Host
+// need only be thread-compatible. Borrows the Host's parts and `log`; they must outlive it.
+class NodeAgent {
+ public:
+  // Opens the command log under options.paths.state_dir. When it holds a move recorded as
+  // started and never finished (the agent died mid-move), runs the applier's recovery (which
+  // undoes the interrupted transaction, if any, as `handoff-agent recover` does) and records that
+  // command as INTERRUPTED, with the node as recovery left it. Errors: the command log cannot be
+  // read (DataLoss naming a damaged record).
+  static absl::StatusOr<std::unique_ptr<NodeAgent>> Open(const Host& host, NodeAgentOptions options,
+                                                         std::ostream& log);
+
+  // The first message of every stream: the node name and version, the node as it is now, the
+  // newest results (at most 16, oldest first), the command running now and whether moves are
+  // verified. While a command runs the node is not read again (it is mid-transaction); the
+  // report is the last one made.
+  v1::AgentHello Hello();
+
+  // Reads the node now: its state, the reasons it is inconsistent, and, with verification on,
+  // one look (no waiting) at whether each of its components runs its manifest's argv and answers
+  // its health endpoint. With verification off, healthy exactly when consistent.
+  v1::NodeReport Report();
+
+  // Carries out `command` and returns its result. A command whose id already finished returns
+  // the stored result and does nothing. MoveRequest: refused (nothing written) unless the node
+  // is at `from`; otherwise recorded as started, applied as one transaction, recorded finished.
+  // PlanRequest: pure planning of the chain. ReportRequest: Report(). Never fails: every problem
+  // is an outcome in the result.
+  v1::CommandResult Execute(const v1::Command& command);
+
+  // The stored result of a finished command, if it is among those kept.
+  std::optional<v1::CommandResult> FinishedResult(const std::string& id) const;
+  // The id of the command Execute is carrying out; "" when idle.
+  std::string RunningCommandId() const;
+
+  const NodeAgentOptions& options() const { return options_; }
+
+ private:
+  NodeAgent(const Host& host, NodeAgentOptions options, std::ostream& log, CommandLog commands);
+
+  // Everything below runs with node_mutex_ held.
+  void RecoverInterrupted();
+  v1::NodeReport ReadReport();
+  v1::CommandResult Dispatch(const v1::Command& command, bool* recorded);
+  v1::CommandResult Move(const std::string& id, const v1::MoveRequest& move, bool* recorded);
+  v1::CommandResult PlanMoves(const v1::PlanRequest& request);
+  absl::StatusOr<Settings> CommandSettings(const std::string& yaml);
+  void Finish(v1::CommandResult& result, bool recorded);
+
+  // Results kept in memory: every result the command log keeps, and as many again of commands
+  // that are not recorded on disk (plans, reports, refusals made before anything was written).
+  struct Finished {
+    v1::CommandResult result;
+    bool recorded = false;
+  };
+  void Remember(const v1::CommandResult& result, bool recorded);
+
+  Host host_;
+  NodeAgentOptions options_;
+  std::ostream& log_;
+
+  std::mutex node_mutex_;  // held while the node or the command log is read or written
+  CommandLog commands_;    // guarded by node_mutex_
+
+  mutable std::mutex state_mutex_;  // guards the members below
+  std::deque<Finished> finished_;   // oldest first
+  std::string running_;
+  v1::NodeReport last_report_;
+};
+
+}  // namespace handoff
+
+#endif  // HANDOFF_AGENT_DAEMON_NODE_AGENT_H_
