@@ -124,7 +124,9 @@ TEST(RunCommandTest, HelpDescribesTheFlags) {
   std::unique_ptr<grpc::Server> server = coordinator.Start(&port);
   std::thread terminator([&] {
     if (coordinator.WaitFor([](const auto& hellos, const auto&) { return !hellos.empty(); })) {
-      std::cerr << "hello from " << coordinator.hellos()[0].hello.node_name() << std::endl;
+      // One insertion, so one write: the agent logs to stderr from its own threads meanwhile.
+      const std::string line = "hello from " + coordinator.hellos()[0].hello.node_name() + "\n";
+      std::cerr << line << std::flush;
     }
     kill(getpid(), SIGTERM);
   });
