@@ -25,6 +25,15 @@ bool IsUnder(const std::string& path, const std::string& dir) {
 
 }  // namespace
 
+HealthEndpoint KubeletHealth(const Settings& settings) {
+  HealthEndpoint endpoint;
+  endpoint.scheme = settings.kubelet.healthz.scheme;
+  endpoint.host = settings.kubelet.healthz.host;
+  endpoint.port = settings.kubelet.healthz.port;
+  endpoint.path = settings.kubelet.healthz.path;
+  return endpoint;
+}
+
 Applier::Applier(Host host, Settings settings, ApplyOptions options, std::ostream& log)
     : host_(host),
       settings_(std::move(settings)),
@@ -158,7 +167,7 @@ absl::StatusOr<std::vector<ProcessInfo>> Applier::ProcessesBefore(const FileChan
   const std::optional<std::string>& content = change.before ? change.before : change.after;
   ComponentCheck check;
   if (change.component == kKubelet) {
-    check = CheckForKubelet({});
+    check = CheckForKubelet({}, KubeletHealth(settings_));
   } else {
     absl::StatusOr<StaticPod> pod = StaticPod::Parse(content.value_or(""), change.path);
     absl::StatusOr<size_t> container =
@@ -177,7 +186,7 @@ absl::Status Applier::VerifyComponent(const std::string& component,
   if (component == kKubelet) {
     absl::StatusOr<KubeletFlagsFile> flags = KubeletFlagsFile::Parse(content.value_or(""), path);
     if (!flags.ok()) return flags.status();
-    check = CheckForKubelet(flags->flags().items());
+    check = CheckForKubelet(flags->flags().items(), KubeletHealth(settings_));
   } else if (content) {
     absl::StatusOr<StaticPod> pod = StaticPod::Parse(*content, path);
     if (!pod.ok()) return pod.status();

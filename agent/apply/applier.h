@@ -61,6 +61,9 @@ struct ApplyReport {
   bool ok() const { return failure.empty(); }
 };
 
+// Where the kubelet's health endpoint answers, from the settings' kubelet.healthzUrl.
+HealthEndpoint KubeletHealth(const Settings& settings);
+
 class Applier {
  public:
   Applier(Host host, Settings settings, ApplyOptions options, std::ostream& log);

@@ -405,6 +405,7 @@ class Commands {
     absl::StatusOr<Settings> settings = LoadSettings(node);
     if (!settings.ok()) return Refuse(settings.status());
     config.agent.paths = settings->paths;
+    config.agent.kubelet = settings->kubelet;
 
     std::unique_ptr<FileSystem> host_files = open_root_("");
     for (auto [flag, path, content] : {std::tuple{"--ca", &run.ca, &config.tls.ca_pem},

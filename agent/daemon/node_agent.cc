@@ -125,6 +125,7 @@ void NodeAgent::RecoverInterrupted() {
   // started (if the applier had begun one), so the node is wholly in its state before it.
   Settings settings;
   settings.paths = options_.paths;
+  settings.kubelet = options_.kubelet;
   Applier applier(host_, settings, options_.apply, log_);
   absl::StatusOr<std::vector<std::string>> recovered = applier.Recover();
   const v1::NodeReport report = ReadReport();
@@ -207,10 +208,13 @@ v1::NodeReport NodeAgent::ReadReport() {
         if (!status.ok()) problems.push_back(std::string(status.message()));
       }
       if (snapshot->kubelet_flags) {
+        Settings settings_for_health;
+        settings_for_health.kubelet = options_.kubelet;
         absl::StatusOr<KubeletFlagsFile> flags =
             KubeletFlagsFile::Parse(*snapshot->kubelet_flags, options_.paths.kubelet_flags_file);
         absl::Status status = flags.ok()
-                                  ? verifier.CheckNow(CheckForKubelet(flags->flags().items()))
+                                  ? verifier.CheckNow(CheckForKubelet(
+                                        flags->flags().items(), KubeletHealth(settings_for_health)))
                                   : flags.status();
         if (!status.ok()) problems.push_back(std::string(status.message()));
       }
@@ -366,6 +370,7 @@ absl::StatusOr<Settings> NodeAgent::CommandSettings(const std::string& yaml) {
     }
   }
   settings.paths = options_.paths;
+  settings.kubelet = options_.kubelet;
   return settings;
 }
 

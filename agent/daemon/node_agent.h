@@ -37,9 +37,11 @@ struct NodeAgentOptions {
   std::string node_name;
   std::string agent_version = kAgentVersion;
   // The node's own layout (from the agent's --settings, or kubeadm's defaults). Every command's
-  // settings keep these paths: the coordinator sends versions, images and controllers, the same
-  // for every node, while paths belong to the node.
+  // settings keep these paths and this kubelet: the coordinator sends versions, images and
+  // controllers, the same for every node, while paths and the kubelet's health address belong
+  // to the node.
   NodePaths paths;
+  KubeletSettings kubelet;
   // How moves are carried out: verification, timeouts, the kubelet restart, backups kept.
   ApplyOptions apply;
   // For rehearsals and tests: how long to wait after recording a move as started and before

@@ -1,5 +1,6 @@
 #include "agent/engine/settings.h"
 
+#include <charconv>
 #include <functional>
 #include <vector>
 
@@ -79,6 +80,60 @@ class Reader {
 
 }  // namespace
 
+absl::StatusOr<HealthUrl> ParseHealthUrl(std::string_view url) {
+  auto invalid = [&](std::string_view what) {
+    return absl::InvalidArgumentError(StrCat("\"", url, "\" is not an http(s) URL: ", what));
+  };
+  HealthUrl parsed;
+  const size_t scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos)
+    return invalid("it lacks a scheme (http:// or https://)");
+  parsed.scheme = std::string(url.substr(0, scheme_end));
+  if (parsed.scheme != "http" && parsed.scheme != "https") {
+    return invalid("the scheme must be http or https");
+  }
+  std::string_view rest = url.substr(scheme_end + 3);
+  if (rest.find_first_of("?#") != std::string_view::npos) {
+    return invalid("a query or fragment is not supported");
+  }
+  const size_t path_start = rest.find('/');
+  std::string_view authority = rest.substr(0, path_start);
+  parsed.path = path_start == std::string_view::npos ? "/" : std::string(rest.substr(path_start));
+  if (authority.find('@') != std::string_view::npos) return invalid("user info is not supported");
+  std::string_view port;
+  if (StartsWith(authority, "[")) {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) return invalid("the IPv6 address lacks its ']'");
+    parsed.host = std::string(authority.substr(1, close - 1));
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty() && !StartsWith(after, ":")) return invalid("junk after the IPv6 address");
+    port = StripPrefix(after, ":");
+    if (after == ":") return invalid("the port is empty");
+  } else {
+    const size_t colon = authority.find(':');
+    parsed.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      port = authority.substr(colon + 1);
+      if (port.empty()) return invalid("the port is empty");
+    }
+  }
+  if (parsed.host.empty()) return invalid("the host is empty");
+  if (parsed.host.find_first_of(" \t/") != std::string::npos) {
+    return invalid("the host holds a space or a slash");
+  }
+  if (port.empty()) {
+    parsed.port = parsed.scheme == "https" ? 443 : 80;
+  } else {
+    int value = 0;
+    auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (error != std::errc() || end != port.data() + port.size() || value < 1 || value > 65535) {
+      return invalid("the port must be a number from 1 to 65535");
+    }
+    parsed.port = value;
+  }
+  return parsed;
+}
+
 absl::StatusOr<Settings> ParseSettings(std::string_view text, std::string_view source) {
   absl::StatusOr<YAML::Node> root = LoadYaml(text, source);
   if (!root.ok()) return root.status();
@@ -131,6 +186,23 @@ absl::StatusOr<Settings> ParseSettings(std::string_view text, std::string_view s
                  });
            }},
           {"images", reader.StringMap(settings.images)},
+          {"kubelet",
+           [&](const YAML::Node& node, const std::string& path) {
+             reader.Map(node, path,
+                        {
+                            {"healthzUrl",
+                             [&](const YAML::Node& url, const std::string& url_path) {
+                               if (!url.IsScalar())
+                                 return reader.Problem(url_path, "must be a string");
+                               absl::StatusOr<HealthUrl> parsed = ParseHealthUrl(url.Scalar());
+                               if (!parsed.ok()) {
+                                 return reader.Problem(url_path,
+                                                       std::string(parsed.status().message()));
+                               }
+                               settings.kubelet.healthz = *parsed;
+                             }},
+                        });
+           }},
       });
   if (!version.empty()) {
     absl::StatusOr<KubeVersion> parsed = KubeVersion::Parse(version);

@@ -33,6 +33,22 @@ struct CloudControllerManagerSettings {
   std::map<std::string, std::string> extra_args;  // flag name (no dashes) → value; "" = bare
 };
 
+// An http or https URL split the way the agent's health checker takes it.
+struct HealthUrl {
+  std::string scheme = "http";
+  std::string host = "127.0.0.1";  // an IPv6 address without its brackets
+  int port = 10248;
+  std::string path = "/healthz";
+};
+
+struct KubeletSettings {
+  // Settings key kubelet.healthzUrl: where the kubelet's health endpoint answers (its
+  // --healthz-bind-address and --healthz-port, kubelet defaults 127.0.0.1 and 10248), checked
+  // after the kubelet is restarted. Another address when the kubelet binds elsewhere, e.g. when
+  // several simulated nodes share one machine.
+  HealthUrl healthz;
+};
+
 struct Settings {
   NodePaths paths;
   std::optional<KubeVersion> k8s_version;  // version N+1 of the control plane
@@ -46,7 +62,14 @@ struct Settings {
   // Full image per component ("kube-apiserver", "kube-controller-manager", "kube-scheduler"),
   // used instead of re-tagging with k8s_version (for registries whose tags are not vX.Y.Z).
   std::map<std::string, std::string> images;
+  KubeletSettings kubelet;
 };
+
+// Parses "http://127.0.0.1:10248/healthz": scheme http or https, a host (a name, an IPv4
+// address, or an IPv6 address in brackets), an optional port (1-65535; default 80 or 443) and a
+// path starting with "/" ("/" when absent). No user info, query or fragment. The error says what
+// is wrong with `url`.
+absl::StatusOr<HealthUrl> ParseHealthUrl(std::string_view url);
 
 // Parses a settings file. Unknown keys are errors that name the file and the key path, so a typo
 // never silently falls back to a default.

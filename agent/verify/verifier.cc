@@ -165,17 +165,22 @@ ComponentCheck CheckForManifest(std::string_view component, const StaticPod* pod
   return check;
 }
 
-ComponentCheck CheckForKubelet(const std::vector<std::string>& flags) {
-  ComponentCheck check;
-  check.component = "kubelet";
-  check.binaries = {"kubelet"};
-  check.args = flags;
-  check.args_subset = true;
+HealthEndpoint DefaultKubeletHealth() {
   HealthEndpoint health;
   health.scheme = "http";
   health.host = "127.0.0.1";
   health.port = 10248;
   health.path = "/healthz";
+  return health;
+}
+
+ComponentCheck CheckForKubelet(const std::vector<std::string>& flags,
+                               const HealthEndpoint& health) {
+  ComponentCheck check;
+  check.component = "kubelet";
+  check.binaries = {"kubelet"};
+  check.args = flags;
+  check.args_subset = true;
   check.health = health;
   return check;
 }

@@ -43,9 +43,13 @@ struct ComponentCheck {
 // kube-apiserver) at its --bind-address (0.0.0.0, :: or unset → 127.0.0.1), path /healthz
 // (/livez for kube-apiserver), HTTPS.
 ComponentCheck CheckForManifest(std::string_view component, const StaticPod* pod, size_t container);
+// The kubelet's health endpoint with its defaults (--healthz-bind-address 127.0.0.1,
+// --healthz-port 10248): http://127.0.0.1:10248/healthz.
+HealthEndpoint DefaultKubeletHealth();
 // The kubelet after its flags file changed: every flag in `flags` on its command line; health on
-// http://127.0.0.1:10248/healthz.
-ComponentCheck CheckForKubelet(const std::vector<std::string>& flags);
+// `health` (the settings' kubelet.healthzUrl).
+ComponentCheck CheckForKubelet(const std::vector<std::string>& flags,
+                               const HealthEndpoint& health = DefaultKubeletHealth());
 
 // Whether `process` is one of `check`'s binaries running with the argv `check` asks for.
 bool RunsAsChecked(const ComponentCheck& check, const ProcessInfo& process);

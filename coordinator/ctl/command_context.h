@@ -71,6 +71,10 @@ void AddLeaseCommands(CLI::App& app, CommandContext& context);
 void AddKubeadmConfigCommands(CLI::App& app, CommandContext& context);
 // plan, start, status, pause, resume, abort, rollback, finalize, history, nodes: the coordinator.
 void AddRolloutCommands(CLI::App& app, CommandContext& context);
+// certs init, certs issue: the handoff CA and the mutual-TLS certificates, as files.
+void AddCertsCommands(CLI::App& app, CommandContext& context);
+// handoffctl sandbox (coordinator/sandbox/sandbox.h).
+void AddSandboxCommands(CLI::App& app, CommandContext& context);
 
 }  // namespace handoff::ctl
 

@@ -38,7 +38,10 @@ constexpr char kDescription[] =
     "  abort           halt the rollout until the operator decides\n"
     "  rollback        walk the nodes back to prepared or in-tree\n"
     "  finalize        turn Leader Migration off once every node is migrated\n"
-    "  history, nodes  the audit history; the nodes as the coordinator knows them\n";
+    "  history, nodes  the audit history; the nodes as the coordinator knows them\n"
+    "The certificates of that mutual TLS, as files (no cluster, no coordinator):\n"
+    "  certs           create the handoff CA (init) and the coordinator's, agents' and\n"
+    "                  operators' certificates (issue)\n";
 
 std::atomic<bool> g_interrupted{false};
 
@@ -200,6 +203,8 @@ int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   AddVerifyCommands(app, context);
   AddKubeadmConfigCommands(app, context);
   AddRolloutCommands(app, context);
+  AddCertsCommands(app, context);
+  AddSandboxCommands(app, context);
 
   std::vector<std::string> args(argv + 1, argv + argc);
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector

@@ -1,0 +1,76 @@
+// handoffctl sandbox: the rehearsal on one machine (coordinator/sandbox/sandbox.h).
+#include <memory>
+#include <string>
+
+#include "coordinator/ctl/command_context.h"
+#include "coordinator/sandbox/sandbox.h"
+
+namespace handoff::ctl {
+namespace {
+
+struct SandboxFlags {
+  sandbox::SandboxOptions options;
+  std::string fault;
+  std::string timeout = "5m";
+};
+
+int Run(CommandContext& context, SandboxFlags& flags) {
+  if (!sandbox::ParseFault(flags.fault, &flags.options.fault)) {
+    context.err() << "handoffctl sandbox: --fault \"" << flags.fault
+                  << "\" is not one of agent-kill, coordinator-kill, unhealthy, stray-backup\n";
+    return kExitRefused;
+  }
+  absl::Duration timeout;
+  if (!absl::ParseDuration(flags.timeout, &timeout) || timeout <= absl::ZeroDuration()) {
+    context.err() << "handoffctl sandbox: --timeout \"" << flags.timeout
+                  << "\" is not a positive duration such as 5m\n";
+    return kExitRefused;
+  }
+  flags.options.timeout = timeout;
+  const CtlEnvironment& environment = context.environment();
+  return sandbox::RunSandbox(flags.options, context.out(), context.err(), [&environment] {
+    return environment.interrupted && environment.interrupted();
+  });
+}
+
+}  // namespace
+
+void AddSandboxCommands(CLI::App& app, CommandContext& context) {
+  auto flags = std::make_shared<SandboxFlags>();
+  CLI::App* command = app.add_subcommand(
+      "sandbox",
+      "Rehearse the whole migration on this machine, with no cluster and no root-owned paths: "
+      "N simulated kubeadm 1.26 control-plane nodes (temp roots with the real file layout), a "
+      "fake Kubernetes API server, a simulated kubelet per node whose static pods are stand-in "
+      "controller-managers taking real leases, one handoff-agent per node and a "
+      "handoff-coordinator; then the rollout to 1.27 with a live progress view, a check of the "
+      "nodes' providerIDs, and the rollback to 1.26. An independent monitor checks from the "
+      "stand-ins' own records that no cloud controller ever runs in two processes at once and "
+      "measures every handover gap against the lease duration. Exit codes: 0 everything "
+      "completed and the invariant held; 1 the invariant broke or a step did not complete; 2 "
+      "the sandbox could not be set up");
+  command->add_option("--nodes", flags->options.nodes,
+                      "Control-plane nodes (default 3, at most 9)");
+  command->add_option("--dir", flags->options.dir,
+                      "Directory to build the sandbox in (new or empty; default a new one under "
+                      "$TMPDIR or /tmp)");
+  command->add_flag("--keep", flags->options.keep,
+                    "Keep the directory afterwards: logs/, records/ (what each manager ran), "
+                    "nodes/ (each node's files and backups), coordinator/ (its database)");
+  command->add_option(
+      "--fault", flags->fault,
+      "Inject a fault; the invariant must still hold: agent-kill (kill -9 an agent mid-move, "
+      "restart it), coordinator-kill (kill -9 the coordinator mid-rollout, restart it), "
+      "unhealthy (a cloud-controller-manager never gets healthy: the agent rolls its node back, "
+      "the rollout halts, the sandbox rolls everything back), stray-backup (a stray "
+      "kube-controller-manager.yaml.bak: the node is refused until the file is removed)");
+  command->add_option("--bin-dir", flags->options.bin_dir,
+                      "Where handoff-coordinator, handoff-agent, handoff-standin and "
+                      "handoff-sandbox-kubelet are (default: beside handoffctl)");
+  command->add_option("--timeout", flags->timeout, "Give up after this long (default 5m)");
+  // Test-only: the unsafe order the coordinator forbids, to prove the monitor can fail.
+  command->add_flag("--unsafe-order-for-tests", flags->options.unsafe_order)->group("");
+  command->callback([&context, flags] { context.exit_code = Run(context, *flags); });
+}
+
+}  // namespace handoff::ctl

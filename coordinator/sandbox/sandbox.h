@@ -1,0 +1,59 @@
+// `handoffctl sandbox`: the whole migration rehearsed on one machine, with no cluster and no
+// root-owned paths. It builds N simulated kubeadm 1.26 control-plane nodes (temp roots with the
+// real file layout), serves the fake Kubernetes API, runs a simulated kubelet per node whose
+// static pods are stand-in controller-managers taking real leases, one handoff-agent per node
+// (each with its own certificate) and a handoff-coordinator; then the rollout to N+1 with a live
+// progress view, a check of the nodes' providerIDs, and the rollback to N. An independent
+// monitor checks throughout, from the stand-ins' own records, that no cloud controller ever runs
+// in two processes at once, and measures every handover gap against the lease duration.
+#ifndef HANDOFF_COORDINATOR_SANDBOX_SANDBOX_H_
+#define HANDOFF_COORDINATOR_SANDBOX_SANDBOX_H_
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+
+#include "absl/time/time.h"
+
+namespace handoff::sandbox {
+
+// What --fault injects (each must still end with the invariant held):
+//   agent-kill        kill -9 an agent while its node's move is under way; restart it
+//   coordinator-kill  kill -9 the coordinator mid-rollout; restart it
+//   unhealthy         a cloud-controller-manager that never gets healthy: the agent rolls its node
+//                     back, the rollout halts, the operator (the sandbox) rolls everything back
+//   stray-backup      a stray kube-controller-manager.yaml.bak in a manifest dir: the agent refuses
+//                     the node; the operator removes the file and restarts that agent
+enum class Fault { kNone, kAgentKill, kCoordinatorKill, kUnhealthy, kStrayBackup };
+
+struct SandboxOptions {
+  int nodes = 3;
+  std::string dir;  // "" = a new directory under $TMPDIR (or /tmp)
+  bool keep = false;
+  Fault fault = Fault::kNone;
+  // Where handoff-coordinator, handoff-agent, handoff-standin and handoff-sandbox-kubelet are;
+  // "" = the directory of the running handoffctl.
+  std::string bin_dir;
+  // Test-only: migrate one node straight to `migrated` (a cloud-controller-manager with Leader
+  // Migration) while the others still run the in-tree controllers without it — the unsafe order
+  // the coordinator forbids — to prove the monitor catches it. Exit 1 when it does.
+  bool unsafe_order = false;
+  absl::Duration timeout = absl::Minutes(5);
+};
+
+// Exit codes.
+inline constexpr int kSandboxHeld = 0;    // the rollout and rollback completed, invariant held
+inline constexpr int kSandboxBroken = 1;  // the invariant broke, or a step did not complete
+inline constexpr int kSandboxSetupFailed = 2;
+
+// Runs the rehearsal, printing progress and the summary on `out`, problems on `err`. Polls
+// `interrupted` (SIGINT/SIGTERM) and tears everything down when it turns true.
+int RunSandbox(const SandboxOptions& options, std::ostream& out, std::ostream& err,
+               const std::function<bool()>& interrupted);
+
+// "agent-kill", ... ; std::nullopt-like kNone for "" and false for an unknown name.
+bool ParseFault(const std::string& name, Fault* fault);
+
+}  // namespace handoff::sandbox
+
+#endif  // HANDOFF_COORDINATOR_SANDBOX_SANDBOX_H_

@@ -1,0 +1,91 @@
+// The simulated nodes are what handoff-agent expects of a kubeadm 1.26 node on AWS.
+#include "coordinator/sandbox/node_layout.h"
+
+#include "absl/time/clock.h"
+#include "agent/engine/classify.h"
+#include "agent/engine/node_snapshot.h"
+#include "agent/engine/settings.h"
+#include "agent/fs/memory_file_system.h"
+#include "agent/manifest/static_pod.h"
+#include "coordinator/fakeapi/api_store.h"
+#include "coordinator/kube/nodes.h"
+#include "coordinator/kube/resource.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace handoff::sandbox {
+namespace {
+
+LayoutInputs Inputs() {
+  absl::StatusOr<pki::KeyPair> ca =
+      pki::CreateCertificateAuthority("test", absl::Now(), absl::Hours(1));
+  EXPECT_TRUE(ca.ok());
+  pki::CertificateRequest request;
+  request.common_name = "system:kube-controller-manager";
+  request.client = true;
+  absl::StatusOr<pki::KeyPair> client = pki::IssueCertificate(*ca, request, absl::Now());
+  EXPECT_TRUE(client.ok());
+  LayoutInputs inputs;
+  inputs.api_server_url = "https://127.0.0.1:6443";
+  inputs.kube_ca_pem = ca->certificate_pem;
+  inputs.controller_manager_client = *client;
+  return inputs;
+}
+
+TEST(NodeLayoutTest, ANodeIsAnInTreeKubeadmNodeBoundToItsOwnAddress) {
+  MemoryFileSystem fs;
+  const SandboxNode node = MakeSandboxNode(2);
+  ASSERT_TRUE(WriteNodeLayout(fs, node, Inputs()).ok());
+
+  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(fs, NodePaths());
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  Classification classification = Classify(*snapshot);
+  EXPECT_EQ(classification.state, NodeState::kInTree)
+      << ::testing::PrintToString(classification.problems);
+
+  absl::StatusOr<std::string> text =
+      fs.ReadFile("/etc/kubernetes/manifests/kube-controller-manager.yaml");
+  ASSERT_TRUE(text.ok());
+  absl::StatusOr<StaticPod> kcm = StaticPod::Parse(*text, "kcm");
+  ASSERT_TRUE(kcm.ok()) << kcm.status();
+  EXPECT_EQ(kcm->GetFlag(0, "bind-address"), "127.0.1.2");
+  EXPECT_EQ(kcm->GetFlag(0, "cloud-provider"), "aws");
+  EXPECT_EQ(kcm->GetFlag(0, "leader-elect-lease-duration"), "1s");
+  EXPECT_EQ(kcm->GetFlag(0, "leader-elect-renew-deadline"), "700ms");
+  EXPECT_EQ(kcm->GetFlag(0, "leader-elect-retry-period"), "200ms");
+  EXPECT_THAT(*fs.ReadFile("/etc/kubernetes/manifests/kube-apiserver.yaml"),
+              ::testing::HasSubstr("--bind-address=127.0.1.2"));
+  EXPECT_THAT(*fs.ReadFile("/etc/kubernetes/controller-manager.conf"),
+              ::testing::HasSubstr("server: https://127.0.0.1:6443"));
+  EXPECT_THAT(*fs.ReadFile("/var/lib/kubelet/kubeadm-flags.env"),
+              ::testing::HasSubstr("--cloud-provider=aws"));
+}
+
+TEST(NodeLayoutTest, TheRolloutSettingsParseWithTheSandboxLeaseTiming) {
+  absl::StatusOr<Settings> settings = ParseSettings(RolloutSettingsYaml(LeaseTiming()), "sandbox");
+  ASSERT_TRUE(settings.ok()) << settings.status();
+  EXPECT_EQ(settings->ccm.extra_args.at("leader-elect-lease-duration"), "1s");
+  EXPECT_EQ(settings->ccm.extra_args.at("leader-elect-renew-deadline"), "700ms");
+  EXPECT_THAT(settings->ccm.image, ::testing::HasSubstr("cloud-controller-manager:v1.27"));
+}
+
+TEST(NodeLayoutTest, TheSeededNodesCarryValidAwsProviderIds) {
+  std::vector<SandboxNode> nodes;
+  for (int i = 1; i <= 5; ++i) nodes.push_back(MakeSandboxNode(i));
+  fakeapi::ApiStore store;
+  ASSERT_TRUE(store.Seed(ClusterSeedYaml(nodes), "seed").ok());
+  std::vector<kube::Json> listed = store.List(kube::kNodes);
+  ASSERT_EQ(listed.size(), 5U);
+  for (const kube::NodeCheck& check : kube::CheckNodes(listed)) {
+    EXPECT_TRUE(check.ok()) << check.name << ": " << ::testing::PrintToString(check.problems);
+  }
+  EXPECT_EQ(nodes[4].ip, "127.0.1.5");
+}
+
+TEST(NodeLayoutTest, DurationsAreWrittenAsTheManagersReadThem) {
+  EXPECT_EQ(GoDuration(absl::Seconds(15)), "15s");
+  EXPECT_EQ(GoDuration(absl::Milliseconds(700)), "700ms");
+}
+
+}  // namespace
+}  // namespace handoff::sandbox
