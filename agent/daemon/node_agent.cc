@@ -57,39 +57,6 @@ v1::CommandResult Outcome(v1::CommandResult::Outcome outcome, std::string messag
 
 }  // namespace
 
-v1::NodeState ToProto(NodeState state) {
-  switch (state) {
-    case NodeState::kInTree:
-      return v1::NODE_STATE_IN_TREE;
-    case NodeState::kPrepared:
-      return v1::NODE_STATE_PREPARED;
-    case NodeState::kMigrated:
-      return v1::NODE_STATE_MIGRATED;
-    case NodeState::kFinalized:
-      return v1::NODE_STATE_FINALIZED;
-    case NodeState::kInconsistent:
-      return v1::NODE_STATE_INCONSISTENT;
-  }
-  return v1::NODE_STATE_UNSPECIFIED;
-}
-
-std::optional<NodeState> FromProto(v1::NodeState state) {
-  switch (state) {
-    case v1::NODE_STATE_IN_TREE:
-      return NodeState::kInTree;
-    case v1::NODE_STATE_PREPARED:
-      return NodeState::kPrepared;
-    case v1::NODE_STATE_MIGRATED:
-      return NodeState::kMigrated;
-    case v1::NODE_STATE_FINALIZED:
-      return NodeState::kFinalized;
-    case v1::NODE_STATE_INCONSISTENT:
-      return NodeState::kInconsistent;
-    default:
-      return std::nullopt;
-  }
-}
-
 NodeAgent::NodeAgent(const Host& host, NodeAgentOptions options, std::ostream& log,
                      CommandLog commands)
     : host_(host), options_(std::move(options)), log_(log), commands_(std::move(commands)) {}

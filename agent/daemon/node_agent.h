@@ -20,6 +20,7 @@
 #include "agent/engine/node_state.h"
 #include "agent/engine/settings.h"
 #include "handoff/v1/handoff.pb.h"
+#include "proto/rpc/node_state.h"
 
 namespace handoff {
 
@@ -29,8 +30,8 @@ extern const char kAgentVersion[];
 inline constexpr int kHelloRecentResults = 16;
 
 // The wire's NodeState for the engine's, and back (nullopt for UNSPECIFIED and unknown values).
-v1::NodeState ToProto(NodeState state);
-std::optional<NodeState> FromProto(v1::NodeState state);
+using rpc::FromProto;
+using rpc::ToProto;
 
 struct NodeAgentOptions {
   // This node; must be the CN of the agent's client certificate.

@@ -15,28 +15,6 @@ class RealSleeper : public Sleeper {
 
 }  // namespace
 
-void ShutdownSignal::Request() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    requested_ = true;
-  }
-  changed_.notify_all();
-}
-
-bool ShutdownSignal::Requested() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return requested_;
-}
-
-bool ShutdownSignal::WaitTimeoutOrShutdown(absl::Duration timeout) const {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (timeout <= absl::ZeroDuration()) return requested_;
-  // Capped so that an infinite duration cannot overflow the steady clock's arithmetic.
-  const auto deadline = std::chrono::steady_clock::now() +
-                        absl::ToChronoNanoseconds(std::min(timeout, absl::Hours(24 * 365)));
-  return changed_.wait_until(lock, deadline, [this] { return requested_; });
-}
-
 std::unique_ptr<Sleeper> NewRealSleeper() { return std::make_unique<RealSleeper>(); }
 
 bool FakeSleeper::SleepOrShutdown(absl::Duration duration, const ShutdownSignal& shutdown) {

@@ -1,6 +1,5 @@
-// Stopping the agent daemon: one signal that every thread can wait on (osquery's
-// requestShutdown / waitTimeoutOrShutdown), and the injected way the daemon waits between
-// reconnects, so that tests never sleep.
+// Stopping the agent daemon (agent/system/shutdown_signal.h), and the injected way the daemon
+// waits between reconnects, so that tests never sleep.
 #ifndef HANDOFF_AGENT_DAEMON_SHUTDOWN_H_
 #define HANDOFF_AGENT_DAEMON_SHUTDOWN_H_
 
@@ -10,25 +9,9 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "agent/system/shutdown_signal.h"
 
 namespace handoff {
-
-// Set once, never cleared. Thread-safe. Not async-signal-safe: signals reach it through a thread
-// that waits for them (SignalWatcher), never from a handler.
-class ShutdownSignal {
- public:
-  // Idempotent; wakes every waiter.
-  void Request();
-  bool Requested() const;
-  // Blocks until Request() or until `timeout` has passed (real time). True when shutdown was
-  // requested.
-  bool WaitTimeoutOrShutdown(absl::Duration timeout) const;
-
- private:
-  mutable std::mutex mutex_;
-  mutable std::condition_variable changed_;
-  bool requested_ = false;
-};
 
 // How the daemon waits between connection attempts.
 class Sleeper {

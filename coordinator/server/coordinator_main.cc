@@ -2,10 +2,8 @@
 
 #include <signal.h>
 
-#include <condition_variable>
 #include <filesystem>
 #include <iostream>
-#include <mutex>
 #include <thread>
 
 #include "CLI/CLI.hpp"
@@ -14,6 +12,7 @@
 #include "agent/fs/atomic_file.h"
 #include "agent/fs/file_system.h"
 #include "agent/system/clock.h"
+#include "agent/system/shutdown_signal.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"
@@ -73,26 +72,6 @@ absl::StatusOr<std::string> ReadPem(const FileSystem& fs, const std::string& fla
   if (!text.ok()) return absl::InvalidArgumentError(StrCat(flag, ": ", text.status().message()));
   return text;
 }
-
-// Stops the facts thread promptly (no sleeping through a shutdown).
-class StopSignal {
- public:
-  void Stop() {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopped_ = true;
-    cv_.notify_all();
-  }
-  // Waits up to `timeout`; true once stopped.
-  bool WaitFor(absl::Duration timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, absl::ToChronoMilliseconds(timeout), [this] { return stopped_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopped_ = false;
-};
 
 int Fail(const absl::Status& status) {
   std::cerr << "handoff-coordinator: " << status.message() << "\n";
@@ -204,10 +183,10 @@ int Run(const Options& options) {
     if (!written.ok()) return Fail(written);
   }
 
-  StopSignal stop;
+  ShutdownSignal stop;
   std::thread ticker([&] {
     absl::Time next_facts = clock->Now() + *facts_interval;
-    while (!stop.WaitFor(absl::Seconds(1))) {
+    while (!stop.WaitTimeoutOrShutdown(absl::Seconds(1))) {
       if (clock->Now() >= next_facts) {
         (*controller)->SetFacts(facts->Check());
         next_facts = clock->Now() + *facts_interval;
@@ -220,7 +199,7 @@ int Run(const Options& options) {
   sigwait(&signals, &signal_number);
   spdlog::info("{}: stopping (running calls get {})", strsignal(signal_number),
                absl::FormatDuration(*grace));
-  stop.Stop();
+  stop.Request();
   ticker.join();
   (*server)->Shutdown(*grace);
   return kExitOk;

@@ -98,37 +98,6 @@ std::string RandomHex(int bytes) {
 
 }  // namespace
 
-pb::NodeState ToProto(NodeState state) {
-  switch (state) {
-    case NodeState::kInTree:
-      return pb::NODE_STATE_IN_TREE;
-    case NodeState::kPrepared:
-      return pb::NODE_STATE_PREPARED;
-    case NodeState::kMigrated:
-      return pb::NODE_STATE_MIGRATED;
-    case NodeState::kFinalized:
-      return pb::NODE_STATE_FINALIZED;
-    case NodeState::kInconsistent:
-      return pb::NODE_STATE_INCONSISTENT;
-  }
-  return pb::NODE_STATE_UNSPECIFIED;
-}
-
-NodeState FromProto(pb::NodeState state) {
-  switch (state) {
-    case pb::NODE_STATE_IN_TREE:
-      return NodeState::kInTree;
-    case pb::NODE_STATE_PREPARED:
-      return NodeState::kPrepared;
-    case pb::NODE_STATE_MIGRATED:
-      return NodeState::kMigrated;
-    case pb::NODE_STATE_FINALIZED:
-      return NodeState::kFinalized;
-    default:
-      return NodeState::kInconsistent;
-  }
-}
-
 struct RolloutController::PendingPlan {
   int64_t id = 0;
   pb::PlanRolloutResponse response;

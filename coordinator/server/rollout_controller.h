@@ -31,6 +31,7 @@
 #include "coordinator/rollout/rollout_engine.h"
 #include "coordinator/store/store.h"
 #include "handoff/v1/handoff.pb.h"
+#include "proto/rpc/node_state.h"
 
 namespace handoff::server {
 
@@ -186,9 +187,12 @@ class RolloutController {
   std::string instance_id_;  // distinguishes plan command ids of this coordinator run
 };
 
-// The wire and engine names of node states.
-pb::NodeState ToProto(NodeState state);
-NodeState FromProto(pb::NodeState state);
+// The wire and engine names of node states (proto/rpc/node_state.h); a state the wire leaves
+// unspecified is kInconsistent here, never a target.
+using rpc::ToProto;
+inline NodeState FromProto(pb::NodeState state) {
+  return rpc::FromProto(state).value_or(NodeState::kInconsistent);
+}
 
 }  // namespace handoff::server
 

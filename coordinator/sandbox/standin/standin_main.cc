@@ -251,7 +251,7 @@ int RunStandin(int argc, const char* const* argv) {
     if (serving.exit_code != 0) return serving.exit_code;
     StopSignal stop;
     SignalThread signal_thread([&stop] { stop.Request(); });
-    while (!stop.WaitFor(absl::Hours(1))) {
+    while (!stop.WaitTimeoutOrShutdown(absl::Hours(1))) {
     }
     logger->info("stopping");
     return kExitStopped;

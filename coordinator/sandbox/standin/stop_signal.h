@@ -11,24 +11,12 @@
 
 #include "absl/time/time.h"
 #include "agent/system/clock.h"
+#include "agent/system/shutdown_signal.h"
 
 namespace handoff::standin {
 
-// Set once, never cleared. Thread-safe. Not async-signal-safe: signals reach it from a thread
-// that takes them with sigwait, never from a handler.
-class StopSignal {
- public:
-  // Idempotent; wakes every waiter.
-  void Request();
-  bool Requested() const;
-  // Blocks until Request() or until `timeout` of real time has passed. True when stopped.
-  bool WaitFor(absl::Duration timeout) const;
-
- private:
-  mutable std::mutex mutex_;
-  mutable std::condition_variable changed_;
-  bool requested_ = false;
-};
+// The stand-in's stop request: the shared shutdown signal.
+using StopSignal = ::handoff::ShutdownSignal;
 
 // How the stand-in waits.
 class Sleeper {
