@@ -218,12 +218,16 @@ class SandboxNodeTest : public ::testing::Test {
     return it->second;
   }
 
-  // Waits for pod `name` to run a process other than `not_pid` and returns it.
+  // Waits for pod `name` to run a process other than `not_pid` that is ready, and returns it.
+  // Ready means the test stand-in has written $HANDOFF_SANDBOX_ROOT/standin/<pid>, which it does
+  // after blocking SIGTERM: before that, a SIGTERM ends it by the default action ("signal 15"),
+  // as it would a real component that has not yet installed its handlers.
   std::optional<PodProcess> WaitForPod(const std::string& name, int not_pid = 0) {
     std::optional<PodProcess> found;
     WaitFor([&] {
       found = Pod(name);
-      return found && found->pid != not_pid && Running(found->pid, found->start_time);
+      return found && found->pid != not_pid && Running(found->pid, found->start_time) &&
+             std::filesystem::exists(StrCat(root_, "/standin/", found->pid));
     });
     if (!found || found->pid == not_pid) return std::nullopt;
     return found;
