@@ -61,7 +61,7 @@ void AddConnectionOptions(CLI::App& command, ConnectionOptions& options);
 // -o/--output text|json.
 void AddOutputOption(CLI::App& command, std::string& format);
 // --coordinator, --ca, --cert, --key, --server-name, --timeout; with `watch` also
-// --watch-timeout.
+// --watch-timeout and --reconnect-timeout.
 void AddCoordinatorOptions(CLI::App& command, CoordinatorOptions& options, bool watch = false);
 
 // The command groups.

@@ -216,6 +216,13 @@ absl::StatusOr<CoordinatorEndpoint> ResolveCoordinatorEndpoint(
       ParsePositiveDuration(options.watch_timeout, "--watch-timeout");
   if (!watch_timeout.ok()) return watch_timeout.status();
   endpoint.watch_timeout = *watch_timeout;
+  absl::Duration reconnect_timeout;
+  if (!absl::ParseDuration(options.reconnect_timeout, &reconnect_timeout) ||
+      reconnect_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(StrCat("--reconnect-timeout \"", options.reconnect_timeout,
+                                             "\" is not a duration such as 0, 30s or 5m"));
+  }
+  endpoint.reconnect_timeout = reconnect_timeout;
 
   const PemSource ca{"the CA certificate", "--ca", "HANDOFF_CA", kDefaultCaPath, "CERTIFICATE"};
   const PemSource cert{"the operator certificate", "--cert", "HANDOFF_CERT", kDefaultCertPath,

@@ -55,6 +55,9 @@ struct CoordinatorEndpoint {
   absl::Duration timeout = absl::Seconds(30);
   // The deadline of a watched Status.
   absl::Duration watch_timeout = absl::Hours(24);
+  // How long a watch whose stream broke keeps trying to reach the coordinator again; zero: it
+  // does not.
+  absl::Duration reconnect_timeout = absl::Minutes(2);
   // The files the PEMs came from, for messages.
   std::string ca_path;
   std::string cert_path;
@@ -70,6 +73,7 @@ struct CoordinatorOptions {
   std::string server_name;
   std::string timeout = "30s";
   std::string watch_timeout = "24h";
+  std::string reconnect_timeout = "2m";
 };
 
 inline constexpr char kDefaultCaPath[] = "/etc/handoff/pki/ca.crt";

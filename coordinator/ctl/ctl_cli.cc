@@ -144,6 +144,11 @@ void AddCoordinatorOptions(CLI::App& command, CoordinatorOptions& options, bool 
   if (watch) {
     command.add_option("--watch-timeout", options.watch_timeout,
                        "With --watch: when to stop watching, e.g. 24h (default), 30m");
+    command.add_option(
+        "--reconnect-timeout", options.reconnect_timeout,
+        "With --watch: when the coordinator goes away after the watch began (a restart, a "
+        "crash), how long to keep trying to reach it again before giving up with exit code 3, "
+        "e.g. 2m (default); 0 gives up at once");
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@ namespace {
 constexpr int kProgressBarWidth = 8;
 // Cursor to the top left, then clear the screen: each status of a watch replaces the last one.
 constexpr char kClearScreen[] = "\x1b[H\x1b[2J";
+// status --watch, reconnecting: the first wait, the longest, and how often Ctrl-C is looked at.
+constexpr absl::Duration kReconnectFirstBackoff = absl::Milliseconds(250);
+constexpr absl::Duration kReconnectMaxBackoff = absl::Seconds(5);
+constexpr absl::Duration kReconnectPollInterval = absl::Milliseconds(100);
 // What the coordinator sends at most when HistoryRequest.limit is 0.
 constexpr int kDefaultHistoryLimit = 1000;
 
@@ -408,19 +413,80 @@ int Status(CommandContext& context, const StatusFlags& flags) {
     ++shown;
   };
   auto stop = [&environment] { return environment.interrupted && environment.interrupted(); };
-  const absl::Status streamed = (*client)->Status(request, on_status, stop);
-  if (!print_error.ok()) return context.Fail(print_error);
-  if (streamed.code() == absl::StatusCode::kDeadlineExceeded && shown > 0) {
-    context.err() << "handoffctl: stopped watching: --watch-timeout "
-                  << absl::FormatDuration(endpoint.watch_timeout) << " reached\n";
-    return kExitOk;
+
+  // A watch outlives the coordinator it began with: when the stream breaks after statuses came
+  // (a restart, a crash, a graceful shutdown), it dials again with backoff, on a new connection,
+  // for up to --reconnect-timeout, and goes on with the statuses of whichever coordinator answers.
+  Clock& clock = context.clock();
+  const absl::Time watch_end = clock.Now() + endpoint.watch_timeout;
+  std::unique_ptr<OperatorClient> current = *std::move(client);
+  std::optional<absl::Time> lost_at;  // when the outage under way began
+  absl::Duration backoff = kReconnectFirstBackoff;
+  auto on_watched_status = [&](const v1::RolloutStatus& status) {
+    if (lost_at) {
+      context.err() << "handoffctl: reconnected to the coordinator at " << endpoint.address
+                    << " after "
+                    << absl::FormatDuration(
+                           absl::Trunc(clock.Now() - *lost_at, absl::Milliseconds(1)))
+                    << "\n";
+      lost_at.reset();
+      backoff = kReconnectFirstBackoff;
+    }
+    on_status(status);
+  };
+  while (true) {
+    const int shown_before = shown;
+    const absl::Status streamed = current->Status(request, on_watched_status, stop);
+    if (!print_error.ok()) return context.Fail(print_error);
+    if (streamed.ok()) {
+      if (!stop()) {
+        context.err() << "handoffctl: the coordinator ended the watch after " << shown
+                      << " status(es)\n";
+      }
+      return kExitOk;
+    }
+    const bool came = shown > shown_before;
+    const absl::StatusCode code = streamed.code();
+    if (shown > 0 &&
+        (clock.Now() >= watch_end || (code == absl::StatusCode::kDeadlineExceeded && came))) {
+      context.err() << "handoffctl: stopped watching: --watch-timeout "
+                    << absl::FormatDuration(endpoint.watch_timeout) << " reached\n";
+      return kExitOk;
+    }
+    // Lost: the stream broke or was cancelled by the coordinator, or (while reconnecting) a new
+    // one brought no status in time. A watch that never showed a status does not retry: the
+    // address or the certificates are wrong, not the coordinator gone.
+    const bool lost = shown > 0 && (code == absl::StatusCode::kUnavailable ||
+                                    code == absl::StatusCode::kCancelled ||
+                                    (code == absl::StatusCode::kDeadlineExceeded && lost_at));
+    if (!lost || endpoint.reconnect_timeout == absl::ZeroDuration()) {
+      return FailCall(context, endpoint, "status --watch", streamed, false);
+    }
+    const absl::Time now = clock.Now();
+    if (!lost_at) {
+      lost_at = now;
+      context.err() << "handoffctl: lost the coordinator at " << endpoint.address
+                    << " (status --watch: " << streamed.message() << "); reconnecting for up to "
+                    << absl::FormatDuration(endpoint.reconnect_timeout) << "\n";
+    }
+    const absl::Time give_up = std::min(*lost_at + endpoint.reconnect_timeout, watch_end);
+    if (now >= give_up) {
+      context.err() << "handoffctl: the coordinator at " << endpoint.address
+                    << " did not come back within " << absl::FormatDuration(now - *lost_at) << "\n";
+      return FailCall(context, endpoint, "status --watch", streamed, false);
+    }
+    // Waits in short slices, so that Ctrl-C ends the watch at once.
+    const absl::Time next_try = std::min(now + backoff, give_up);
+    backoff = std::min(backoff * 2, kReconnectMaxBackoff);
+    while (clock.Now() < next_try) {
+      if (stop()) return kExitOk;
+      clock.SleepFor(std::min(next_try - clock.Now(), kReconnectPollInterval));
+    }
+    if (stop()) return kExitOk;
+    CoordinatorEndpoint again = endpoint;
+    again.watch_timeout = watch_end - clock.Now();
+    current = environment.open_coordinator(again);
   }
-  if (!streamed.ok()) return FailCall(context, endpoint, "status --watch", streamed, false);
-  if (!stop()) {
-    context.err() << "handoffctl: the coordinator ended the watch after " << shown
-                  << " status(es)\n";
-  }
-  return kExitOk;
 }
 
 int History(CommandContext& context, const HistoryFlags& flags) {
@@ -631,7 +697,9 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
   status->add_flag("-w,--watch", status_flags->watch,
                    "Show every change until the coordinator ends the stream, --watch-timeout "
                    "passes, or Ctrl-C. On a terminal the screen is redrawn; otherwise each status "
-                   "is printed as a block, blocks separated by a blank line");
+                   "is printed as a block, blocks separated by a blank line. A coordinator that "
+                   "goes away mid-watch (a restart) is dialled again for up to "
+                   "--reconnect-timeout, saying so on stderr");
   AddFormat(*status, *status_flags, /*watch=*/true);
   status->footer(Footer("the rollout is halted or stuck (without --watch)",
                         " With --watch, one object per line (NDJSON)."));

@@ -3,6 +3,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "agent/base/strings.h"
@@ -188,17 +189,54 @@ class AgentServiceImpl final : public pb::AgentService::CallbackService {
   RolloutController& controller_;
 };
 
+class StatusWriter;
+
+// The open watches, so that a coordinator shutting down ends them at once with UNAVAILABLE: the
+// operators' `handoffctl status --watch` then reconnects to its successor instead of holding the
+// shutdown for the whole grace period and being cancelled at its end.
+class WatchRegistry {
+ public:
+  // False once EndAll has run: the watch must end at once.
+  bool Add(StatusWriter* writer);
+  void Remove(StatusWriter* writer);
+  void EndAll();
+
+ private:
+  // Recursive, and each writer looked up again before it is used: should gRPC ever run a
+  // writer's OnDone inline from its Finish, the writer leaves the set safely.
+  std::recursive_mutex mu_;
+  std::set<StatusWriter*> writers_;
+  bool closing_ = false;
+};
+
+const grpc::Status& ShuttingDown() {
+  static const grpc::Status* const status =
+      new grpc::Status(grpc::StatusCode::UNAVAILABLE, "the coordinator is shutting down");
+  return *status;
+}
+
 // Status: one status, or (watch) every new one. Only the newest unsent status is kept: a slow
 // watcher skips revisions instead of queueing them.
 class StatusWriter final : public grpc::ServerWriteReactor<pb::RolloutStatus> {
  public:
-  StatusWriter(RolloutController& controller, bool watch) : controller_(controller) {
+  StatusWriter(RolloutController& controller, WatchRegistry& watches, bool watch)
+      : controller_(controller), watches_(watches) {
     if (!watch) {
       current_ = controller_.Status();
       StartWriteAndFinish(&current_, grpc::WriteOptions(), grpc::Status::OK);
       return;
     }
+    // gRPC runs OnDone only after the method handler has returned this reactor, so nothing
+    // below races with it.
     token_ = controller_.Watch([this](const pb::RolloutStatus& status) { Offer(status); });
+    registered_ = watches_.Add(this);
+    if (!registered_) End(ShuttingDown());
+  }
+
+  // Ends the watch with `status` (a no-op once it has ended).
+  void End(const grpc::Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    FinishLocked(status);
   }
 
   void OnWriteDone(bool ok) override {
@@ -224,6 +262,7 @@ class StatusWriter final : public grpc::ServerWriteReactor<pb::RolloutStatus> {
   void OnDone() override {
     // After Unwatch returns no Offer runs (the controller calls watchers under its mutex).
     if (token_ != 0) controller_.Unwatch(token_);
+    if (registered_) watches_.Remove(this);
     delete this;
   }
 
@@ -247,7 +286,9 @@ class StatusWriter final : public grpc::ServerWriteReactor<pb::RolloutStatus> {
   }
 
   RolloutController& controller_;
+  WatchRegistry& watches_;
   int token_ = 0;
+  bool registered_ = false;
   std::mutex mu_;
   pb::RolloutStatus current_;
   std::optional<pb::RolloutStatus> pending_;
@@ -255,9 +296,33 @@ class StatusWriter final : public grpc::ServerWriteReactor<pb::RolloutStatus> {
   bool finished_ = false;
 };
 
+bool WatchRegistry::Add(StatusWriter* writer) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (closing_) return false;
+  writers_.insert(writer);
+  return true;
+}
+
+void WatchRegistry::Remove(StatusWriter* writer) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  writers_.erase(writer);
+}
+
+void WatchRegistry::EndAll() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  closing_ = true;
+  const std::set<StatusWriter*> snapshot = writers_;
+  for (StatusWriter* writer : snapshot) {
+    if (writers_.count(writer) != 0) writer->End(ShuttingDown());
+  }
+}
+
 class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
  public:
   explicit OperatorServiceImpl(RolloutController& controller) : controller_(controller) {}
+
+  // Shutdown: every open watch ends now, and new ones end at once.
+  void EndWatches() { watches_.EndAll(); }
 
   grpc::ServerUnaryReactor* Plan(grpc::CallbackServerContext* context,
                                  const pb::PlanRolloutRequest* request,
@@ -305,7 +370,7 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
       };
       return new Refusal(ToGrpc(actor.status()));
     }
-    return new StatusWriter(controller_, request->watch());
+    return new StatusWriter(controller_, watches_, request->watch());
   }
 
   grpc::ServerUnaryReactor* Pause(grpc::CallbackServerContext* context,
@@ -394,6 +459,7 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
   }
 
   RolloutController& controller_;
+  WatchRegistry watches_;
 };
 
 }  // namespace
@@ -440,8 +506,10 @@ CoordinatorServer::~CoordinatorServer() { Shutdown(absl::ZeroDuration()); }
 void CoordinatorServer::Shutdown(absl::Duration grace) {
   if (shut_down_ || !server_) return;
   shut_down_ = true;
-  // Load balancers and probes see NOT_SERVING first; then running calls get the grace period.
+  // Load balancers and probes see NOT_SERVING first; operators' watches end at once (their
+  // handoffctl reconnects to the next coordinator); then running calls get the grace period.
   server_->GetHealthCheckService()->SetServingStatus(false);
+  services_->operators.EndWatches();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   server_->Wait();
 }

@@ -2,6 +2,7 @@
 // what it prints, and which exit code each answer gives. coordinator_grpc_test.cc runs them over a
 // real mutual-TLS connection.
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -36,6 +37,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::SizeIs;
 using ::testing::StartsWith;
 
 // What the fake coordinator answers, and what it was asked.
@@ -49,6 +51,13 @@ struct Script {
   absl::Status stream_end;  // how the Status stream ends after `statuses`
   // The stream stays open after `statuses` until `stop` says so.
   bool hold_until_stopped = false;
+  // When not empty, each Status call takes the first of these instead (a reconnecting watch
+  // makes several); once they are used up, `statuses` and `stream_end` again.
+  struct Stream {
+    std::vector<v1::RolloutStatus> statuses;
+    absl::Status end;
+  };
+  std::deque<Stream> streams;
 };
 
 class FakeOperatorClient : public OperatorClient {
@@ -89,6 +98,12 @@ class FakeOperatorClient : public OperatorClient {
                       const std::function<void(const v1::RolloutStatus&)>& on_status,
                       const std::function<bool()>& stop) override {
     Record("Status", request);
+    if (!script_.streams.empty()) {
+      const Script::Stream stream = script_.streams.front();
+      script_.streams.pop_front();
+      for (const v1::RolloutStatus& status : stream.statuses) on_status(status);
+      return stream.end;
+    }
     for (const v1::RolloutStatus& status : script_.statuses) on_status(status);
     if (script_.hold_until_stopped) {
       if (!stop()) return absl::InternalError("fake: the held stream was not stopped");
@@ -114,7 +129,10 @@ class RolloutCommandsTest : public ::testing::Test {
  protected:
   RolloutCommandsTest() {
     environment_.open_files = [] { return NewPosixFileSystem(""); };
-    environment_.open_clock = [] { return std::make_unique<FakeClock>(); };
+    environment_.open_clock = [this] {
+      clock_ = FakeClock(kClockStart);
+      return std::make_unique<BorrowedClock>(clock_);
+    };
     environment_.get_env = [this](const std::string& name) -> std::optional<std::string> {
       auto it = env_.find(name);
       if (it == env_.end()) return std::nullopt;
@@ -150,6 +168,21 @@ class RolloutCommandsTest : public ::testing::Test {
   Result RunBare(std::vector<std::string> args) {
     return test_support::Run(std::move(args), environment_);
   }
+
+  // The clock of the last run, kept by the test after the run's context is gone; SleepFor
+  // advances it at once.
+  class BorrowedClock : public Clock {
+   public:
+    explicit BorrowedClock(FakeClock& clock) : clock_(clock) {}
+    absl::Time Now() override { return clock_.Now(); }
+    void SleepFor(absl::Duration duration) override { clock_.SleepFor(duration); }
+
+   private:
+    FakeClock& clock_;
+  };
+  static constexpr absl::Time kClockStart = absl::FromUnixSeconds(1'700'000'000);
+  FakeClock clock_{kClockStart};
+  absl::Duration Slept() { return clock_.Now() - kClockStart; }
 
   Script script_;
   std::map<std::string, std::string> env_;
@@ -606,12 +639,13 @@ TEST_F(RolloutCommandsTest, WatchEnds) {
   EXPECT_EQ(timed_out.err, "handoffctl: stopped watching: --watch-timeout 1h30m reached\n");
   EXPECT_EQ(endpoints_.back().watch_timeout, absl::Minutes(90));
 
-  // The coordinator went away mid-watch.
+  // The coordinator went away mid-watch, and reconnecting is off.
   script_.stream_end = absl::UnavailableError("Socket closed");
-  Result lost = Run({"status", "--watch"});
+  Result lost = Run({"status", "--watch", "--reconnect-timeout", "0"});
   EXPECT_EQ(lost.code, kExitUnavailable);
   EXPECT_THAT(lost.err, StartsWith("handoffctl: cannot reach the coordinator at "
                                    "coordinator.example:9443 (status --watch: Socket closed)"));
+  EXPECT_EQ(CountOf(lost.err, "reconnect"), 0u) << lost.err;
 
   // No first status within --timeout.
   script_.statuses.clear();
@@ -619,6 +653,101 @@ TEST_F(RolloutCommandsTest, WatchEnds) {
   Result silent = Run({"status", "--watch", "--timeout", "5s"});
   EXPECT_EQ(silent.code, kExitUnavailable);
   EXPECT_THAT(silent.err, HasSubstr("did not answer status --watch within 5s"));
+}
+
+TEST_F(RolloutCommandsTest, WatchReconnectsWhenTheCoordinatorComesBack) {
+  script_.streams = {
+      {{IdleStatus(), MigratingStatus()}, absl::UnavailableError("Socket closed")},
+      {{}, absl::UnavailableError("failed to connect to all addresses")},
+      {{}, absl::UnavailableError("failed to connect to all addresses")},
+      {{HaltedStatus()}, absl::OkStatus()},
+  };
+  Result result = Run({"status", "--watch", "--watch-timeout", "1h"});
+  EXPECT_EQ(result.code, kExitOk) << result.err;
+  // Every status from both coordinators, in order, and nothing else on stdout.
+  EXPECT_EQ(result.out,
+            std::string(kIdleStatusText) + "\n" + kMigratingStatusText + "\n" + kHaltedStatusText);
+  // Waited 250ms, then 500ms, then 1s before the three new connections.
+  EXPECT_EQ(result.err,
+            "handoffctl: lost the coordinator at coordinator.example:9443 (status --watch: "
+            "Socket closed); reconnecting for up to 2m\n"
+            "handoffctl: reconnected to the coordinator at coordinator.example:9443 after 1.75s\n"
+            "handoffctl: the coordinator ended the watch after 3 status(es)\n");
+  EXPECT_EQ(Slept(), absl::Milliseconds(1750));
+  EXPECT_THAT(script_.calls, ElementsAre("Status {watch: true}", "Status {watch: true}",
+                                         "Status {watch: true}", "Status {watch: true}"));
+  // A new connection each time, whose watch deadline is what is left of --watch-timeout.
+  ASSERT_EQ(endpoints_.size(), 4u);
+  EXPECT_EQ(endpoints_[0].watch_timeout, absl::Hours(1));
+  EXPECT_EQ(endpoints_[1].watch_timeout, absl::Hours(1) - absl::Milliseconds(250));
+  EXPECT_EQ(endpoints_[3].watch_timeout, absl::Hours(1) - absl::Milliseconds(1750));
+}
+
+TEST_F(RolloutCommandsTest, WatchReconnectsAfterEveryOutageAndResetsItsBackoff) {
+  script_.streams = {
+      {{IdleStatus()}, absl::CancelledError("Cancelled")},  // cancelled by the coordinator
+      {{}, absl::UnavailableError("Connection refused")},
+      {{MigratingStatus()}, absl::UnavailableError("Socket closed")},
+      {{HaltedStatus()}, absl::DeadlineExceededError("Deadline Exceeded")},
+  };
+  Result result = Run({"status", "--watch", "-o", "json"});
+  EXPECT_EQ(result.code, kExitOk) << result.err;
+  EXPECT_EQ(CountOf(result.out, "\n"), 3u) << result.out;
+  EXPECT_EQ(CountOf(result.err, "handoffctl: lost the coordinator"), 2u) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("reconnected to the coordinator at coordinator.example:9443 "
+                                    "after 750ms\n"));
+  // The second outage starts again from the first backoff.
+  EXPECT_THAT(result.err, HasSubstr("reconnected to the coordinator at coordinator.example:9443 "
+                                    "after 250ms\n"));
+  EXPECT_THAT(result.err, HasSubstr("stopped watching: --watch-timeout 24h reached"));
+}
+
+TEST_F(RolloutCommandsTest, WatchGivesUpWhenTheCoordinatorStaysAway) {
+  script_.streams = {{{MigratingStatus()}, absl::UnavailableError("Socket closed")}};
+  script_.statuses.clear();
+  script_.stream_end = absl::UnavailableError("Connection refused");
+  Result result = Run({"status", "--watch", "--reconnect-timeout", "10s"});
+  EXPECT_EQ(result.code, kExitUnavailable);
+  EXPECT_EQ(result.out, kMigratingStatusText);
+  EXPECT_THAT(result.err,
+              AllOf(HasSubstr("reconnecting for up to 10s\n"),
+                    HasSubstr("handoffctl: the coordinator at coordinator.example:9443 did not "
+                              "come back within 10s\n"),
+                    HasSubstr("handoffctl: cannot reach the coordinator at "
+                              "coordinator.example:9443 (status --watch: Connection refused)")));
+  EXPECT_EQ(Slept(), absl::Seconds(10));
+  // Tries after 0.25, 0.75, 1.75, 3.75, 7.75 and (the last wait cut short) 10 seconds.
+  EXPECT_EQ(script_.calls.size(), 7u);
+}
+
+TEST_F(RolloutCommandsTest, WatchDoesNotReconnectWhenItNeverSawAStatus) {
+  script_.statuses.clear();
+  script_.stream_end = absl::UnavailableError("Connection refused");
+  Result result = Run({"status", "--watch"});
+  EXPECT_EQ(result.code, kExitUnavailable);
+  EXPECT_THAT(result.err, StartsWith("handoffctl: cannot reach the coordinator at "));
+  EXPECT_THAT(script_.calls, SizeIs(1));
+  EXPECT_EQ(Slept(), absl::ZeroDuration());
+}
+
+TEST_F(RolloutCommandsTest, CtrlCWhileReconnectingEndsTheWatch) {
+  script_.stream_end = absl::UnavailableError("Socket closed");
+  int polls = 0;
+  // The first wait (250ms) looks 3 times, and once more before dialling; the second wait is
+  // interrupted on its third look.
+  environment_.interrupted = [&polls] { return ++polls > 6; };
+  Result result = Run({"status", "--watch"});
+  EXPECT_EQ(result.code, kExitOk) << result.err;
+  EXPECT_THAT(script_.calls, SizeIs(2));
+  EXPECT_THAT(result.err, HasSubstr("reconnecting for up to 2m"));
+  EXPECT_THAT(result.err, ::testing::Not(HasSubstr("did not come back")));
+}
+
+TEST_F(RolloutCommandsTest, ReconnectTimeoutMustBeADuration) {
+  Result result = Run({"status", "--watch", "--reconnect-timeout", "soon"});
+  EXPECT_EQ(result.code, kExitRefused);
+  EXPECT_THAT(result.err, HasSubstr("--reconnect-timeout \"soon\" is not a duration"));
+  EXPECT_THAT(Run({"status", "--help"}).out, HasSubstr("--reconnect-timeout"));
 }
 
 TEST_F(RolloutCommandsTest, ConnectionFromFlags) {

@@ -4,6 +4,9 @@
 #ifndef HANDOFF_TESTS_COORDINATOR_CTL_ROLLOUT_TEST_SUPPORT_H_
 #define HANDOFF_TESTS_COORDINATOR_CTL_ROLLOUT_TEST_SUPPORT_H_
 
+#include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <ostream>
 #include <sstream>
@@ -38,7 +41,8 @@ inline Result Run(std::vector<std::string> args, const CtlEnvironment& environme
   return Result{code, out.str(), err.str()};
 }
 
-// A string buffer that one thread writes while another reads it (Contents()).
+// A string buffer that one thread writes while another reads it (Contents()) or waits for what
+// it holds (WaitUntil).
 class LockedStringBuf : public std::streambuf {
  public:
   std::string Contents() const {
@@ -46,21 +50,35 @@ class LockedStringBuf : public std::streambuf {
     return text_;
   }
 
+  // Waits, woken by each write, until `done` holds for the contents; false after `timeout`.
+  bool WaitUntil(const std::function<bool(const std::string&)>& done,
+                 std::chrono::milliseconds timeout) const {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return written_.wait_for(lock, timeout, [&] { return done(text_); });
+  }
+
  protected:
   int_type overflow(int_type character) override {
     if (traits_type::eq_int_type(character, traits_type::eof())) return traits_type::not_eof(0);
-    std::lock_guard<std::mutex> lock(mutex_);
-    text_.push_back(traits_type::to_char_type(character));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      text_.push_back(traits_type::to_char_type(character));
+    }
+    written_.notify_all();
     return character;
   }
   std::streamsize xsputn(const char* data, std::streamsize size) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    text_.append(data, static_cast<size_t>(size));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      text_.append(data, static_cast<size_t>(size));
+    }
+    written_.notify_all();
     return size;
   }
 
  private:
   mutable std::mutex mutex_;
+  mutable std::condition_variable written_;
   std::string text_;
 };
 

@@ -51,6 +51,9 @@ class LoopbackCluster {
   const std::vector<std::string>& nodes() const { return nodes_; }
   std::string root(const std::string& node) const { return dir_ + "/nodes/" + node; }
   std::string dir() const { return dir_; }
+  // The coordinator's address, "127.0.0.1:<port>" (the same across restarts); its certificate
+  // is for the name "localhost".
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
 
   // Starts the coordinator (on the port it had before, after a restart) and waits until it
   // serves. Extra flags are appended.

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "grpcpp/client_context.h"
@@ -194,6 +196,33 @@ TEST_F(CoordinatorServerTest, AWatchSeesTheRolloutStart) {
   while (reader->Read(&status)) {
   }
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+TEST_F(CoordinatorServerTest, ShutdownEndsEveryWatchAtOnceWithUnavailable) {
+  auto stub =
+      pb::OperatorService::NewStub(rpc::CreateSecureChannel(address_, ClientTlsFor("operator")));
+  pb::StatusRequest request;
+  request.set_watch(true);
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReader<pb::RolloutStatus>>> readers;
+  for (int i = 0; i < 2; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    contexts.back()->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    readers.push_back(stub->Status(contexts.back().get(), request));
+    pb::RolloutStatus first;
+    ASSERT_TRUE(readers.back()->Read(&first));  // the watch is open on the server
+  }
+  // A grace far longer than the test's timeout: the watches must not hold the shutdown.
+  std::thread shutdown([this] { server_->Shutdown(absl::Hours(1)); });
+  for (auto& reader : readers) {
+    pb::RolloutStatus status;
+    while (reader->Read(&status)) {
+    }
+    const grpc::Status ended = reader->Finish();
+    EXPECT_EQ(ended.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_EQ(ended.error_message(), "the coordinator is shutting down");
+  }
+  shutdown.join();
 }
 
 }  // namespace
