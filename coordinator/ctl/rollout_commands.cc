@@ -472,7 +472,9 @@ int Status(CommandContext& context, const StatusFlags& flags) {
     const absl::Time give_up = std::min(*lost_at + endpoint.reconnect_timeout, watch_end);
     if (now >= give_up) {
       context.err() << "handoffctl: the coordinator at " << endpoint.address
-                    << " did not come back within " << absl::FormatDuration(now - *lost_at) << "\n";
+                    << " did not come back within "
+                    << absl::FormatDuration(absl::Trunc(now - *lost_at, absl::Milliseconds(1)))
+                    << "\n";
       return FailCall(context, endpoint, "status --watch", streamed, false);
     }
     // Waits in short slices, so that Ctrl-C ends the watch at once.
