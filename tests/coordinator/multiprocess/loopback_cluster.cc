@@ -30,10 +30,6 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-std::string Tls(const std::string& name) {
-  return std::string(HANDOFF_TESTDATA_DIR) + "/handoff-tls/" + name;
-}
-
 // Waits until `path` exists (it is created by rename, so it is whole when it appears), watching
 // its directory with inotify rather than polling on a timer.
 }  // namespace
@@ -145,11 +141,11 @@ void LoopbackCluster::StartCoordinator(const std::vector<std::string>& extra) {
       "--state-dir",
       dir_ + "/coordinator",
       "--ca",
-      Tls("ca.crt"),
+      TlsFile("ca.crt"),
       "--cert",
-      Tls("coordinator.crt"),
+      TlsFile("coordinator.crt"),
       "--key",
-      Tls("coordinator.key"),
+      TlsFile("coordinator.key"),
       "--nodes",
       nodes,
       "--settings",
@@ -181,11 +177,11 @@ void LoopbackCluster::StartAgent(const std::string& node, const std::vector<std:
       "--server-name",
       "localhost",
       "--ca",
-      Tls("ca.crt"),
+      TlsFile("ca.crt"),
       "--cert",
-      Tls(node + ".crt"),
+      TlsFile(node + ".crt"),
       "--key",
-      Tls(node + ".key"),
+      TlsFile(node + ".key"),
       "--root",
       root(node),
       "--settings",
@@ -214,8 +210,8 @@ void LoopbackCluster::KillAgent(const std::string& node) {
 }
 
 std::unique_ptr<pb::OperatorService::Stub> LoopbackCluster::Operator(const std::string& identity) {
-  rpc::ClientTls tls{ReadFile(Tls("ca.crt")), ReadFile(Tls(identity + ".crt")),
-                     ReadFile(Tls(identity + ".key")), "localhost"};
+  rpc::ClientTls tls{ReadFile(TlsFile("ca.crt")), ReadFile(TlsFile(identity + ".crt")),
+                     ReadFile(TlsFile(identity + ".key")), "localhost"};
   rpc::ChannelOptions options;
   options.max_reconnect_backoff = std::chrono::milliseconds(200);
   return pb::OperatorService::NewStub(
@@ -292,6 +288,10 @@ std::string Describe(const pb::RolloutStatus& status) {
            (node.connected() ? " connected" : " disconnected") + " " + node.last_result() + "\n";
   }
   return out;
+}
+
+std::string TlsFile(const std::string& name) {
+  return std::string(HANDOFF_TESTDATA_DIR) + "/handoff-tls/" + name;
 }
 
 }  // namespace handoff::testing

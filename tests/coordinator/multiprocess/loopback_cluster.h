@@ -89,6 +89,9 @@ class LoopbackCluster {
   int coordinator_starts_ = 0;
 };
 
+// A file of the test CA's set (tests/testdata/handoff-tls): "ca.crt", "operator.key", ...
+std::string TlsFile(const std::string& name);
+
 // Waits (inotify on its directory, no timer) until `path` exists; false after `timeout`.
 bool WaitForFile(const std::string& path, absl::Duration timeout);
 

@@ -27,10 +27,6 @@ using ::testing::HasSubstr;
 
 constexpr std::chrono::seconds kWait(60);
 
-std::string Tls(const std::string& name) {
-  return std::string(HANDOFF_TESTDATA_DIR) + "/handoff-tls/" + name;
-}
-
 // The watch's JSON lines that parse (a line being written is not yet one).
 std::vector<nlohmann::json> Lines(const std::string& text) {
   std::vector<nlohmann::json> lines;
@@ -77,8 +73,8 @@ TEST(OperatorWatchTest, StatusWatchFollowsTheRolloutAcrossCoordinatorRestarts) {
   std::thread watch([&] {
     code = ctl::test_support::RunWith(
         {"status", "--watch", "-o", "json", "--coordinator", cluster.address(), "--server-name",
-         "localhost", "--ca", Tls("ca.crt"), "--cert", Tls("operator.crt"), "--key",
-         Tls("operator.key"), "--reconnect-timeout", "60s"},
+         "localhost", "--ca", TlsFile("ca.crt"), "--cert", TlsFile("operator.crt"), "--key",
+         TlsFile("operator.key"), "--reconnect-timeout", "60s"},
         out, err, environment);
   });
   ASSERT_TRUE(
