@@ -1,0 +1,243 @@
+"""Tests of the fake AWS fixture (fake_aws.py): its metadata endpoints and the
+instances it seeds, read the way the AWS providers read them. Needs python3 with
+moto[server] and boto3; no Kubernetes binaries. Run: python3 -m pytest tests/real/test_fake_aws.py
+"""
+
+import datetime
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import boto3
+import pytest
+
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_aws.py")
+CLUSTER = "fixture-test"
+# Two nodes in two zones, on addresses no other test uses.
+NODES = {"cp-a": ("127.0.91.1", "us-east-1a"), "cp-b": ("127.0.92.1", "us-east-1b")}
+STARTUP_DEADLINE_S = 60
+
+
+def free_port(*addresses):
+    """A port free on every address (the fixture binds the same port on each)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind((addresses[0], 0))
+            port = s.getsockname()[1]
+        try:
+            for a in addresses:
+                with socket.socket() as s:
+                    s.bind((a, port))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no common free port")
+
+
+def run_fixture(tmp_path, *args):
+    return subprocess.Popen(
+        [sys.executable, FIXTURE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, cwd=tmp_path)
+
+
+def http(method, url, headers=None):
+    """(status, body, headers) of one request; HTTP errors are answers too."""
+    req = urllib.request.Request(url, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read().decode(), r.headers
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(), e.headers
+
+
+@pytest.fixture(scope="module")
+def fake_aws(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fake-aws")
+    ready_file = tmp / "ready.json"
+    log_file = tmp / "requests.jsonl"
+    port = free_port(*(ip for ip, _ in NODES.values()))
+    args = ["--cluster-id", CLUSTER, "--imds-port", str(port), "--ready-file", str(ready_file),
+            "--request-log", str(log_file)]
+    for name, (ip, zone) in NODES.items():
+        args += ["--node", f"{name}={ip}@{zone}"]
+    proc = run_fixture(tmp, *args)
+    deadline = time.monotonic() + STARTUP_DEADLINE_S
+    while not ready_file.exists():
+        if proc.poll() is not None:
+            pytest.fail(f"fixture exited {proc.returncode}: {proc.stderr.read()}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"fixture not ready within {STARTUP_DEADLINE_S}s")
+        time.sleep(0.05)  # polling a file; nothing to await
+    ready = json.loads(ready_file.read_text())
+    yield {"proc": proc, "ready": ready, "ready_file": ready_file, "port": port,
+           "log_file": log_file}
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def imds(fake_aws, node, path, token=True):
+    base = f"http://{NODES[node][0]}:{fake_aws['port']}"
+    headers = {}
+    if token:
+        status, tok, _ = http("PUT", base + "/latest/api/token",
+                              {"X-aws-ec2-metadata-token-ttl-seconds": "60"})
+        assert status == 200
+        headers["X-aws-ec2-metadata-token"] = tok
+    return http("GET", base + path, headers)
+
+
+def ready_node(fake_aws, name):
+    return next(n for n in fake_aws["ready"]["nodes"] if n["name"] == name)
+
+
+def test_ready_file_describes_every_node(fake_aws):
+    ready = fake_aws["ready"]
+    assert ready["region"] == "us-east-1"
+    assert ready["ec2_url"].startswith("http://127.0.0.1:")
+    assert sorted(n["name"] for n in ready["nodes"]) == sorted(NODES)
+    for n in ready["nodes"]:
+        ip, zone = NODES[n["name"]]
+        assert n["ip"] == ip and n["zone"] == zone
+        assert n["instance_id"].startswith("i-")
+        assert n["provider_id"] == f"aws:///{zone}/{n['instance_id']}"
+        assert n["private_dns_name"] == "ip-" + ip.replace(".", "-") + ".ec2.internal"
+
+
+def test_each_node_endpoint_answers_its_own_instance(fake_aws):
+    for name in NODES:
+        n = ready_node(fake_aws, name)
+        assert imds(fake_aws, name, "/latest/meta-data/instance-id")[:2] == (200, n["instance_id"])
+        assert imds(fake_aws, name, "/latest/meta-data/placement/availability-zone")[:2] == (
+            200, n["zone"])
+        assert imds(fake_aws, name, "/latest/meta-data/local-hostname")[:2] == (
+            200, n["private_dns_name"])
+        assert imds(fake_aws, name, "/latest/meta-data/local-ipv4")[:2] == (200, n["ip"])
+        status, body, _ = imds(fake_aws, name, "/latest/dynamic/instance-identity/document")
+        doc = json.loads(body)
+        assert status == 200
+        assert (doc["region"], doc["instanceId"], doc["availabilityZone"], doc["privateIp"]) == (
+            "us-east-1", n["instance_id"], n["zone"], n["ip"])
+
+
+def test_token_protocol(fake_aws):
+    base = f"http://{NODES['cp-a'][0]}:{fake_aws['port']}"
+    status, tok, headers = http("PUT", base + "/latest/api/token",
+                                {"X-aws-ec2-metadata-token-ttl-seconds": "21600"})
+    assert status == 200 and tok
+    assert headers["X-aws-ec2-metadata-token-ttl-seconds"] == "21600"  # the SDK parses it
+    assert http("PUT", base + "/latest/api/token")[0] == 400
+    assert http("PUT", base + "/latest/api/token",
+                {"X-aws-ec2-metadata-token-ttl-seconds": "21601"})[0] == 400
+    assert http("GET", base + "/latest/meta-data/instance-id",
+                {"X-aws-ec2-metadata-token": "not-a-token"})[0] == 401
+    # IMDSv1 (no token) is answered unless --imds-v2-only.
+    assert http("GET", base + "/latest/meta-data/instance-id")[0] == 200
+    # A private node: no public address, as the providers expect from a 404.
+    assert imds(fake_aws, "cp-a", "/latest/meta-data/public-ipv4")[0] == 404
+    assert imds(fake_aws, "cp-a", "/latest/meta-data/no-such-thing")[0] == 404
+
+
+def test_interfaces_name_the_instance_vpc(fake_aws):
+    n = ready_node(fake_aws, "cp-b")
+    status, macs, _ = imds(fake_aws, "cp-b", "/latest/meta-data/network/interfaces/macs/")
+    assert status == 200
+    mac = macs.splitlines()[0]
+    assert mac.endswith("/")
+    base = "/latest/meta-data/network/interfaces/macs/" + mac
+    assert imds(fake_aws, "cp-b", base + "device-number")[:2] == (200, "0")
+    assert imds(fake_aws, "cp-b", base + "local-ipv4s")[:2] == (200, n["ip"])
+    vpc_id = imds(fake_aws, "cp-b", base + "vpc-id")[1]
+    ec2 = ec2_client(fake_aws, "cp-b")
+    inst = ec2.describe_instances(InstanceIds=[n["instance_id"]])["Reservations"][0]["Instances"][0]
+    assert inst["VpcId"] == vpc_id
+    assert inst["NetworkInterfaces"][0]["MacAddress"] + "/" == mac
+
+
+def ec2_client(fake_aws, node):
+    """An EC2 client using the instance-profile credentials served to `node`."""
+    status, roles, _ = imds(fake_aws, node, "/latest/meta-data/iam/security-credentials/")
+    assert status == 200
+    status, body, _ = imds(fake_aws, node,
+                           "/latest/meta-data/iam/security-credentials/" + roles.splitlines()[0])
+    assert status == 200
+    creds = json.loads(body)
+    assert creds["Code"] == "Success"
+    expiry = datetime.datetime.strptime(creds["Expiration"], "%Y-%m-%dT%H:%M:%SZ")
+    assert expiry.replace(tzinfo=datetime.timezone.utc) > datetime.datetime.now(
+        datetime.timezone.utc) + datetime.timedelta(minutes=30)
+    return boto3.client(
+        "ec2", region_name="us-east-1", endpoint_url=fake_aws["ready"]["ec2_url"],
+        aws_access_key_id=creds["AccessKeyId"], aws_secret_access_key=creds["SecretAccessKey"],
+        aws_session_token=creds["Token"])
+
+
+def test_seeded_instances_as_the_providers_find_them(fake_aws):
+    ec2 = ec2_client(fake_aws, "cp-a")
+    resp = ec2.describe_instances(Filters=[
+        {"Name": f"tag:kubernetes.io/cluster/{CLUSTER}", "Values": ["owned"]},
+        {"Name": "instance-state-name", "Values": ["running"]}])
+    instances = [i for r in resp["Reservations"] for i in r["Instances"]]
+    assert len(instances) == len(NODES)
+    for inst in instances:
+        name = {t["Key"]: t["Value"] for t in inst["Tags"]}["Name"]
+        n = ready_node(fake_aws, name)
+        assert inst["InstanceId"] == n["instance_id"]
+        assert inst["PrivateIpAddress"] == n["ip"]
+        assert inst["PrivateDnsName"] == n["private_dns_name"]
+        assert inst["Placement"]["AvailabilityZone"] == n["zone"]
+    # The in-tree provider finds instances by node name via private-dns-name.
+    by_dns = ec2.describe_instances(Filters=[
+        {"Name": "private-dns-name", "Values": [ready_node(fake_aws, "cp-b")["private_dns_name"]]}])
+    assert [i["InstanceId"] for r in by_dns["Reservations"] for i in r["Instances"]] == [
+        ready_node(fake_aws, "cp-b")["instance_id"]]
+
+
+def test_request_log_records_metadata_and_api_calls(fake_aws):
+    imds(fake_aws, "cp-a", "/latest/meta-data/instance-id")
+    entries = [json.loads(l) for l in fake_aws["log_file"].read_text().splitlines()]
+    assert {"node": "cp-a", "method": "GET", "path": "/latest/meta-data/instance-id",
+            "status": 200, "token": True} in entries
+    assert any(e.get("api") == "ec2" and e.get("action") == "RunInstances" for e in entries)
+
+
+def test_sigterm_exits_zero_and_removes_ready_file(fake_aws):
+    # Last in this module: it stops the shared fixture.
+    proc = fake_aws["proc"]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    assert not fake_aws["ready_file"].exists()
+
+
+def test_bad_node_spec_is_a_clear_error(tmp_path):
+    proc = run_fixture(tmp_path, "--cluster-id", "c", "--imds-port", "1", "--ready-file",
+                       str(tmp_path / "r.json"), "--node", "just-a-name")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert "--node 'just-a-name': expected NAME=IP or NAME=IP@ZONE" in err
+
+
+def test_address_not_on_this_machine_is_a_clear_error(tmp_path):
+    # 192.0.2.0/24 is TEST-NET-1: never a local address.
+    proc = run_fixture(tmp_path, "--cluster-id", "c", "--imds-port", "18169", "--ready-file",
+                       str(tmp_path / "r.json"), "--node", "n1=192.0.2.10")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert "--node n1=192.0.2.10: cannot serve metadata on 192.0.2.10:18169" in err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_zones_sharing_a_block_is_a_clear_error(tmp_path):
+    proc = run_fixture(tmp_path, "--cluster-id", "c", "--imds-port", str(free_port("127.0.93.1")),
+                       "--ready-file", str(tmp_path / "r.json"),
+                       "--node", "a=127.0.93.1@us-east-1a", "--node", "b=127.0.93.2@us-east-1b")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert "subnets of zones us-east-1a (127.0.93.0/28) and us-east-1b (127.0.93.0/28) overlap" in err
