@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <string_view>
@@ -19,7 +20,9 @@ namespace {
 
 constexpr const char* kEvents[] = {kControllerStart, kControllerStop, kLeaseAcquired, kLeaseLost,
                                    kProcessStart,    kProcessExit,    kMonitorNote};
+// The canonical controller names, indexed by leadermigration::CloudController.
 constexpr const char* kControllers[] = {"route", "service", "cloud-node-lifecycle", "node-ipam"};
+static_assert(std::size(kControllers) == std::size(leadermigration::kCloudControllers));
 
 template <size_t N>
 bool OneOf(const std::string& value, const char* const (&allowed)[N]) {
@@ -114,6 +117,10 @@ absl::Status ValidateRecord(const RunRecord& record) {
 }
 
 }  // namespace
+
+std::string_view CanonicalControllerName(leadermigration::CloudController controller) {
+  return kControllers[static_cast<size_t>(controller)];
+}
 
 bool operator==(const RunRecord& a, const RunRecord& b) {
   auto fields = [](const RunRecord& r) {

@@ -23,11 +23,13 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "agent/fs/file_system.h"
+#include "agent/leadermigration/config.h"
 
 namespace handoff::sandbox {
 
@@ -43,6 +45,11 @@ inline constexpr char kMonitorNote[] = "monitor-note";
 // The values of RunRecord::lock.
 inline constexpr char kMainLock[] = "main";
 inline constexpr char kMigrationLock[] = "migration";
+
+// The canonical name of a cloud controller, whatever the component and version: "route",
+// "service", "cloud-node-lifecycle", "node-ipam". Map a manager's own name for it with
+// leadermigration::ControllerName first.
+std::string_view CanonicalControllerName(leadermigration::CloudController controller);
 
 struct RunRecord {
   int64_t t_ns = 0;
