@@ -1,0 +1,214 @@
+// handoffctl's cluster commands and the coordinator's cluster facts against a real
+// kube-apiserver 1.26 holding what kubeadm would have created: lease get|watch, verify nodes,
+// kubeadm-config plan|apply, KubeFactsSource. Each test sets up the objects it reads.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "agent/system/clock.h"
+#include "coordinator/kube/client.h"
+#include "coordinator/kube/kubeadm_config.h"
+#include "coordinator/kube/lease.h"
+#include "coordinator/kube/rbac.h"
+#include "coordinator/kube/resource.h"
+#include "coordinator/sandbox/real/kubeadm_objects.h"
+#include "coordinator/server/cluster_facts.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/real/ctl_runner.h"
+#include "tests/real/real_cluster.h"
+
+namespace handoff {
+namespace {
+
+using kube::Json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::vector<sandbox::real::ControlPlaneNode>& Nodes() {
+  static const auto* nodes = new std::vector<sandbox::real::ControlPlaneNode>{
+      {"ip-10-0-1-11.ec2.internal", "us-east-1a", "i-0a00000000000000a", "10.0.1.11"},
+      {"ip-10-0-2-12.ec2.internal", "us-east-1b", "i-0b00000000000000b", "10.0.2.12"},
+      {"ip-10-0-3-13.ec2.internal", "us-east-1c", "i-0c00000000000000c", "10.0.3.13"},
+  };
+  return *nodes;
+}
+
+class CtlRealTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HANDOFF_REAL_CLUSTER_OR_SKIP(cluster);
+    cluster_ = &cluster;
+    absl::StatusOr<std::unique_ptr<kube::KubeClient>> admin =
+        cluster.Client(cluster.AdminCredentials(), *clock_);
+    ASSERT_TRUE(admin.ok()) << admin.status();
+    admin_ = *std::move(admin);
+    kubeconfig_ = cluster.dir() + "/admin.conf";
+    ASSERT_TRUE(cluster.WriteKubeconfig(kubeconfig_, cluster.admin()).ok());
+    // The kubeadm objects once per control plane; the tests only read them, or restore them.
+    static bool created = false;
+    if (!created) {
+      sandbox::real::KubeadmObjectsOptions options;
+      options.nodes = Nodes();
+      absl::Status status = sandbox::real::CreateKubeadmObjects(*admin_, options);
+      ASSERT_TRUE(status.ok()) << status;
+      created = true;
+    }
+  }
+
+  // Creates or replaces a lease in kube-system held by `holder`, renewed at `renewed`.
+  void PutLease(const std::string& name, const std::string& holder, absl::Time renewed) {
+    Json lease = Json::object();
+    lease["apiVersion"] = "coordination.k8s.io/v1";
+    lease["kind"] = "Lease";
+    lease["metadata"] = {{"name", name}, {"namespace", "kube-system"}};
+    lease["spec"] = {{"holderIdentity", holder},
+                     {"leaseDurationSeconds", 15},
+                     {"acquireTime", kube::FormatTimestamp(renewed - absl::Minutes(1))},
+                     {"renewTime", kube::FormatTimestamp(renewed)},
+                     {"leaseTransitions", 0}};
+    absl::Status removed = admin_->Delete({&kube::kLeases, "kube-system", name});
+    ASSERT_TRUE(removed.ok() || absl::IsNotFound(removed)) << removed;
+    absl::StatusOr<Json> created = admin_->Create(kube::kLeases, "kube-system", lease);
+    ASSERT_TRUE(created.ok()) << created.status();
+  }
+
+  // The kube-controller-manager on the first node holds its main lease and the migration lease,
+  // renewed at `renewed`.
+  void KcmOnFirstNodeHolds(absl::Time renewed) {
+    const std::string identity = Nodes()[0].name + "_6d3f1c2e-0000-4000-8000-000000000001";
+    PutLease("kube-controller-manager", identity, renewed);
+    PutLease(std::string(kube::kMigrationLeaseName), identity, renewed);
+  }
+
+  std::unique_ptr<Clock> clock_ = NewRealClock();
+  sandbox::real::RealControlPlane* cluster_ = nullptr;
+  std::unique_ptr<kube::KubeClient> admin_;
+  std::string kubeconfig_;
+};
+
+TEST_F(CtlRealTest, LeaseGetNamesTheManagerThatRunsTheCloudControllers) {
+  KcmOnFirstNodeHolds(absl::Now());
+  testing::CtlResult result = testing::RunHandoffctl(
+      {"lease", "get", std::string(kube::kMigrationLeaseName), "--kubeconfig", kubeconfig_});
+  ASSERT_EQ(result.code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("lease kube-system/cloud-provider-extraction-migration"));
+  EXPECT_THAT(result.out, HasSubstr("run by:       kube-controller-manager on "
+                                    "ip-10-0-1-11.ec2.internal"));
+  EXPECT_THAT(result.out, HasSubstr("duration:     15s"));
+
+  testing::CtlResult missing =
+      testing::RunHandoffctl({"lease", "get", "no-such-lease", "--kubeconfig", kubeconfig_});
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("no-such-lease"));
+}
+
+TEST_F(CtlRealTest, LeaseWatchSeesTheHolderAndAGap) {
+  KcmOnFirstNodeHolds(absl::Now());
+  testing::CtlResult held = testing::RunHandoffctl({"lease", "watch", "--duration", "1s",
+                                                    "--interval", "250ms", "--kubeconfig",
+                                                    kubeconfig_});
+  EXPECT_EQ(held.code, 0) << held.out << held.err;
+  EXPECT_THAT(held.out, HasSubstr("held by kube-controller-manager on ip-10-0-1-11.ec2.internal"));
+  EXPECT_THAT(held.out, HasSubstr("0 gap(s)"));
+
+  // Renewed a minute ago with a 15s duration: expired, nobody runs the cloud controllers.
+  KcmOnFirstNodeHolds(absl::Now() - absl::Minutes(1));
+  testing::CtlResult gap = testing::RunHandoffctl({"lease", "watch", "--duration", "1s",
+                                                   "--interval", "250ms", "--kubeconfig",
+                                                   kubeconfig_});
+  EXPECT_EQ(gap.code, 1) << gap.out << gap.err;
+  EXPECT_THAT(gap.out, HasSubstr("gap: nobody holds kube-system/cloud-provider-extraction-migration"));
+  EXPECT_THAT(gap.out, HasSubstr("nobody holds it now"));
+}
+
+TEST_F(CtlRealTest, VerifyNodesReadsProviderIdsAndFlagsANodeWithout) {
+  testing::CtlResult good = testing::RunHandoffctl(
+      {"verify", "nodes", "--control-plane-only", "--kubeconfig", kubeconfig_});
+  EXPECT_EQ(good.code, 0) << good.out << good.err;
+  EXPECT_THAT(good.out, HasSubstr("all 3 "));
+
+  // A worker the cloud provider has not initialised yet: tainted, no providerID.
+  Json worker = sandbox::real::ControlPlaneNodeObject(
+      {"ip-10-0-9-99.ec2.internal", "us-east-1a", "i-0f00000000000000f", "10.0.9.99"});
+  worker["metadata"]["labels"].erase("node-role.kubernetes.io/control-plane");
+  worker["spec"].erase("providerID");
+  worker["spec"]["taints"] = Json::array(
+      {Json{{"key", "node.cloudprovider.kubernetes.io/uninitialized"}, {"value", "true"},
+            {"effect", "NoSchedule"}}});
+  absl::StatusOr<Json> created = admin_->Create(kube::kNodes, "", worker);
+  ASSERT_TRUE(created.ok()) << created.status();
+  testing::CtlResult bad = testing::RunHandoffctl({"verify", "nodes", "--kubeconfig", kubeconfig_});
+  EXPECT_EQ(bad.code, 1) << bad.out << bad.err;
+  EXPECT_THAT(bad.out, HasSubstr("ip-10-0-9-99.ec2.internal: "));
+  EXPECT_THAT(bad.out, Not(HasSubstr("ip-10-0-1-11.ec2.internal: ")));
+  EXPECT_THAT(bad.out, HasSubstr("1 of 4 "));
+  // Control-plane nodes only: the worker is not among them.
+  testing::CtlResult control_plane = testing::RunHandoffctl(
+      {"verify", "nodes", "--control-plane-only", "--kubeconfig", kubeconfig_});
+  EXPECT_EQ(control_plane.code, 0) << control_plane.out;
+  ASSERT_TRUE(admin_->Delete({&kube::kNodes, "", "ip-10-0-9-99.ec2.internal"}).ok());
+}
+
+TEST_F(CtlRealTest, KubeadmConfigPlanThenApplyThenNothingLeft) {
+  const kube::ObjectRef ref{&kube::kConfigMaps, "kube-system", "kubeadm-config"};
+  absl::StatusOr<Json> before = admin_->Get(ref);
+  ASSERT_TRUE(before.ok()) << before.status();
+
+  testing::CtlResult plan =
+      testing::RunHandoffctl({"kubeadm-config", "plan", "--kubeconfig", kubeconfig_});
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  EXPECT_THAT(plan.out, HasSubstr("+    cloud-provider: external"));
+  EXPECT_THAT(plan.out, HasSubstr("-    cloud-provider: aws"));
+  absl::StatusOr<Json> after_plan = admin_->Get(ref);
+  ASSERT_TRUE(after_plan.ok());
+  EXPECT_EQ(kube::ResourceVersion(*after_plan), kube::ResourceVersion(*before));
+
+  testing::CtlResult apply =
+      testing::RunHandoffctl({"kubeadm-config", "apply", "--kubeconfig", kubeconfig_});
+  ASSERT_EQ(apply.code, 0) << apply.err;
+  EXPECT_THAT(apply.out, HasSubstr("kubeadm-config: updated kube-system/kubeadm-config"));
+  absl::StatusOr<Json> applied = admin_->Get(ref);
+  ASSERT_TRUE(applied.ok());
+  const std::string text = kube::StringAt(*applied, {"data", "ClusterConfiguration"});
+  EXPECT_THAT(text, HasSubstr("cloud-provider: external"));
+  EXPECT_THAT(text, Not(HasSubstr("cloud-provider: aws")));
+  EXPECT_THAT(text, HasSubstr("kubernetesVersion: v1.26.13"));
+
+  testing::CtlResult again =
+      testing::RunHandoffctl({"kubeadm-config", "plan", "--kubeconfig", kubeconfig_});
+  EXPECT_EQ(again.code, 0);
+  EXPECT_THAT(again.err, HasSubstr("kubeadm-config: no changes"));
+
+  // Put back what kubeadm wrote, for any later test.
+  Json restore = *applied;
+  restore["data"] = (*before)["data"];
+  ASSERT_TRUE(admin_->Update(ref, restore).ok());
+}
+
+TEST_F(CtlRealTest, ClusterFactsFollowTheRealRbacAndLease) {
+  KcmOnFirstNodeHolds(absl::Now());
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> client =
+      cluster_->Client(cluster_->AdminCredentials(), *clock_);
+  ASSERT_TRUE(client.ok());
+  server::KubeFactsSource facts(*std::move(client), *clock_);
+
+  // The bootstrap RBAC of 1.26 does not let the managers use the migration lease.
+  const server::FactsReport before = facts.Check();
+  EXPECT_FALSE(before.rbac_ready) << before.detail;
+  EXPECT_TRUE(before.lease_held) << before.detail;
+  EXPECT_EQ(before.lease_holder_node, "ip-10-0-1-11.ec2.internal");
+  EXPECT_EQ(before.source, "kubernetes");
+
+  absl::StatusOr<kube::RbacApplyResult> applied = kube::ApplyRbac(*admin_, kube::RbacOptions{});
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  KcmOnFirstNodeHolds(absl::Now() - absl::Minutes(1));
+  const server::FactsReport after = facts.Check();
+  EXPECT_TRUE(after.rbac_ready) << after.detail;
+  EXPECT_FALSE(after.lease_held) << after.detail;
+}
+
+}  // namespace
+}  // namespace handoff
