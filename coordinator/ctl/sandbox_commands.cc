@@ -11,6 +11,7 @@ namespace {
 struct SandboxFlags {
   sandbox::SandboxOptions options;
   std::string fault;
+  std::string cluster = "model";
   std::string timeout = "5m";
 };
 
@@ -18,6 +19,11 @@ int Run(CommandContext& context, SandboxFlags& flags) {
   if (!sandbox::ParseFault(flags.fault, &flags.options.fault)) {
     context.err() << "handoffctl sandbox: --fault \"" << flags.fault
                   << "\" is not one of agent-kill, coordinator-kill, unhealthy, stray-backup\n";
+    return kExitRefused;
+  }
+  if (!sandbox::ParseClusterKind(flags.cluster, &flags.options.cluster)) {
+    context.err() << "handoffctl sandbox: --cluster \"" << flags.cluster
+                  << "\" is not one of model, real\n";
     return kExitRefused;
   }
   absl::Duration timeout;
@@ -40,13 +46,17 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context) {
   CLI::App* command = app.add_subcommand(
       "sandbox",
       "Rehearse the whole migration on this machine, with no cluster and no root-owned paths: "
-      "N simulated kubeadm 1.26 control-plane nodes (temp roots with the real file layout), a "
-      "fake Kubernetes API server, a simulated kubelet per node whose static pods are stand-in "
-      "controller-managers taking real leases, one handoff-agent per node and a "
-      "handoff-coordinator; then the rollout to 1.27 with a live progress view, a check of the "
-      "nodes' providerIDs, and the rollback to 1.26. An independent monitor checks from the "
-      "stand-ins' own records that no cloud controller ever runs in two processes at once and "
-      "measures every handover gap against the lease duration. Exit codes: 0 everything "
+      "N simulated kubeadm 1.26 control-plane nodes (temp roots with the real file layout), an "
+      "API server, a simulated kubelet per node whose static pods are the controller-managers, "
+      "one handoff-agent per node and a handoff-coordinator; then the rollout to 1.27 with a "
+      "live progress view, a check of the nodes' providerIDs, and the rollback to 1.26. With "
+      "--cluster model (the default) the API server is a fake one in handoffctl and the "
+      "managers are stand-ins taking real leases; with --cluster real they are etcd, "
+      "kube-apiserver 1.26, kube-controller-manager 1.26 and aws-cloud-controller-manager 1.27 "
+      "against a fake AWS. An independent monitor checks, from what the managers themselves "
+      "record, that no cloud controller ever runs in two processes at once and measures every "
+      "handover gap against the lease duration; the summary names every component and its "
+      "version. Exit codes: 0 everything "
       "completed and the invariant held; 1 the invariant broke or a step did not complete; 2 "
       "the sandbox could not be set up");
   command->add_option("--nodes", flags->options.nodes,
@@ -64,6 +74,10 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context) {
       "unhealthy (a cloud-controller-manager never gets healthy: the agent rolls its node back, "
       "the rollout halts, the sandbox rolls everything back), stray-backup (a stray "
       "kube-controller-manager.yaml.bak: the node is refused until the file is removed)");
+  command->add_option("--cluster", flags->cluster,
+                      "The cluster under the rehearsal: model (default: the fake API server and "
+                      "stand-in controller-managers, nothing to install) or real (the upstream "
+                      "components from tests/real/components.sh; not in this build yet)");
   command->add_option("--bin-dir", flags->options.bin_dir,
                       "Where handoff-coordinator, handoff-agent, handoff-standin and "
                       "handoff-sandbox-kubelet are (default: beside handoffctl)");

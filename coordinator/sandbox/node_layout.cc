@@ -31,6 +31,22 @@ absl::Status Write(FileSystem& fs, const std::string& path, const std::string& c
   return AtomicReplace(fs, path, content);
 }
 
+// The container's env field, indented as the kube-controller-manager template's container, or
+// "" for none. Values are YAML double-quoted scalars.
+std::string EnvYaml(const std::vector<std::pair<std::string, std::string>>& env) {
+  if (env.empty()) return "";
+  std::string yaml = "\n    env:";
+  for (const auto& [name, value] : env) {
+    std::string quoted;
+    for (char c : value) {
+      if (c == '"' || c == '\\') quoted += '\\';
+      quoted += c;
+    }
+    StrAppend(&yaml, "\n    - name: ", name, "\n      value: \"", quoted, "\"");
+  }
+  return yaml;
+}
+
 }  // namespace
 
 std::string ManifestTemplate(const std::string& name) { return SandboxTemplate(name); }
@@ -74,6 +90,7 @@ absl::Status WriteNodeLayout(FileSystem& fs, const SandboxNode& node, const Layo
     text = ReplaceAll(text, "@LEASE_DURATION@", GoDuration(inputs.timing.lease_duration));
     text = ReplaceAll(text, "@RENEW_DEADLINE@", GoDuration(inputs.timing.renew_deadline));
     text = ReplaceAll(text, "@RETRY_PERIOD@", GoDuration(inputs.timing.retry_period));
+    text = ReplaceAll(text, "@CONTAINER_ENV@", EnvYaml(inputs.controller_manager_env));
     absl::Status written = Write(fs, manifests + name, text);
     if (!written.ok()) return written;
   }
@@ -89,7 +106,7 @@ absl::Status WriteNodeLayout(FileSystem& fs, const SandboxNode& node, const Layo
       {"/etc/kubernetes/scheduler.conf", kubeconfig},
       {"/etc/kubernetes/pki/ca.crt", inputs.kube_ca_pem},
       // The in-tree provider's --cloud-config; the cloud-controller-manager is given it too.
-      {"/etc/kubernetes/cloud.conf", "[Global]\nZone = us-east-1a\n"},
+      {"/etc/kubernetes/cloud.conf", inputs.cloud_config},
       {"/var/lib/kubelet/kubeadm-flags.env",
        "KUBELET_KUBEADM_ARGS=\"--cloud-config=/etc/kubernetes/cloud.conf --cloud-provider=aws "
        "--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock "

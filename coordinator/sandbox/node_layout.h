@@ -7,6 +7,7 @@
 #define HANDOFF_COORDINATOR_SANDBOX_NODE_LAYOUT_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -44,6 +45,12 @@ struct LayoutInputs {
   // The managers' client certificate (CN system:kube-controller-manager).
   pki::KeyPair controller_manager_client;
   LeaseTiming timing;
+  // The cluster's part (cluster.h, AddLayoutInputs). The in-tree provider's --cloud-config,
+  // /etc/kubernetes/cloud.conf (the cloud-controller-manager is given it too).
+  std::string cloud_config = "[Global]\nZone = us-east-1a\n";
+  // The kube-controller-manager container's env, in order (the cloud-controller-manager
+  // inherits it): e.g. where the AWS APIs and the instance metadata are. Empty: no env field.
+  std::vector<std::pair<std::string, std::string>> controller_manager_env;
 };
 
 // Writes the node's files through `fs` (rooted at the node's root). Fails naming the file.

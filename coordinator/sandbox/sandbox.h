@@ -6,6 +6,8 @@
 // progress view, a check of the nodes' providerIDs, and the rollback to N. An independent
 // monitor checks throughout, from the stand-ins' own records, that no cloud controller ever runs
 // in two processes at once, and measures every handover gap against the lease duration.
+// The cluster under all this is the model one (fake API server, stand-in managers) or the real
+// one (cluster.h), chosen by SandboxOptions::cluster.
 #ifndef HANDOFF_COORDINATOR_SANDBOX_SANDBOX_H_
 #define HANDOFF_COORDINATOR_SANDBOX_SANDBOX_H_
 
@@ -14,6 +16,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "coordinator/sandbox/cluster.h"
 
 namespace handoff::sandbox {
 
@@ -31,6 +34,7 @@ struct SandboxOptions {
   std::string dir;  // "" = a new directory under $TMPDIR (or /tmp)
   bool keep = false;
   Fault fault = Fault::kNone;
+  ClusterKind cluster = ClusterKind::kModel;
   // Where handoff-coordinator, handoff-agent, handoff-standin and handoff-sandbox-kubelet are;
   // "" = the directory of the running handoffctl.
   std::string bin_dir;

@@ -61,6 +61,37 @@ TEST(NodeLayoutTest, ANodeIsAnInTreeKubeadmNodeBoundToItsOwnAddress) {
               ::testing::HasSubstr("--cloud-provider=aws"));
 }
 
+// The model cluster gives no env: the manifest is kubeadm's, with no env field.
+TEST(NodeLayoutTest, TheClusterGivesTheControllerManagerItsEnvAndCloudConfig) {
+  MemoryFileSystem plain;
+  ASSERT_TRUE(WriteNodeLayout(plain, MakeSandboxNode(1), Inputs()).ok());
+  EXPECT_THAT(*plain.ReadFile("/etc/kubernetes/manifests/kube-controller-manager.yaml"),
+              ::testing::Not(::testing::HasSubstr("env:")));
+  EXPECT_EQ(*plain.ReadFile("/etc/kubernetes/cloud.conf"), "[Global]\nZone = us-east-1a\n");
+
+  MemoryFileSystem fs;
+  LayoutInputs inputs = Inputs();
+  inputs.cloud_config = "[Global]\nKubernetesClusterID = sandbox\n";
+  inputs.controller_manager_env = {
+      {"AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.1.1:1338/"},
+      {"QUOTED", "a \"b\" \\c"}};
+  ASSERT_TRUE(WriteNodeLayout(fs, MakeSandboxNode(1), inputs).ok());
+  EXPECT_EQ(*fs.ReadFile("/etc/kubernetes/cloud.conf"), "[Global]\nKubernetesClusterID = sandbox\n");
+  const std::string text = *fs.ReadFile("/etc/kubernetes/manifests/kube-controller-manager.yaml");
+  EXPECT_THAT(text, ::testing::HasSubstr(
+                        "    image: registry.k8s.io/kube-controller-manager:v1.26.9\n"
+                        "    env:\n"
+                        "    - name: AWS_EC2_METADATA_SERVICE_ENDPOINT\n"
+                        "      value: \"http://127.0.1.1:1338/\"\n"
+                        "    - name: QUOTED\n"
+                        "      value: \"a \\\"b\\\" \\\\c\"\n"
+                        "    imagePullPolicy: IfNotPresent\n"));
+  // Still a kubeadm in-tree node to the agent.
+  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(fs, NodePaths());
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_EQ(Classify(*snapshot).state, NodeState::kInTree);
+}
+
 TEST(NodeLayoutTest, TheRolloutSettingsParseWithTheSandboxLeaseTiming) {
   absl::StatusOr<Settings> settings = ParseSettings(RolloutSettingsYaml(LeaseTiming()), "sandbox");
   ASSERT_TRUE(settings.ok()) << settings.status();

@@ -64,6 +64,7 @@ TEST(SandboxRunTest, ThreeNodesMigrateAndComeBackWithTheInvariantHeld) {
   EXPECT_THAT(run.output, HasSubstr("steps: 12 moves carried out by the agents"));
   EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 migrated  cp-2 migrated  cp-3 migrated"));
   EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 in-tree  cp-2 in-tree  cp-3 in-tree"));
+  EXPECT_THAT(run.output, HasSubstr("components:\n  model: fake API server, stand-in managers\n"));
 }
 
 TEST(SandboxRunTest, FiveNodes) {
@@ -103,6 +104,12 @@ TEST(SandboxRunTest, TheMonitorCatchesTheUnsafeOrder) {
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("INVARIANT BROKEN"));
   EXPECT_THAT(run.output, HasSubstr("cloud-controller-manager"));
+}
+
+TEST(SandboxRunTest, AnUnknownClusterIsRefused) {
+  SandboxRun run = Sandbox({"--cluster", "minikube"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--cluster \"minikube\" is not one of model, real"));
 }
 
 TEST(SandboxRunTest, AnUnknownFaultIsRefused) {

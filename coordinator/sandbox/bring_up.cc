@@ -1,0 +1,443 @@
+// Bring-up and teardown of a sandbox run (sandbox_run.h): its directory and nodes, the
+// certificates, the cluster's API server and each node's files, the kubelets, the coordinator
+// and the agents; the orphan reaper that keeps the pods' processes from lingering as zombies.
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/base/strings.h"
+#include "agent/fs/atomic_file.h"
+#include "coordinator/kube/client.h"
+#include "coordinator/kube/http_transport.h"
+#include "coordinator/kube/kubeconfig.h"
+#include "coordinator/kube/rbac.h"
+#include "coordinator/sandbox/report.h"
+#include "coordinator/sandbox/sandbox_run.h"
+
+namespace handoff::sandbox {
+namespace {
+
+constexpr char kOperator[] = "sandbox-operator";
+constexpr char kKubeletHealthzPort[] = "10248";
+// The coordinator's gRPC server name in its certificate.
+constexpr char kCoordinatorServerName[] = "localhost";
+
+}  // namespace
+
+std::string SandboxRun::Path(const std::string& relative) const {
+  return StrCat(dir_, "/", relative);
+}
+
+std::string SandboxRun::Bin(const std::string& name) const { return StrCat(bin_dir_, "/", name); }
+
+absl::StatusOr<std::unique_ptr<Process>> SandboxRun::SpawnOwned(
+    const std::vector<std::string>& argv, const std::string& log) {
+  std::lock_guard<std::mutex> lock(owned_mu_);
+  absl::StatusOr<std::unique_ptr<Process>> process = Process::Spawn(argv, log);
+  if (process.ok()) owned_.insert((*process)->pid());
+  return process;
+}
+
+void SandboxRun::ReapOrphans() {
+  const pid_t self = getpid();
+  while (reaping_) {
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+      const std::string name = entry.path().filename();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      absl::StatusOr<std::string> stat = fs_->ReadFile(StrCat("/proc/", name, "/stat"));
+      if (!stat.ok()) continue;
+      // "pid (comm) S ppid ...": the command may hold spaces and parentheses, so read after
+      // the last ')'.
+      size_t close = stat->rfind(')');
+      if (close == std::string::npos || close + 4 >= stat->size()) continue;
+      char state = (*stat)[close + 2];
+      long ppid = std::strtol(stat->c_str() + close + 4, nullptr, 10);
+      if (state != 'Z' || ppid != self) continue;
+      pid_t pid = static_cast<pid_t>(std::stol(name));
+      {
+        std::lock_guard<std::mutex> lock(owned_mu_);
+        if (owned_.count(pid) > 0) continue;
+      }
+      waitpid(pid, nullptr, WNOHANG);
+    }
+    // Orphans announce themselves by no event this process can wait on (SIGCHLD would be taken
+    // from the Process objects' own waitpid), so the reaper looks now and then.
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
+absl::Status SandboxRun::WriteFile(const std::string& path, const std::string& content,
+                                   unsigned mode) {
+  absl::Status made = EnsureDirectory(*fs_, std::filesystem::path(path).parent_path(), 0755);
+  if (!made.ok()) return made;
+  FileInfo info;
+  info.mode = mode;
+  return AtomicReplace(*fs_, path, content, info);
+}
+
+absl::Status SandboxRun::Setup() {
+  started_ = absl::Now();
+  fs_ = NewPosixFileSystem("/");
+  // Pods run in sessions of their own and outlive a kubelet restart; as their subreaper the
+  // sandbox reaps them (this machine's init may not), and finds them all at teardown.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  reaping_ = true;
+  reaper_ = std::thread([this] { ReapOrphans(); });
+  clock_ = NewRealClock();
+  if (options_.bin_dir.empty()) {
+    bin_dir_ = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+  } else {
+    bin_dir_ = std::filesystem::absolute(options_.bin_dir);
+  }
+  for (const char* binary :
+       {"handoff-coordinator", "handoff-agent", "handoff-standin", "handoff-sandbox-kubelet"}) {
+    if (access(Bin(binary).c_str(), X_OK) != 0) {
+      return absl::FailedPreconditionError(
+          StrCat(Bin(binary), " is missing: build it (packaging/build.sh) or pass --bin-dir"));
+    }
+  }
+  if (options_.dir.empty()) {
+    const char* tmp = getenv("TMPDIR");
+    std::string pattern =
+        StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/handoff-sandbox-XXXXXX");
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return absl::InternalError(StrCat("cannot create a directory like ", pattern));
+    }
+    dir_ = pattern;
+  } else {
+    dir_ = std::filesystem::absolute(options_.dir).lexically_normal();
+    std::error_code error;
+    if (std::filesystem::exists(dir_) && !std::filesystem::is_empty(dir_, error)) {
+      return absl::FailedPreconditionError(
+          StrCat("--dir ", dir_, " is not empty: give a new or empty directory"));
+    }
+  }
+  for (const char* sub : {"logs", "records", "pki", "nodes"}) {
+    absl::Status made = EnsureDirectory(*fs_, Path(sub), 0700);
+    if (!made.ok()) return made;
+  }
+  ClusterSetup setup;
+  setup.dir = dir_;
+  setup.bin_dir = bin_dir_;
+  setup.timing = timing_;
+  for (int i = 1; i <= options_.nodes; ++i) {
+    NodeRun node;
+    node.node.spec = MakeSandboxNode(i);
+    node.node.root = Path(StrCat("nodes/", node.spec().name));
+    absl::Status made = EnsureDirectory(*fs_, node.root(), 0755);
+    if (!made.ok()) return made;
+    setup.nodes.push_back(node.node);
+    nodes_.push_back(std::move(node));
+  }
+  absl::StatusOr<std::unique_ptr<SandboxCluster>> cluster =
+      NewSandboxCluster(options_.cluster, setup);
+  if (!cluster.ok()) return cluster.status();
+  cluster_ = *std::move(cluster);
+  Say(StrCat("sandbox in ", dir_, ": ", options_.nodes, " kubeadm 1.26 control-plane nodes"));
+  return absl::OkStatus();
+}
+
+absl::Status SandboxRun::MakeCertificates() {
+  const absl::Time now = absl::Now();
+  const absl::Duration day = absl::Hours(24);
+  absl::StatusOr<pki::KeyPair> kube_ca =
+      pki::CreateCertificateAuthority("sandbox-kubernetes-ca", now, day);
+  if (!kube_ca.ok()) return kube_ca.status();
+  kube_ca_ = *kube_ca;
+  absl::StatusOr<pki::KeyPair> handoff_ca =
+      pki::CreateCertificateAuthority("sandbox-handoff-ca", now, day);
+  if (!handoff_ca.ok()) return handoff_ca.status();
+  handoff_ca_ = *handoff_ca;
+
+  struct Issue {
+    const pki::KeyPair* ca;
+    std::string file;
+    pki::CertificateRequest request;
+  };
+  std::vector<Issue> issues;
+  auto request = [](std::string cn, std::vector<std::string> o, bool server) {
+    pki::CertificateRequest r;
+    r.common_name = std::move(cn);
+    r.organizations = std::move(o);
+    r.server = server;
+    r.client = !server;
+    r.validity = absl::Hours(24);
+    if (server) {
+      r.dns_names = {"localhost"};
+      r.ip_addresses = {"127.0.0.1"};
+    }
+    return r;
+  };
+  issues.push_back({&kube_ca_, "apiserver", request("kube-apiserver", {}, true)});
+  issues.push_back({&kube_ca_, "admin", request("kubernetes-admin", {"system:masters"}, false)});
+  issues.push_back(
+      {&kube_ca_, "controller-manager", request("system:kube-controller-manager", {}, false)});
+  issues.push_back({&handoff_ca_, "coordinator", request("handoff-coordinator", {}, true)});
+  issues.push_back({&handoff_ca_, "operator", request(kOperator, {"handoff:operators"}, false)});
+  for (const NodeRun& node : nodes_) {
+    issues.push_back({&handoff_ca_, StrCat("agent-", node.spec().name),
+                      request(node.spec().name, {"handoff:agents"}, false)});
+  }
+  absl::Status written = WriteFile(Path("pki/kube-ca.crt"), kube_ca_.certificate_pem);
+  if (written.ok()) written = WriteFile(Path("pki/handoff-ca.crt"), handoff_ca_.certificate_pem);
+  if (!written.ok()) return written;
+  for (const Issue& issue : issues) {
+    absl::StatusOr<pki::KeyPair> pair = pki::IssueCertificate(*issue.ca, issue.request, now);
+    if (!pair.ok()) return pair.status();
+    if (issue.file == "admin") admin_ = *pair;
+    written = WriteFile(Path(StrCat("pki/", issue.file, ".crt")), pair->certificate_pem);
+    if (written.ok()) {
+      written = WriteFile(Path(StrCat("pki/", issue.file, ".key")), pair->private_key_pem, 0600);
+    }
+    if (!written.ok()) return written;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SandboxRun::StartApiServer() {
+  ApiServerCertificates certificates;
+  certificates.kube_ca = kube_ca_;
+  certificates.client_ca_file = Path("pki/kube-ca.crt");
+  certificates.serving_cert_file = Path("pki/apiserver.crt");
+  certificates.serving_key_file = Path("pki/apiserver.key");
+  absl::StatusOr<std::string> url = cluster_->StartApiServer(certificates);
+  if (!url.ok()) return url.status();
+  absl::Status written = WriteFile(
+      Path("admin.conf"), KubeconfigYaml(*url, kube_ca_.certificate_pem, admin_, "kubernetes-admin"),
+      0600);
+  if (!written.ok()) return written;
+
+  absl::StatusOr<std::string> kcm_cert = fs_->ReadFile(Path("pki/controller-manager.crt"));
+  absl::StatusOr<std::string> kcm_key = fs_->ReadFile(Path("pki/controller-manager.key"));
+  if (!kcm_cert.ok()) return kcm_cert.status();
+  if (!kcm_key.ok()) return kcm_key.status();
+  for (const NodeRun& node : nodes_) {
+    LayoutInputs inputs;
+    inputs.api_server_url = *url;
+    inputs.kube_ca_pem = kube_ca_.certificate_pem;
+    inputs.controller_manager_client = pki::KeyPair{*kcm_cert, *kcm_key};
+    inputs.timing = timing_;
+    absl::Status added = cluster_->AddLayoutInputs(node.node, inputs);
+    if (!added.ok()) return added;
+    std::unique_ptr<FileSystem> node_fs = NewPosixFileSystem(node.root());
+    absl::Status laid = WriteNodeLayout(*node_fs, node.spec(), inputs);
+    if (!laid.ok()) return laid;
+  }
+  absl::Status settings = WriteFile(Path("settings.yaml"), RolloutSettingsYaml(timing_));
+  if (!settings.ok()) return settings;
+  Say(StrCat("API server on ", *url, " (Leases, Roles, Nodes with providerIDs)"));
+  return absl::OkStatus();
+}
+
+absl::Status SandboxRun::StartKubelets() {
+  for (const NodeRun& node : nodes_) {
+    std::vector<std::string> argv = {Bin("handoff-sandbox-kubelet"),
+                                     "start",
+                                     "--root",
+                                     node.root(),
+                                     "--node-name",
+                                     node.spec().name,
+                                     "--healthz-bind-address",
+                                     node.spec().ip,
+                                     "--healthz-port",
+                                     kKubeletHealthzPort};
+    for (std::string& arg : cluster_->KubeletArgs(node.node)) argv.push_back(std::move(arg));
+    const std::string log = Path(StrCat("logs/kubelet-", node.spec().name, ".log"));
+    absl::StatusOr<std::unique_ptr<Process>> start = SpawnOwned(argv, log);
+    if (!start.ok()) return start.status();
+    int status = 0;
+    if (!(*start)->WaitFor(absl::Seconds(30), &status) || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+      return absl::UnavailableError(StrCat("the simulated kubelet of ", node.spec().name,
+                                           " did not start (", DescribeWaitStatus(status),
+                                           "); see ", log));
+    }
+  }
+  Say(StrCat(
+      "kubelets running the static pods of ", options_.nodes,
+      " nodes: kube-apiserver, kube-controller-manager --cloud-provider=aws, kube-scheduler"));
+  return absl::OkStatus();
+}
+
+absl::Status SandboxRun::WaitForCloudControllers(absl::Duration timeout) {
+  absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline && !interrupted_()) {
+    const MonitorReport& report = cluster_->Poll(absl::Now());
+    // route does not run: the managers keep kubeadm's --configure-cloud-routes=false.
+    bool all = !report.controllers.empty();
+    for (const ControllerStats& stats : report.controllers) {
+      if (stats.runs.empty() || stats.runs.back().end != RunEnd::kStillRunning) all = false;
+    }
+    if (all) return absl::OkStatus();
+    // The managers' records are files they append to; nothing signals a new line.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return absl::DeadlineExceededError(
+      StrCat("no kube-controller-manager took the lease and ran the cloud controllers within ",
+             FormatSeconds(timeout), "; see ", Path("logs")));
+}
+
+absl::Status SandboxRun::ApplyRbac() {
+  absl::StatusOr<kube::ClusterCredentials> credentials =
+      kube::LoadKubeconfig(*fs_, Path("admin.conf"), "");
+  if (!credentials.ok()) return credentials.status();
+  absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport =
+      kube::NewCurlTransport(*credentials);
+  if (!transport.ok()) return transport.status();
+  kube::KubeClient client(*std::move(transport), *clock_, kube::ClientOptionsFor(*credentials));
+  absl::StatusOr<kube::RbacApplyResult> applied = kube::ApplyRbac(client, kube::RbacOptions{});
+  if (!applied.ok()) return applied.status();
+  Say(StrCat("handoffctl rbac apply: ", applied->applied.size(),
+             " change(s) for the migration lease"));
+  return absl::OkStatus();
+}
+
+absl::Status SandboxRun::StartCoordinator() {
+  std::string nodes;
+  for (const NodeRun& node : nodes_) nodes += (nodes.empty() ? "" : ",") + node.spec().name;
+  std::string port_file = Path("coordinator.port");
+  (void)fs_->RemoveFile(port_file);
+  std::vector<std::string> argv = {Bin("handoff-coordinator"),
+                                   "--listen",
+                                   StrCat("127.0.0.1:", coordinator_port_),
+                                   "--port-file",
+                                   port_file,
+                                   "--state-dir",
+                                   Path("coordinator"),
+                                   "--ca",
+                                   Path("pki/handoff-ca.crt"),
+                                   "--cert",
+                                   Path("pki/coordinator.crt"),
+                                   "--key",
+                                   Path("pki/coordinator.key"),
+                                   "--nodes",
+                                   nodes,
+                                   "--settings",
+                                   Path("settings.yaml"),
+                                   "--kubeconfig",
+                                   Path("admin.conf"),
+                                   "--facts-interval",
+                                   "300ms",
+                                   "--shutdown-grace",
+                                   "2s"};
+  absl::StatusOr<std::unique_ptr<Process>> started = SpawnOwned(argv, Path("logs/coordinator.log"));
+  if (!started.ok()) return started.status();
+  coordinator_ = *std::move(started);
+  absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline) {
+    absl::StatusOr<std::string> port = fs_->ReadFile(port_file);
+    if (port.ok()) {
+      coordinator_port_ = std::stoi(*port);
+      return ResolveOperatorEndpoint();
+    }
+    // Waiting on the process both paces the polling of the port file and notices an exit.
+    int status = 0;
+    if (coordinator_->WaitFor(absl::Milliseconds(50), &status)) {
+      return absl::UnavailableError(StrCat("handoff-coordinator exited (",
+                                           DescribeWaitStatus(status), "); see ",
+                                           Path("logs/coordinator.log")));
+    }
+  }
+  return absl::DeadlineExceededError("handoff-coordinator did not start serving within 30s");
+}
+
+absl::Status SandboxRun::StartAgent(NodeRun& node) {
+  std::string settings = StrCat(node.root(), "/etc/handoff/agent-settings.yaml");
+  absl::Status written =
+      WriteFile(settings, StrCat("# This node's own settings for handoff-agent run: its kubelet "
+                                 "answers on\n# the node's address (each simulated node has "
+                                 "its own).\nkubelet:\n  healthzUrl: http://",
+                                 node.spec().ip, ":", kKubeletHealthzPort, "/healthz\n"));
+  if (!written.ok()) return written;
+  std::vector<std::string> argv = {
+      Bin("handoff-agent"),
+      "run",
+      "--coordinator",
+      StrCat("127.0.0.1:", coordinator_port_),
+      "--server-name",
+      kCoordinatorServerName,
+      "--ca",
+      Path("pki/handoff-ca.crt"),
+      "--cert",
+      Path(StrCat("pki/agent-", node.spec().name, ".crt")),
+      "--key",
+      Path(StrCat("pki/agent-", node.spec().name, ".key")),
+      "--root",
+      node.root(),
+      "--settings",
+      settings,
+      "--proc-root",
+      StrCat(node.root(), "/run/sandbox-proc"),
+      "--timeout",
+      "15s",
+      "--reconnect-max",
+      "500ms",
+      "--kubelet-restart-command",
+      StrCat(Bin("handoff-sandbox-kubelet"), " restart --root ", node.root())};
+  absl::StatusOr<std::unique_ptr<Process>> started =
+      SpawnOwned(argv, Path(StrCat("logs/agent-", node.spec().name, ".log")));
+  if (!started.ok()) return started.status();
+  node.agent = *std::move(started);
+  return absl::OkStatus();
+}
+
+absl::Status SandboxRun::RestartAgent(NodeRun& node, bool kill) {
+  if (node.agent) node.agent->Stop(kill ? SIGKILL : SIGTERM, absl::Seconds(10));
+  return StartAgent(node);
+}
+
+absl::Status SandboxRun::ResolveOperatorEndpoint() {
+  ctl::CoordinatorOptions options;
+  options.address = StrCat("127.0.0.1:", coordinator_port_);
+  options.ca = Path("pki/handoff-ca.crt");
+  options.cert = Path("pki/operator.crt");
+  options.key = Path("pki/operator.key");
+  options.server_name = kCoordinatorServerName;
+  options.timeout = "20s";
+  options.watch_timeout = "1h";
+  absl::StatusOr<ctl::CoordinatorEndpoint> endpoint =
+      ctl::ResolveCoordinatorEndpoint(options, nullptr, *fs_);
+  if (!endpoint.ok()) return endpoint.status();
+  operator_endpoint_ = *std::move(endpoint);
+  return absl::OkStatus();
+}
+
+std::unique_ptr<ctl::OperatorClient> SandboxRun::ConnectOperator() const {
+  return ctl::NewGrpcOperatorClient(operator_endpoint_);
+}
+
+void SandboxRun::TearDown() {
+  if (torn_down_) return;
+  torn_down_ = true;
+  feed_.reset();
+  for (NodeRun& node : nodes_) {
+    if (node.agent) node.agent->Stop(SIGTERM, absl::Seconds(5));
+  }
+  if (coordinator_) coordinator_->Stop(SIGTERM, absl::Seconds(5));
+  for (const NodeRun& node : nodes_) {
+    absl::StatusOr<std::unique_ptr<Process>> stop =
+        SpawnOwned({Bin("handoff-sandbox-kubelet"), "stop", "--root", node.root(), "--pods"},
+                   Path(StrCat("logs/kubelet-", node.spec().name, ".log")));
+    if (stop.ok()) (*stop)->WaitFor(absl::Seconds(15), nullptr);
+  }
+  if (cluster_) cluster_->Stop();
+  reaping_ = false;
+  if (reaper_.joinable()) reaper_.join();
+  if (!options_.keep && !dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  } else if (!dir_.empty()) {
+    out_ << "kept " << dir_ << " (logs/, records/, nodes/, coordinator/)\n";
+  }
+}
+
+}  // namespace handoff::sandbox

@@ -1,0 +1,30 @@
+#include "coordinator/sandbox/cluster.h"
+
+#include <map>
+
+#include "coordinator/sandbox/model_cluster.h"
+#include "coordinator/sandbox/real_cluster.h"
+
+namespace handoff::sandbox {
+
+bool ParseClusterKind(const std::string& name, ClusterKind* kind) {
+  static const std::map<std::string, ClusterKind> kKinds = {{"model", ClusterKind::kModel},
+                                                            {"real", ClusterKind::kReal}};
+  auto found = kKinds.find(name);
+  if (found == kKinds.end()) return false;
+  *kind = found->second;
+  return true;
+}
+
+absl::StatusOr<std::unique_ptr<SandboxCluster>> NewSandboxCluster(ClusterKind kind,
+                                                                  const ClusterSetup& setup) {
+  switch (kind) {
+    case ClusterKind::kModel:
+      return NewModelCluster(setup);
+    case ClusterKind::kReal:
+      return NewRealCluster(setup);
+  }
+  return absl::InvalidArgumentError("unknown cluster kind");
+}
+
+}  // namespace handoff::sandbox

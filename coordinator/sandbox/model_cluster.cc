@@ -1,0 +1,81 @@
+#include "coordinator/sandbox/model_cluster.h"
+
+#include <utility>
+
+#include "agent/base/strings.h"
+#include "agent/fs/file_system.h"
+#include "coordinator/fakeapi/api_store.h"
+#include "coordinator/fakeapi/fake_api_server.h"
+
+namespace handoff::sandbox {
+namespace {
+
+class ModelCluster : public SandboxCluster {
+ public:
+  explicit ModelCluster(const ClusterSetup& setup)
+      : setup_(setup), fs_(NewPosixFileSystem("/")) {
+    MonitorOptions options;
+    options.lease_duration = setup.timing.lease_duration;
+    options.retry_period = setup.timing.retry_period;
+    // The cloud controllers the stand-ins run (routes are off, as kubeadm on AWS has them);
+    // node-ipam is reported as soon as a record names it.
+    options.controllers = {"service", "cloud-node-lifecycle"};
+    monitor_ = std::make_unique<LiveMonitor>(*fs_, StrCat(setup.dir, "/records"), options);
+  }
+  ~ModelCluster() override { Stop(); }
+
+  absl::StatusOr<std::string> StartApiServer(const ApiServerCertificates& certificates) override {
+    store_ = std::make_unique<fakeapi::ApiStore>();
+    std::vector<SandboxNode> specs;
+    for (const ClusterNode& node : setup_.nodes) specs.push_back(node.spec);
+    absl::Status seeded = store_->Seed(ClusterSeedYaml(specs), "the sandbox's cluster");
+    if (!seeded.ok()) return seeded;
+    fakeapi::FakeApiServerOptions options;
+    options.cert_file = certificates.serving_cert_file;
+    options.key_file = certificates.serving_key_file;
+    options.client_ca_file = certificates.client_ca_file;
+    absl::StatusOr<std::unique_ptr<fakeapi::FakeApiServer>> server =
+        fakeapi::FakeApiServer::Start(*store_, options);
+    if (!server.ok()) return server.status();
+    api_server_ = *std::move(server);
+    return api_server_->url();
+  }
+
+  // The templates' defaults are the model's: a cloud config the stand-ins never read, no env.
+  absl::Status AddLayoutInputs(const ClusterNode& /*node*/, LayoutInputs& /*inputs*/) override {
+    return absl::OkStatus();
+  }
+
+  std::vector<std::string> KubeletArgs(const ClusterNode& node) const override {
+    return {"--standin", StrCat(setup_.bin_dir, "/handoff-standin"), "--records",
+            StrCat(setup_.dir, "/records/", node.spec.name, ".jsonl")};
+  }
+
+  const MonitorReport& Poll(absl::Time now) override {
+    (void)monitor_->Poll(absl::ToUnixNanos(now));
+    return monitor_->report();
+  }
+
+  std::vector<std::string> ComponentLines() const override {
+    return {"model: fake API server, stand-in managers"};
+  }
+
+  void Stop() override {
+    if (api_server_) api_server_->Stop();
+  }
+
+ private:
+  const ClusterSetup setup_;
+  std::unique_ptr<FileSystem> fs_;  // rooted at "/", for the monitor
+  std::unique_ptr<LiveMonitor> monitor_;
+  std::unique_ptr<fakeapi::ApiStore> store_;
+  std::unique_ptr<fakeapi::FakeApiServer> api_server_;
+};
+
+}  // namespace
+
+std::unique_ptr<SandboxCluster> NewModelCluster(const ClusterSetup& setup) {
+  return std::make_unique<ModelCluster>(setup);
+}
+
+}  // namespace handoff::sandbox

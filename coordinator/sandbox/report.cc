@@ -1,0 +1,78 @@
+#include "coordinator/sandbox/report.h"
+
+#include <cstdio>
+#include <map>
+#include <utility>
+
+#include "agent/base/strings.h"
+#include "proto/rpc/node_state.h"
+
+namespace handoff::sandbox {
+namespace {
+
+std::string StateName(v1::NodeState state) {
+  std::optional<NodeState> known = rpc::FromProto(state);
+  return known ? std::string(NodeStateName(*known)) : std::string("unknown");
+}
+
+}  // namespace
+
+std::string FormatSeconds(absl::Duration duration) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1fs", absl::ToDoubleSeconds(duration));
+  return text;
+}
+
+std::string ProgressLine(const v1::RolloutStatus& status) {
+  std::string line = StrCat(v1::RolloutStatus::Phase_Name(status.phase()), ":");
+  for (const v1::NodeProgress& node : status.nodes()) {
+    StrAppend(&line, "  ", node.name(), " ", StateName(node.state()));
+    if (node.moving_to() != v1::NODE_STATE_UNSPECIFIED) {
+      StrAppend(&line, "→", StateName(node.moving_to()));
+    }
+    if (!node.connected()) StrAppend(&line, " (agent away)");
+  }
+  return line;
+}
+
+std::string SummaryText(const SummaryInputs& inputs) {
+  std::string text = StrCat("\n== summary ==\n", inputs.outcome, "\n");
+  if (!inputs.components.empty()) {
+    text += "components:\n";
+    for (const std::string& line : inputs.components) StrAppend(&text, "  ", line, "\n");
+  }
+  if (inputs.history) {
+    std::map<std::string, int64_t> sent;  // command id -> when it was sent
+    std::map<std::string, std::pair<int, int64_t>> per_node;  // moves, milliseconds
+    int steps = 0;
+    for (const v1::HistoryEntry& entry : inputs.history->entries()) {
+      if (entry.kind() == "command") sent[entry.command_id()] = entry.unix_ms();
+      if (entry.kind() == "result" && sent.count(entry.command_id()) > 0) {
+        ++steps;
+        per_node[entry.node()].first++;
+        per_node[entry.node()].second += entry.unix_ms() - sent[entry.command_id()];
+      }
+    }
+    StrAppend(&text, "steps: ", steps, " moves carried out by the agents\n");
+    for (const auto& [node, totals] : per_node) {
+      StrAppend(&text, "  ", node, ": ", totals.first, " moves, ",
+                FormatSeconds(absl::Milliseconds(totals.second)), " in all\n");
+    }
+  }
+  const MonitorReport& report = inputs.monitor;
+  StrAppend(&text, "handovers (lease duration ", FormatSeconds(inputs.timing.lease_duration),
+            ", long when over ", FormatSeconds(absl::Nanoseconds(report.long_gap_bound_ns)),
+            "):\n");
+  for (const ControllerStats& stats : report.controllers) {
+    StrAppend(&text, "  ", stats.controller, ": ", stats.runs.size(), " runs, longest gap ",
+              FormatSeconds(absl::Nanoseconds(stats.longest_gap_ns)), ", no runner for ",
+              FormatSeconds(absl::Nanoseconds(stats.no_runner_ns)), ", ", stats.long_gaps,
+              " long gap(s)\n");
+  }
+  text += report.invariant_held
+              ? "invariant held: no cloud controller ran in two processes at once\n"
+              : "INVARIANT BROKEN:\n" + report.Summary();
+  return text;
+}
+
+}  // namespace handoff::sandbox

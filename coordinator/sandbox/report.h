@@ -1,0 +1,42 @@
+// What the sandbox prints: the live progress line of the rollout, and the summary at the end
+// (the outcome, the components, steps and time per node from the coordinator's history, each
+// cloud controller's handovers, and the invariant's verdict). Pure functions of their inputs.
+#ifndef HANDOFF_COORDINATOR_SANDBOX_REPORT_H_
+#define HANDOFF_COORDINATOR_SANDBOX_REPORT_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "coordinator/sandbox/monitor/monitor.h"
+#include "coordinator/sandbox/node_layout.h"
+#include "handoff/v1/handoff.pb.h"
+
+namespace handoff::sandbox {
+
+// "1.5s": tenths of a second.
+std::string FormatSeconds(absl::Duration duration);
+
+// "MIGRATING:  cp-1 migrated  cp-2 prepared→migrated (agent away)  cp-3 in-tree": the phase,
+// then each node's state, the move under way and whether its agent is connected.
+std::string ProgressLine(const v1::RolloutStatus& status);
+
+struct SummaryInputs {
+  std::string outcome;  // the first line: what completed, or what did not
+  // ComponentLines of the cluster under the sandbox.
+  std::vector<std::string> components;
+  // The coordinator's audit history; std::nullopt when it could not be read (then no steps).
+  std::optional<v1::HistoryResponse> history;
+  MonitorReport monitor;
+  LeaseTiming timing;
+};
+
+// The summary, from "\n== summary ==\n" on; every line ends in "\n". Steps are the commands the
+// history shows a result for, with the time from each command to its result added up per node.
+// A broken invariant ends with MonitorReport::Summary(), naming each overlap.
+std::string SummaryText(const SummaryInputs& inputs);
+
+}  // namespace handoff::sandbox
+
+#endif  // HANDOFF_COORDINATOR_SANDBOX_REPORT_H_

@@ -1,0 +1,134 @@
+// Internal to the sandbox: one rehearsal, from bring-up (bring_up.cc: directories,
+// certificates, the cluster's API server, kubelets, coordinator, agents) through the scenario
+// (scenario.cc: rollout, faults, rollback, or the unsafe order) to the summary (report.h) and
+// the teardown. sandbox.cc runs it. Not thread-safe: one thread drives it; the status feed and
+// the orphan reaper have threads of their own.
+#ifndef HANDOFF_COORDINATOR_SANDBOX_SANDBOX_RUN_H_
+#define HANDOFF_COORDINATOR_SANDBOX_SANDBOX_RUN_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "agent/fs/file_system.h"
+#include "agent/system/clock.h"
+#include "coordinator/ctl/coordinator_client.h"
+#include "coordinator/pki/pki.h"
+#include "coordinator/sandbox/cluster.h"
+#include "coordinator/sandbox/node_layout.h"
+#include "coordinator/sandbox/process.h"
+#include "coordinator/sandbox/sandbox.h"
+#include "coordinator/sandbox/status_feed.h"
+#include "handoff/v1/handoff.pb.h"
+
+namespace handoff::sandbox {
+
+class SandboxRun {
+ public:
+  SandboxRun(const SandboxOptions& options, std::ostream& out, std::ostream& err,
+             const std::function<bool()>& interrupted)
+      : options_(options), out_(out), err_(err), interrupted_(interrupted) {}
+  ~SandboxRun() { TearDown(); }
+  SandboxRun(const SandboxRun&) = delete;
+  SandboxRun& operator=(const SandboxRun&) = delete;
+
+  // The whole rehearsal; the exit code (sandbox.h).
+  int Run();
+
+ private:
+  struct NodeRun {
+    ClusterNode node;
+    std::unique_ptr<Process> agent;
+    const SandboxNode& spec() const { return node.spec; }
+    const std::string& root() const { return node.root; }
+  };
+
+  // --- bring_up.cc
+  std::string Path(const std::string& relative) const;
+  std::string Bin(const std::string& name) const;
+  absl::Status WriteFile(const std::string& path, const std::string& content,
+                         unsigned mode = 0644);
+  // The directories, the nodes, the binaries' presence; then the cluster of options_.cluster.
+  absl::Status Setup();
+  absl::Status MakeCertificates();
+  // The cluster's API server, admin.conf, each node's files, the rollout's settings.
+  absl::Status StartApiServer();
+  absl::Status StartKubelets();
+  absl::Status WaitForCloudControllers(absl::Duration timeout);
+  absl::Status ApplyRbac();
+  absl::Status StartCoordinator();
+  absl::Status StartAgent(NodeRun& node);
+  absl::Status RestartAgent(NodeRun& node, bool kill);
+  // Where the coordinator is and the operator's certificate, as handoffctl resolves them.
+  absl::Status ResolveOperatorEndpoint();
+  // A client of the coordinator, as handoffctl makes one: a new channel each time, so that a
+  // restarted coordinator is dialled afresh.
+  std::unique_ptr<ctl::OperatorClient> ConnectOperator() const;
+  void TearDown();
+  // Process::Spawn, remembering the pid so that the reaper leaves it to its Process.
+  absl::StatusOr<std::unique_ptr<Process>> SpawnOwned(const std::vector<std::string>& argv,
+                                                      const std::string& log);
+  // The sandbox is the subreaper of everything it starts (pods outlive the kubelet that started
+  // them): this reaps the orphans that become its children, leaving its own to their Process.
+  void ReapOrphans();
+
+  // --- scenario.cc
+  int RunRollout();
+  int RunUnsafeOrder();
+  absl::Status KillAgentMidMove(NodeRun& node);
+  absl::Status KillAndRestartCoordinator();
+  absl::Status CheckProviderIds();
+  // An operator call, "handoffctl <what>", said when it succeeds; its error names `what`.
+  absl::Status Call(const std::string& what,
+                    const std::function<absl::Status(ctl::OperatorClient&)>& call);
+  // Waits for `done`, printing progress; an error naming what it waited for on timeout.
+  absl::StatusOr<v1::RolloutStatus> Await(
+      const std::string& what, const std::function<bool(const v1::RolloutStatus&)>& done,
+      absl::Duration timeout);
+
+  // --- sandbox.cc (report.h does the text)
+  void Say(const std::string& line);
+  void ShowProgress(const v1::RolloutStatus& status);
+  int Summarise(bool completed, const std::string& outcome);
+
+  const SandboxOptions& options_;
+  std::ostream& out_;
+  std::ostream& err_;
+  std::function<bool()> interrupted_;
+
+  std::string dir_;
+  std::string bin_dir_;
+  std::unique_ptr<FileSystem> fs_;  // rooted at "/"
+  absl::Time started_;
+  LeaseTiming timing_;
+  std::vector<NodeRun> nodes_;
+  std::unique_ptr<SandboxCluster> cluster_;
+
+  pki::KeyPair kube_ca_, handoff_ca_, admin_;
+  std::unique_ptr<Clock> clock_;
+  std::unique_ptr<Process> coordinator_;
+  int coordinator_port_ = 0;
+  ctl::CoordinatorEndpoint operator_endpoint_;
+  std::unique_ptr<StatusFeed> feed_;
+  std::string last_progress_;
+  bool torn_down_ = false;
+  std::mutex owned_mu_;
+  std::set<pid_t> owned_;
+  std::atomic<bool> reaping_{false};
+  std::thread reaper_;
+};
+
+}  // namespace handoff::sandbox
+
+#endif  // HANDOFF_COORDINATOR_SANDBOX_SANDBOX_RUN_H_

@@ -1,0 +1,252 @@
+// The scenario of a sandbox run (sandbox_run.h), once everything is up: the operator's rollout
+// to 1.27 with the fault of --fault injected on the way, the check of the nodes' providerIDs,
+// and the rollback to 1.26; or, test-only, the unsafe order the monitor must catch.
+#include <signal.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/base/strings.h"
+#include "agent/fs/atomic_file.h"
+#include "coordinator/kube/client.h"
+#include "coordinator/kube/http_transport.h"
+#include "coordinator/kube/kubeconfig.h"
+#include "coordinator/kube/nodes.h"
+#include "coordinator/sandbox/report.h"
+#include "coordinator/sandbox/sandbox_run.h"
+
+namespace handoff::sandbox {
+namespace {
+
+bool AllAt(const v1::RolloutStatus& status, v1::NodeState state) {
+  if (status.nodes_size() == 0) return false;
+  for (const v1::NodeProgress& node : status.nodes()) {
+    if (node.state() != state) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status SandboxRun::Call(const std::string& what,
+                              const std::function<absl::Status(ctl::OperatorClient&)>& call) {
+  std::unique_ptr<ctl::OperatorClient> client = ConnectOperator();
+  absl::Status status = call(*client);
+  if (!status.ok()) {
+    return absl::Status(status.code(), StrCat("handoffctl ", what, ": ", status.message()));
+  }
+  Say(StrCat("handoffctl ", what));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::RolloutStatus> SandboxRun::Await(
+    const std::string& what, const std::function<bool(const v1::RolloutStatus&)>& done,
+    absl::Duration timeout) {
+  std::optional<v1::RolloutStatus> status =
+      feed_->WaitFor(done, absl::Now() + timeout, interrupted_,
+                     [this](const v1::RolloutStatus& s) { ShowProgress(s); });
+  if (status && done(*status)) return *status;
+  if (interrupted_()) return absl::CancelledError("interrupted");
+  return absl::DeadlineExceededError(StrCat(
+      "timed out after ", FormatSeconds(timeout), " waiting for ", what,
+      status ? StrCat("; the rollout is ", v1::RolloutStatus::Phase_Name(status->phase()), ": ",
+                      status->next(), status->halted() ? " — " + status->halt_reason() : "")
+             : "; the coordinator never answered"));
+}
+
+absl::Status SandboxRun::CheckProviderIds() {
+  absl::StatusOr<kube::ClusterCredentials> credentials =
+      kube::LoadKubeconfig(*fs_, Path("admin.conf"), "");
+  if (!credentials.ok()) return credentials.status();
+  absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport =
+      kube::NewCurlTransport(*credentials);
+  if (!transport.ok()) return transport.status();
+  kube::KubeClient client(*std::move(transport), *clock_, kube::ClientOptionsFor(*credentials));
+  absl::StatusOr<std::vector<kube::Json>> nodes = kube::ListNodes(client, true);
+  if (!nodes.ok()) return nodes.status();
+  std::vector<std::string> bad;
+  for (const kube::NodeCheck& check : kube::CheckNodes(*nodes)) {
+    if (!check.problems.empty())
+      bad.push_back(StrCat(check.name, ": ", StrJoin(check.problems, "; ")));
+  }
+  if (!bad.empty()) return absl::FailedPreconditionError(StrJoin(bad, "\n"));
+  Say(StrCat("node providerIDs: all ", nodes->size(),
+             " control-plane nodes carry aws:///<zone>/<instance>"));
+  return absl::OkStatus();
+}
+
+absl::Status SandboxRun::KillAgentMidMove(NodeRun& node) {
+  absl::StatusOr<v1::RolloutStatus> moving = Await(
+      StrCat("a move of ", node.spec().name),
+      [&](const v1::RolloutStatus& s) {
+        return s.has_in_flight() && s.in_flight().node() == node.spec().name &&
+               s.in_flight().to() == v1::NODE_STATE_MIGRATED;
+      },
+      absl::Seconds(60));
+  if (!moving.ok()) return moving.status();
+  // Once the agent has recorded the move as started, it is under way on the node.
+  std::string record = StrCat(node.root(), "/var/lib/handoff/commands/",
+                              moving->in_flight().command_id(), ".json");
+  absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (!fs_->ReadFile(record).ok() && absl::Now() < deadline) {
+    // The agent writes the record with nothing this process can wait on.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  Say(StrCat("fault: kill -9 the agent of ", node.spec().name, " during move ",
+             moving->in_flight().command_id()));
+  return RestartAgent(node, /*kill=*/true);
+}
+
+absl::Status SandboxRun::KillAndRestartCoordinator() {
+  absl::StatusOr<v1::RolloutStatus> moving = Await(
+      "the third move",
+      [](const v1::RolloutStatus& s) {
+        return s.has_in_flight() && EndsWith(s.in_flight().command_id(), "-3");
+      },
+      absl::Seconds(60));
+  if (!moving.ok()) return moving.status();
+  coordinator_->Stop(SIGKILL, absl::ZeroDuration());
+  Say(StrCat("fault: kill -9 the coordinator during move ", moving->in_flight().command_id()));
+  absl::Status started = StartCoordinator();
+  if (started.ok()) {
+    Say("coordinator restarted: it resumes from its database once every agent has reported");
+  }
+  return started;
+}
+
+int SandboxRun::RunRollout() {
+  NodeRun& target = nodes_.size() > 1 ? nodes_[1] : nodes_[0];
+  const std::string manifests = StrCat(target.root(), "/etc/kubernetes/manifests/");
+  const std::string unhealthy_marker =
+      StrCat(target.root(), "/etc/handoff-sandbox/unhealthy/cloud-controller-manager");
+  absl::Status status;
+  if (options_.fault == Fault::kStrayBackup) {
+    absl::StatusOr<std::string> kcm = fs_->ReadFile(manifests + "kube-controller-manager.yaml");
+    status =
+        kcm.ok() ? WriteFile(manifests + "kube-controller-manager.yaml.bak", *kcm) : kcm.status();
+    if (status.ok()) status = RestartAgent(target, /*kill=*/false);
+    if (status.ok()) {
+      Say(StrCat("fault: a stray kube-controller-manager.yaml.bak in ", target.spec().name,
+                 "'s manifest dir"));
+    }
+  }
+  if (status.ok() && options_.fault == Fault::kUnhealthy) {
+    status = WriteFile(unhealthy_marker,
+                       "the sandbox's cloud-controller-manager on this node never gets healthy\n");
+    Say(StrCat("fault: ", target.spec().name, "'s cloud-controller-manager will never be healthy"));
+  }
+  if (status.ok()) {
+    status = Call("start", [](ctl::OperatorClient& client) {
+      return client.Start(v1::StartRequest()).status();
+    });
+  }
+  if (status.ok() && options_.fault == Fault::kStrayBackup) {
+    absl::StatusOr<v1::RolloutStatus> stuck = Await(
+        "the coordinator to refuse the inconsistent node",
+        [](const v1::RolloutStatus& s) { return s.phase() == v1::RolloutStatus::STUCK; },
+        absl::Seconds(60));
+    status = stuck.status();
+    if (status.ok()) {
+      Say(StrCat("stuck as it must be: ", stuck->next()));
+      status = DurableRemove(*fs_, manifests + "kube-controller-manager.yaml.bak");
+      if (status.ok()) status = RestartAgent(target, /*kill=*/false);
+      if (status.ok()) {
+        Say(StrCat("operator: removed the stray file, restarted ", target.spec().name,
+                   "'s agent"));
+      }
+    }
+  }
+  if (status.ok() && options_.fault == Fault::kAgentKill) status = KillAgentMidMove(target);
+  if (status.ok() && options_.fault == Fault::kCoordinatorKill) {
+    status = KillAndRestartCoordinator();
+  }
+  if (status.ok() && options_.fault == Fault::kUnhealthy) {
+    absl::StatusOr<v1::RolloutStatus> halted = Await(
+        "the rollout to halt",
+        [](const v1::RolloutStatus& s) { return s.phase() == v1::RolloutStatus::HALTED; },
+        absl::Seconds(90));
+    status = halted.status();
+    if (status.ok()) {
+      Say(StrCat("halted as it must be: ", halted->halt_reason()));
+      (void)fs_->RemoveFile(unhealthy_marker);
+    }
+  } else if (status.ok()) {
+    status = Await(
+                 "every node to be migrated",
+                 [](const v1::RolloutStatus& s) {
+                   return s.phase() == v1::RolloutStatus::DONE && AllAt(s, v1::NODE_STATE_MIGRATED);
+                 },
+                 absl::Seconds(120))
+                 .status();
+    if (status.ok()) Say("rollout done: every node runs the cloud-controller-manager (1.27)");
+    if (status.ok()) status = CheckProviderIds();
+  }
+  if (status.ok()) {
+    status = Call("rollback --to in-tree", [](ctl::OperatorClient& client) {
+      v1::RollbackRequest request;
+      request.set_to(v1::NODE_STATE_IN_TREE);
+      return client.Rollback(request).status();
+    });
+  }
+  if (status.ok()) {
+    status = Await(
+                 "every node to be back in-tree",
+                 [](const v1::RolloutStatus& s) {
+                   return s.phase() == v1::RolloutStatus::DONE && AllAt(s, v1::NODE_STATE_IN_TREE);
+                 },
+                 absl::Seconds(120))
+                 .status();
+  }
+  if (status.ok()) Say("rollback done: every node runs the in-tree cloud provider (1.26) again");
+  if (!status.ok()) {
+    err_ << "handoffctl sandbox: " << status.message() << "\n";
+    return Summarise(false, StrCat("did not complete: ", status.message()));
+  }
+  return Summarise(true, "rollout to 1.27 and rollback to 1.26 completed");
+}
+
+int SandboxRun::RunUnsafeOrder() {
+  // The order the coordinator forbids: one node goes straight to a cloud-controller-manager
+  // with Leader Migration while the other kube-controller-managers run the cloud controllers
+  // without it. Done with the agent's own command line, around the coordinator.
+  // Not the node whose kube-controller-manager holds the main lease: that one, gone external,
+  // would keep the lease and no in-tree manager would run the controllers beside the CCM.
+  std::string holder;
+  for (const ControllerStats& stats : cluster_->Poll(absl::Now()).controllers) {
+    if (!stats.runs.empty() && stats.runs.back().end == RunEnd::kStillRunning) {
+      holder = stats.runs.back().process.node;
+    }
+  }
+  const NodeRun* chosen = &nodes_.front();
+  for (const NodeRun& candidate : nodes_) {
+    if (candidate.spec().name != holder) {
+      chosen = &candidate;
+      break;
+    }
+  }
+  const NodeRun& node = *chosen;
+  for (const char* to : {"prepared", "migrated"}) {
+    absl::StatusOr<std::unique_ptr<Process>> apply =
+        SpawnOwned({Bin("handoff-agent"), "apply", "--to", to, "--root", node.root(),
+                    "--settings", Path("settings.yaml"), "--no-verify",
+                    "--kubelet-restart-command",
+                    StrCat(Bin("handoff-sandbox-kubelet"), " restart --root ", node.root())},
+                   Path("logs/unsafe-order.log"));
+    if (!apply.ok()) return kSandboxSetupFailed;
+    (*apply)->WaitFor(absl::Seconds(60), nullptr);
+  }
+  Say(StrCat("unsafe order forced: ", node.spec().name,
+             " runs a cloud-controller-manager while the others run the in-tree controllers "
+             "without Leader Migration"));
+  absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (absl::Now() < deadline && !interrupted_()) {
+    if (!cluster_->Poll(absl::Now()).invariant_held) break;
+    // The monitor reads what the managers append; nothing signals a new record.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return Summarise(false, "unsafe order (test-only): the monitor must report the broken invariant");
+}
+
+}  // namespace handoff::sandbox
