@@ -242,6 +242,7 @@ absl::Status StartKubelet(const std::string& binary, const std::vector<std::stri
   absolute.Set("root", root);
   absolute.Set("standin", parsed->standin);
   if (!parsed->records.empty()) absolute.Set("records", parsed->records);
+  if (!parsed->real_bin_dir.empty()) absolute.Set("real-bin-dir", parsed->real_bin_dir);
   if (absl::Status dir = EnsureDirectory(*fs, ParentPath(kKubeletBaseArgsFile), 0755); !dir.ok()) {
     return dir;
   }

@@ -65,6 +65,9 @@ absl::StatusOr<KubeletOptions> ParseKubeletOptions(const std::vector<std::string
   } else {
     problems.push_back("--standin is required (the program the pods run)");
   }
+  if (std::optional<std::string> dir = get("real-bin-dir"); dir && !dir->empty()) {
+    options.real_bin_dir = Absolute(*dir);
+  }
   if (std::optional<std::string> records = get("records"); records && !records->empty()) {
     options.records = Absolute(*records);
   }

@@ -7,7 +7,9 @@
 //   --pod-manifest-path PATH         host path under --root (default /etc/kubernetes/manifests)
 //   --healthz-bind-address ADDR      default 127.0.0.1
 //   --healthz-port PORT              default 10248; 0 picks a free port (tests)
-//   --standin PATH                   the program every pod runs (required)
+//   --standin PATH                   the program the pods run (required)
+//   --real-bin-dir DIR               the components dir's bin/: pods whose image has a real
+//                                    upstream binary there run it instead (pod_binaries.h)
 //   --records FILE                   run-records file (coordinator/sandbox/monitor/run_record.h)
 //   --node-name NAME                 default: the basename of --root
 //   --file-check-frequency DURATION  manifest re-list period (default 1s; the real kubelet's is
@@ -39,20 +41,23 @@ inline constexpr char kPodLogDir[] = "/var/log/pods";
 // pod process, so that handoff-agent --proc-root <root>/run/sandbox-proc sees this node's
 // processes only, not every simulated node's.
 inline constexpr char kProcViewDir[] = "/run/sandbox-proc";
+// Where each real pod mounts its own root tmpfs, in its own mount namespace (pod_exec.h).
+inline constexpr char kPodRootDir[] = "/run/sandbox-pod-root";
 
 struct KubeletOptions {
   std::string root;  // absolute, without a trailing slash
   std::string pod_manifest_path = "/etc/kubernetes/manifests";
   std::string healthz_bind_address = "127.0.0.1";
   int healthz_port = 10248;
-  std::string standin;  // absolute
+  std::string standin;       // absolute
+  std::string real_bin_dir;  // absolute; "" = every pod runs the stand-in
   std::string records;  // "" = write no records
   std::string node_name;
   std::chrono::milliseconds file_check_frequency{1000};
 };
 
-// Parses `args` (without argv[0]). Relative --root, --standin and --records are taken from the
-// working directory. Errors name the flag.
+// Parses `args` (without argv[0]). Relative --root, --standin, --real-bin-dir and --records are
+// taken from the working directory. Errors name the flag.
 absl::StatusOr<KubeletOptions> ParseKubeletOptions(const std::vector<std::string>& args);
 
 }  // namespace handoff::sandbox

@@ -4,7 +4,10 @@
 //   handoff-sandbox-kubelet start --root DIR --standin PATH [kubelet flags...]
 //   handoff-sandbox-kubelet restart --root DIR
 //   handoff-sandbox-kubelet stop --root DIR [--pods]
-// Exit codes: 0 done, 1 failed, 2 bad usage.
+// and, hidden (the kubelet spawns it in a real pod's place, pod_exec.h):
+//   handoff-sandbox-kubelet pod-exec --hostname NODE --binary PATH --scratch DIR [--mount ...]
+//                                    -- ARGV...
+// Exit codes: 0 done, 1 failed, 2 bad usage; pod-exec: 127 when the pod cannot be set up.
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -19,6 +22,7 @@
 #include "agent/manifest/flag_list.h"
 #include "coordinator/sandbox/kubelet/kubelet_control.h"
 #include "coordinator/sandbox/kubelet/kubelet_options.h"
+#include "coordinator/sandbox/kubelet/pod_exec.h"
 #include "coordinator/sandbox/kubelet/sandbox_kubelet.h"
 
 namespace {
@@ -72,6 +76,18 @@ int main(int argc, char** argv) {
   }
   const std::string command = args[0];
   args.erase(args.begin());
+  if (command == handoff::sandbox::kPodExecCommand) {
+    absl::StatusOr<handoff::sandbox::PodExecSpec> spec =
+        handoff::sandbox::ParsePodExecArgs(args);
+    if (!spec.ok()) {
+      std::cerr << "handoff-sandbox-kubelet: " << spec.status().message() << "\n";
+      return 2;
+    }
+    // Returns only when the pod could not be set up; its stderr is the pod's log.
+    const absl::Status failed = handoff::sandbox::ExecInPod(*spec, environ);
+    std::cerr << "handoff-sandbox-kubelet: " << failed.message() << "\n";
+    return 127;
+  }
   const handoff::sandbox::ControlOptions options;
   if (command == "start") {
     const std::string binary = SelfExecutable();

@@ -126,6 +126,15 @@ absl::StatusOr<PodSpec> PodFromManifest(const StaticPod& pod, std::string_view p
     spec.version = version->ToString();
   }
   spec.mounts = pod.HostPathMounts(0);
+  if (const YAML::Node env = container["env"]; env.IsDefined() && env.IsSequence()) {
+    for (const YAML::Node& item : env) {
+      if (!item.IsMap() || !item["name"].IsDefined() || !item["name"].IsScalar()) continue;
+      if (item["valueFrom"].IsDefined()) continue;
+      const YAML::Node value = item["value"];
+      spec.env.emplace_back(item["name"].Scalar(),
+                            value.IsDefined() && value.IsScalar() ? value.Scalar() : "");
+    }
+  }
 
   std::string canonical;
   Canonical(pod.node(), canonical);
@@ -182,6 +191,24 @@ std::vector<std::string> PodEnvironment(const PodSpec& pod, const PodContext& co
   }
   env.push_back(StrCat("HANDOFF_SANDBOX_MOUNTS=", StrJoin(mounts, "\n")));
   if (!pod.version.empty()) env.push_back(StrCat("HANDOFF_SANDBOX_VERSION=", pod.version));
+  return env;
+}
+
+std::vector<std::string> ContainerEnvironment(const PodSpec& pod, std::string_view node,
+                                              std::string_view path) {
+  std::vector<std::pair<std::string, std::string>> entries = {
+      {"PATH", std::string(path)}, {"HOSTNAME", std::string(node)}, {"TZ", "UTC"}};
+  for (const auto& [name, value] : pod.env) {
+    auto same = std::find_if(entries.begin(), entries.end(),
+                             [&name = name](const auto& entry) { return entry.first == name; });
+    if (same != entries.end()) {
+      same->second = value;
+    } else {
+      entries.emplace_back(name, value);
+    }
+  }
+  std::vector<std::string> env;
+  for (const auto& [name, value] : entries) env.push_back(StrCat(name, "=", value));
   return env;
 }
 

@@ -10,6 +10,7 @@
 #define HANDOFF_COORDINATOR_SANDBOX_KUBELET_POD_SPEC_H_
 
 #include <map>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,9 @@ struct PodSpec {
   std::string version;
   // The container's hostPath mounts, host paths as the manifest names them.
   std::vector<HostPathMount> mounts;
+  // The container's env entries with a value (name, value), in manifest order; entries with
+  // valueFrom are left out (a static pod cannot read the API: the kubelet refuses them too).
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 struct DesiredPods {
@@ -81,6 +85,12 @@ struct PodContext {
 // HANDOFF_SANDBOX_VERSION (when the image's tag is a version), and PATH from `path`.
 std::vector<std::string> PodEnvironment(const PodSpec& pod, const PodContext& context,
                                         std::string_view path);
+
+// "NAME=value" items for a real binary run as the container (pod_exec.h): PATH from `path`,
+// HOSTNAME=`node`, TZ=UTC (as the images have it), then the container's env, whose entries
+// replace earlier ones of the same name (each name once: Go reads the first).
+std::vector<std::string> ContainerEnvironment(const PodSpec& pod, std::string_view node,
+                                              std::string_view path);
 
 }  // namespace handoff::sandbox
 

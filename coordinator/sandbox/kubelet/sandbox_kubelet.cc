@@ -23,6 +23,8 @@
 #include "agent/fs/atomic_file.h"
 #include "agent/fs/file_system.h"
 #include "agent/fs/host_path.h"
+#include "coordinator/sandbox/kubelet/pod_binaries.h"
+#include "coordinator/sandbox/kubelet/pod_exec.h"
 #include "coordinator/sandbox/kubelet/pod_spec.h"
 #include "coordinator/sandbox/kubelet/pod_state.h"
 #include "coordinator/sandbox/kubelet/pod_sync.h"
@@ -46,6 +48,7 @@ struct Pod {
   std::optional<ProcessHandle> process;  // set exactly when status.running
   std::string component;
   std::string start_error;  // the last start failure logged, so it is logged once
+  std::string note_logged;  // the last PodBinary note logged, so it is logged once
 };
 
 class Kubelet {
@@ -131,9 +134,13 @@ absl::Status Kubelet::Setup() {
   if (!inotify_fd_.valid()) {
     return absl::InternalError(StrCat("inotify_init1: ", std::strerror(errno)));
   }
-  spdlog::info("sandbox kubelet for node {} (root {}): manifests in {}, pods run {}, health {}",
+  spdlog::info("sandbox kubelet for node {} (root {}): manifests in {}, pods run {}{}, health {}",
                options_.node_name, options_.root, HostPath(options_.pod_manifest_path),
-               options_.standin, healthz_url_);
+               options_.standin,
+               options_.real_bin_dir.empty()
+                   ? ""
+                   : StrCat(" or the real binaries in ", options_.real_bin_dir),
+               healthz_url_);
   return absl::OkStatus();
 }
 
@@ -362,12 +369,35 @@ absl::Status Kubelet::PrepareVolumes(const PodSpec& spec) {
 
 absl::Status Kubelet::StartPod(const std::string& name, Pod& pod, const PodSpec& spec) {
   if (absl::Status volumes = PrepareVolumes(spec); !volumes.ok()) return volumes;
+  const PodBinary binary = PodBinaryFor(spec.image, options_.standin, options_.real_bin_dir);
   SpawnOptions spawn;
-  spawn.path = options_.standin;
-  spawn.argv = spec.argv;
-  spawn.env = PodEnvironment(spec, PodContext{options_.node_name, options_.records, options_.root},
-                             kDefaultPath);
   spawn.output = HostPath(StrCat(kPodLogDir, "/", name, ".log"));
+  if (binary.real) {
+    // The pod-exec helper becomes the manager by execve: the pid spawned is the manager's.
+    // /proc/self/exe is resolved in the child, so it is this kubelet's binary even if the file
+    // was replaced since.
+    PodExecSpec exec;
+    exec.hostname = options_.node_name;
+    exec.binary = binary.path;
+    exec.scratch_dir = HostPath(kPodRootDir);
+    for (const HostPathMount& mount : spec.mounts) {
+      exec.mounts.push_back({HostPath(mount.host_path), mount.mount_path, mount.read_only});
+    }
+    exec.argv = spec.argv;
+    spawn.path = "/proc/self/exe";
+    spawn.argv = {"handoff-sandbox-kubelet", kPodExecCommand};
+    for (std::string& arg : PodExecArgs(exec)) spawn.argv.push_back(std::move(arg));
+    spawn.env = ContainerEnvironment(spec, options_.node_name, kDefaultPath);
+    if (!binary.note.empty() && pod.note_logged != binary.note) {
+      spdlog::warn("pod {}: {}", name, binary.note);
+      pod.note_logged = binary.note;
+    }
+  } else {
+    spawn.path = options_.standin;
+    spawn.argv = spec.argv;
+    spawn.env = PodEnvironment(
+        spec, PodContext{options_.node_name, options_.records, options_.root}, kDefaultPath);
+  }
   absl::StatusOr<ProcessHandle> process = SpawnDetached(spawn);
   if (!process.ok()) return process.status();
   const SteadyTime now = std::chrono::steady_clock::now();
@@ -385,7 +415,7 @@ absl::Status Kubelet::StartPod(const std::string& name, Pod& pod, const PodSpec&
   // The record first: whoever sees the pod in the state file finds its record written.
   Record("process-start", spec.component, pid, "");
   SaveState();
-  spdlog::info("pod {}: started process {} from {}: {}", name, pid, spec.file,
+  spdlog::info("pod {}: started process {} ({}) from {}: {}", name, pid, binary.path, spec.file,
                StrJoin(spec.argv, " "));
   return absl::OkStatus();
 }

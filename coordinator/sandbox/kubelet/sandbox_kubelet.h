@@ -1,13 +1,19 @@
 // The sandbox's simulated kubelet, run mode: runs the static pods of one simulated node as
-// processes of the stand-in binary, the way a kubelet runs them as containers.
+// processes of the stand-in binary or of the real upstream managers, the way a kubelet runs
+// them as containers.
 //
 // - Manifests: --pod-manifest-path under the node's root, watched with inotify and re-listed
 //   every --file-check-frequency (pod_spec.h has the file rules).
-// - Each pod's first container runs as --standin, exec'ed with the container's argv (argv[0]
-//   unchanged, so the process shows the component's name), in a session of its own, with
-//   stdout and stderr appended to <root>/var/log/pods/<pod>.log and the environment of
-//   PodEnvironment. hostPath volumes are checked (File, Directory) or created (FileOrCreate,
-//   DirectoryOrCreate) under the node's root first, as the kubelet's hostPath plugin does.
+// - Each pod's first container runs the program PodBinaryFor (pod_binaries.h) picks for its
+//   image: --standin unless --real-bin-dir holds a real binary for it. The stand-in is exec'ed
+//   with the container's argv (argv[0] unchanged, so the process shows the component's name)
+//   and the environment of PodEnvironment. A real binary is started through the pod-exec helper
+//   (pod_exec.h): its own mount and UTS namespaces, the hostPath volumes bound at their
+//   mountPaths, hostname = the node's name, argv exactly the container's, the environment of
+//   ContainerEnvironment (the container's env). Either runs in a session of its own, with
+//   stdout and stderr appended to <root>/var/log/pods/<pod>.log. hostPath volumes are checked
+//   (File, Directory) or created (FileOrCreate, DirectoryOrCreate) under the node's root first,
+//   as the kubelet's hostPath plugin does.
 // - A changed manifest (another hash) stops the old process (SIGTERM, SIGKILL after 2s) and
 //   starts the new one once the old has exited; a removed one stops it; a process that exits by
 //   itself is restarted under CrashLoopBackOff (pod_sync.h).

@@ -123,5 +123,45 @@ TEST(PodSpecTest, ComponentNamesFollowTheStandin) {
   EXPECT_EQ(ComponentOf("cloud-controller-manager"), "cloud-controller-manager");
 }
 
+TEST(PodSpecTest, ContainerEnvWithValuesIsKeptInOrder) {
+  const std::string manifest =
+      PodManifest("kube-controller-manager", {"kube-controller-manager"}, {});
+  // The env goes into the container, after its image.
+  std::string with_env = manifest;
+  const std::string image_line = "    image: registry.k8s.io/kube-controller-manager:v1.26.9\n";
+  with_env.insert(with_env.find(image_line) + image_line.size(),
+                  "    env:\n"
+                  "    - name: AWS_EC2_METADATA_SERVICE_ENDPOINT\n"
+                  "      value: http://127.0.1.100:1338\n"
+                  "    - name: POD_IP\n"
+                  "      valueFrom:\n"
+                  "        fieldRef:\n"
+                  "          fieldPath: status.podIP\n"
+                  "    - name: EMPTY\n"
+                  "    - name: TZ\n"
+                  "      value: Europe/Berlin\n");
+  DesiredPods desired = PodsFromManifests({{"kcm.yaml", with_env}}, kDir, "cp-1");
+  ASSERT_THAT(desired.problems, IsEmpty());
+  const PodSpec& pod = desired.pods.at("kube-controller-manager");
+  using Entry = std::pair<std::string, std::string>;
+  EXPECT_THAT(pod.env, ElementsAre(Entry{"AWS_EC2_METADATA_SERVICE_ENDPOINT",
+                                         "http://127.0.1.100:1338"},
+                                   Entry{"EMPTY", ""}, Entry{"TZ", "Europe/Berlin"}));
+  // The env is part of the pod: another value is another hash.
+  std::string other = with_env;
+  other.replace(other.find("1338"), 4, "1339");
+  EXPECT_NE(PodsFromManifests({{"kcm.yaml", other}}, kDir, "cp-1").pods.at(pod.name).hash,
+            pod.hash);
+
+  // A container's own TZ wins over the image default; each name once.
+  EXPECT_THAT(ContainerEnvironment(pod, "cp-1", "/usr/bin:/bin"),
+              ElementsAre("PATH=/usr/bin:/bin", "HOSTNAME=cp-1", "TZ=Europe/Berlin",
+                          "AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.1.100:1338", "EMPTY="));
+  const PodSpec bare = PodsFromManifests({{"kcm.yaml", manifest}}, kDir, "cp-1").pods.at(pod.name);
+  EXPECT_THAT(bare.env, IsEmpty());
+  EXPECT_THAT(ContainerEnvironment(bare, "cp-2", "/bin"),
+              ElementsAre("PATH=/bin", "HOSTNAME=cp-2", "TZ=UTC"));
+}
+
 }  // namespace
 }  // namespace handoff::sandbox

@@ -170,6 +170,7 @@ class SandboxNodeTest : public ::testing::Test {
   void StartKubelet() {
     std::vector<std::string> args = {"start"};
     for (const std::string& flag : BaseFlags()) args.push_back(flag);
+    args.insert(args.end(), extra_flags_.begin(), extra_flags_.end());
     CommandResult started = Control(args);
     ASSERT_EQ(started.exit_code, 0) << started.output << KubeletLog();
   }
@@ -273,6 +274,7 @@ class SandboxNodeTest : public ::testing::Test {
   std::string root_;
   std::string node_;
   std::string records_;
+  std::vector<std::string> extra_flags_;  // given to `start` after BaseFlags()
 };
 
 }  // namespace handoff::sandbox::testing
