@@ -64,23 +64,59 @@ bool SkipMount(const ComponentView& kcm, const HostPathMount& mount) {
          (config && mount.mount_path == *config);
 }
 
+// The kube-controller-manager's env entries to copy, as name/value maps; `notes` gets the
+// skipped ones.
+YAML::Node CopiedEnv(const ComponentView& kcm, std::vector<std::string>* notes) {
+  YAML::Node copied(YAML::NodeType::Sequence);
+  const YAML::Node env = kcm.pod.node()["spec"]["containers"][kcm.container]["env"];
+  if (!env.IsDefined() || !env.IsSequence()) return copied;
+  for (const YAML::Node& item : env) {
+    if (!item.IsMap() || !item["name"].IsDefined() || !item["name"].IsScalar()) continue;
+    const std::string name = item["name"].Scalar();
+    if (item["valueFrom"].IsDefined()) {
+      if (notes != nullptr) {
+        notes->push_back(StrCat("the kube-controller-manager's env ", name, " (", kcm.path,
+                                ") comes from valueFrom and is not copied to the "
+                                "cloud-controller-manager; add it there yourself if it needs it"));
+      }
+      continue;
+    }
+    YAML::Node entry(YAML::NodeType::Map);
+    entry["name"] = name;
+    if (item["value"].IsDefined()) entry["value"] = YAML::Clone(item["value"]);
+    copied.push_back(entry);
+  }
+  return copied;
+}
+
 }  // namespace
 
 absl::StatusOr<StaticPod> BuildCloudControllerManager(const ComponentView& kcm,
                                                       const Settings& settings,
                                                       const std::string& manifest_path,
-                                                      bool leader_migration) {
+                                                      bool leader_migration,
+                                                      std::vector<std::string>* notes) {
   if (settings.ccm.image.empty()) {
     return absl::InvalidArgumentError(
         "the cloud-controller-manager image is not set: pass --ccm-image (e.g. "
         "registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.1) or set "
         "cloudControllerManager.image in the settings file");
   }
-  absl::StatusOr<StaticPod> parsed = StaticPod::Parse(kTemplate, manifest_path);
+  const YAML::Node env = CopiedEnv(kcm, notes);
+  std::string text = kTemplate;
+  if (env.size() > 0) {
+    // Placed in the template rather than added to the parsed pod, so that the key comes where
+    // kubeadm writes it (keys sorted: args, command, env, image); a pod without env keeps its
+    // exact bytes.
+    constexpr std::string_view kArgsLine = "  - args: []\n";
+    text.insert(text.find(kArgsLine) + kArgsLine.size(), "    env: []\n");
+  }
+  absl::StatusOr<StaticPod> parsed = StaticPod::Parse(text, manifest_path);
   if (!parsed.ok()) return parsed.status();
   StaticPod pod = *std::move(parsed);
   const size_t c = 0;
   pod.SetImage(c, settings.ccm.image);
+  if (env.size() > 0) pod.node()["spec"]["containers"][c]["env"] = env;
 
   const std::string kubeconfig =
       !settings.ccm.kubeconfig.empty()

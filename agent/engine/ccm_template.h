@@ -3,6 +3,7 @@
 #define HANDOFF_AGENT_ENGINE_CCM_TEMPLATE_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "agent/engine/classify.h"
@@ -22,10 +23,19 @@ inline constexpr std::string_view kLeaderMigrationVolume = "leader-migration-con
 // network and seccomp profile, and the hostPath mounts the kube-controller-manager has (its
 // kubeconfig, certificates and CA bundles), less the flexvolume plugin dir. Settings'
 // extraArgs are applied last and win. Error when no image is set.
+//
+// The kube-controller-manager container's env entries with a value (name/value, in its order)
+// are copied to the cloud-controller-manager's: it now makes the cloud calls the
+// kube-controller-manager made, so it needs the same proxy and AWS_* variables (kubeadm copies
+// the host's proxy variables into its control-plane pods). Entries with valueFrom are skipped,
+// each with a line in `notes` (when given) naming it: a downward-API field of the
+// kube-controller-manager's pod does not mean the same in another pod. Without env, no env key
+// is written.
 absl::StatusOr<StaticPod> BuildCloudControllerManager(const ComponentView& kcm,
                                                       const Settings& settings,
                                                       const std::string& manifest_path,
-                                                      bool leader_migration);
+                                                      bool leader_migration,
+                                                      std::vector<std::string>* notes = nullptr);
 
 }  // namespace handoff
 

@@ -297,7 +297,8 @@ class Planner {
     // The cloud-controller-manager is built from the kube-controller-manager as it runs now.
     const std::string ccm_path =
         JoinPath(settings_.paths.manifest_dir, "cloud-controller-manager.yaml");
-    absl::StatusOr<StaticPod> ccm = BuildCloudControllerManager(kcm, settings_, ccm_path, true);
+    absl::StatusOr<StaticPod> ccm =
+        BuildCloudControllerManager(kcm, settings_, ccm_path, true, &plan_.notes);
     if (!ccm.ok()) return ccm.status();
     absl::StatusOr<KubeVersion> ccm_version = KubeVersion::FromImage(settings_.ccm.image);
     if (!ccm_version.ok()) {
