@@ -11,8 +11,6 @@ namespace {
 
 // The texts, as the upstream sources write them (see the header for where).
 constexpr std::string_view kStartedPrefix = "Started \"";
-constexpr std::string_view kMigratedControllers =
-    "leader migration: starting migrated controllers.";
 constexpr std::string_view kStartingLeaderMigration = "starting leader migration";
 constexpr std::string_view kVersionPrefix = "Version: ";
 constexpr std::string_view kAttemptingPrefix = "attempting to acquire leader lease ";
@@ -108,7 +106,20 @@ std::optional<KlogLine> ParseKlogLine(std::string_view line, absl::Time now) {
   return out;
 }
 
-PodLogScanner::PodLogScanner(ManagerLogSource source) : source_(std::move(source)) {}
+PodLogScanner::PodLogScanner(ManagerLogSource source) : source_(std::move(source)) {
+  std::optional<leadermigration::Config> config = source_.migration_config;
+  if (!config) {
+    // Before 1.22 there is no default, and a manager without a configuration does not migrate.
+    absl::StatusOr<leadermigration::Config> fallback =
+        leadermigration::DefaultConfig(source_.component, source_.version);
+    if (fallback.ok()) config = *std::move(fallback);
+  }
+  if (config) {
+    for (const leadermigration::ControllerLeader& leader : config->controller_leaders) {
+      migration_listed_.insert(leader.name);
+    }
+  }
+}
 
 std::vector<RunRecord> PodLogScanner::Scan(std::string_view content, absl::Time now) {
   // The kubelet only appends to a pod log; a file that shrank or starts differently is another
@@ -149,6 +160,7 @@ void PodLogScanner::ScanLine(std::string_view text, absl::Time now, std::vector<
 
   if (StartsWith(message, kVersionPrefix) || MessageIs(message, kStartingLeaderMigration)) {
     processes_.erase(line->pid);
+    if (!StartsWith(message, kVersionPrefix)) processes_[line->pid].migration_enabled = true;
     return;
   }
   ProcessState& process = processes_[line->pid];
@@ -185,10 +197,6 @@ void PodLogScanner::ScanLine(std::string_view text, absl::Time now, std::vector<
     out->push_back(std::move(record));
     return;
   }
-  if (MessageIs(message, kMigratedControllers)) {
-    process.migrated_started = true;
-    return;
-  }
   // klog.Infof("Started %q", controllerName): controller names never need Go escapes.
   if (line->severity == 'I' && StartsWith(message, kStartedPrefix) && EndsWith(message, "\"") &&
       message.size() > kStartedPrefix.size() + 1) {
@@ -201,7 +209,9 @@ void PodLogScanner::ScanLine(std::string_view text, absl::Time now, std::vector<
       }
       RunRecord record = Record(*line, kControllerStart);
       record.controller = std::string(CanonicalControllerName(controller));
-      record.lock = process.migrated_started ? kMigrationLock : kMainLock;
+      record.lock = process.migration_enabled && migration_listed_.count(std::string(name)) > 0
+                        ? kMigrationLock
+                        : kMainLock;
       out->push_back(std::move(record));
       return;
     }

@@ -17,8 +17,15 @@
 //     → controller-start, controller = the canonical name of <name> (ControllerName in
 //       agent/leadermigration, for the manager's component and version); names that are not a
 //       migrated cloud controller ("cloud-node", "garbagecollector", …) are ignored.
-//       lock = "migration" when the same process logged "leader migration: starting migrated
-//       controllers." earlier in the file, else "main".
+//       lock = "migration" when the process enabled Leader Migration (it logged "starting leader
+//       migration") and its configuration lists <name> in controllerLeaders, else "main". This is
+//       the manager's own rule (k8s.io/controller-manager pkg/leadermigration NewLeaderMigrator:
+//       a listed controller runs under the migration lock, or not at all when the entry is for
+//       the other component; an unlisted one under the main lock). The order of the lines cannot
+//       tell: the manager starts its main and its migrated controllers in two goroutines at once,
+//       so a main-lock controller ("nodeipam", unlisted by default) is often logged after
+//       "leader migration: starting migrated controllers." (seen with kube-controller-manager
+//       v1.26.13).
 //   successfully acquired lease <namespace>/<name>      client-go tools/leaderelection
 //     → lease-acquired, lease = "<namespace>/<name>".
 //   "leaderelection lost" / "migration leaderelection lost"   klog.ErrorS (quoted message)
@@ -28,12 +35,6 @@
 // pid starts afresh, at its "Version: …" line (both managers log it first), at "starting leader
 // migration", and when it attempts ("attempting to acquire leader lease <lease>...") the lease it
 // already holds as its main lease (a manager never re-attempts a lease: losing one exits).
-//
-// Known limit: with Leader Migration on, a manager starts its non-migrated controllers (under the
-// main lock) and its migrated ones (under the migration lock) in two goroutines, so a cloud
-// controller that is NOT in the migration configuration ("nodeipam" when the configuration lists
-// route, service and cloud-node-lifecycle only) but starts after the migration line is recorded
-// with lock "migration". The monitor's overlap check does not depend on the lock.
 #ifndef HANDOFF_COORDINATOR_SANDBOX_MONITOR_KLOG_SCANNER_H_
 #define HANDOFF_COORDINATOR_SANDBOX_MONITOR_KLOG_SCANNER_H_
 
@@ -42,6 +43,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,6 +84,10 @@ struct ManagerLogSource {
       leadermigration::Component::kKubeControllerManager;  // RunRecord::component: its name
   KubeVersion version;                 // for the per-version controller names
   std::string path;                    // "<node root>/var/log/pods/<pod>.log"
+  // The LeaderMigrationConfiguration the manager was given (--leader-migration-config); nullopt
+  // for its built-in default (leadermigration::DefaultConfig). Only controllerLeaders[].name is
+  // used, and only when the manager logs that it enabled Leader Migration.
+  std::optional<leadermigration::Config> migration_config;
 };
 
 // Turns the text of one pod log, as it grows, into run records. The simulated kubelet appends
@@ -103,7 +109,7 @@ class PodLogScanner {
 
  private:
   struct ProcessState {
-    bool migrated_started = false;  // logged "starting migrated controllers."
+    bool migration_enabled = false;  // logged "starting leader migration"
     std::string main_lease;
     std::string migration_lease;
   };
@@ -111,6 +117,7 @@ class PodLogScanner {
   RunRecord Record(const KlogLine& line, const char* event) const;
 
   ManagerLogSource source_;
+  std::set<std::string> migration_listed_;  // controllerLeaders[].name, as the manager spells them
   int64_t offset_ = 0;
   std::string head_;  // the file's first bytes as first read, to recognise a replaced file
   std::map<int64_t, ProcessState> processes_;

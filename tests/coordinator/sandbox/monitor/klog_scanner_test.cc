@@ -47,10 +47,10 @@ const KubeVersion kKcmVersion{1, 26, 13};
 const KubeVersion kCcmVersion{1, 27, 2};
 
 ManagerLogSource Kcm(std::string node, std::string path = "") {
-  return {std::move(node), Component::kKubeControllerManager, kKcmVersion, std::move(path)};
+  return {std::move(node), Component::kKubeControllerManager, kKcmVersion, std::move(path), std::nullopt};
 }
 ManagerLogSource Ccm(std::string node, std::string path = "") {
-  return {std::move(node), Component::kCloudControllerManager, kCcmVersion, std::move(path)};
+  return {std::move(node), Component::kCloudControllerManager, kCcmVersion, std::move(path), std::nullopt};
 }
 
 std::string Lines(const std::vector<std::string>& lines) {
@@ -278,6 +278,72 @@ TEST(PodLogScannerTest, CloudControllerManagerIgnoresCloudNodeAndLosesItsMainLea
   EXPECT_EQ(records[0].component, "cloud-controller-manager");
 }
 
+// A real log: kube-controller-manager v1.26.13 (built from source, hence its version string)
+// with --enable-leader-migration --allocate-node-cidrs, against a real kube-apiserver v1.26.13;
+// its migration lease was then given to another holder. Excerpt (other controllers left out).
+// "nodeipam" is not in the default configuration: it runs under the main lock, although it is
+// logged after "starting migrated controllers.".
+const std::vector<std::string> kRealKcm126Log = {
+    R"(I1123 21:26:51.453839    2585 controllermanager.go:182] Version: v0.0.0-master+$Format:%H$)",
+    R"(I1123 21:26:51.454176    2585 controllermanager.go:265] starting leader migration)",
+    R"(I1123 21:26:51.454353    2585 leaderelection.go:248] attempting to acquire leader lease kube-system/kube-controller-manager...)",
+    R"(I1123 21:26:51.463824    2585 event.go:294] "Event occurred" object="kube-system/kube-controller-manager" fieldPath="" kind="Lease" apiVersion="coordination.k8s.io/v1" type="Normal" reason="LeaderElection" message="vm_235d59ff-a4f1-4cfa-80e7-6298cd89a173 became leader")",
+    R"(I1123 21:26:51.464112    2585 leaderelection.go:258] successfully acquired lease kube-system/kube-controller-manager)",
+    R"(I1123 21:26:51.464257    2585 controllermanager.go:289] leader migration: starting main controllers.)",
+    R"(I1123 21:26:51.477061    2585 controllermanager.go:622] Started "pvc-protection")",
+    R"(I1123 21:26:51.477986    2585 leaderelection.go:248] attempting to acquire leader lease kube-system/cloud-provider-extraction-migration...)",
+    R"(I1123 21:26:51.498995    2585 leaderelection.go:258] successfully acquired lease kube-system/cloud-provider-extraction-migration)",
+    R"(I1123 21:26:51.499210    2585 controllermanager.go:313] leader migration: starting migrated controllers.)",
+    R"(I1123 21:26:51.519971    2585 controllermanager.go:622] Started "namespace")",
+    R"(I1123 21:27:01.524008    2585 controllermanager.go:622] Started "nodeipam")",
+    R"(I1123 21:27:01.524553    2585 controllermanager.go:622] Started "nodelifecycle")",
+    R"(I1123 21:27:25.596908    2585 leaderelection.go:283] failed to renew lease kube-system/cloud-provider-extraction-migration: timed out waiting for the condition)",
+    R"(E1123 21:27:25.596963    2585 controllermanager.go:318] "migration leaderelection lost")",
+};
+
+TEST(PodLogScannerTest, ARealKubeControllerManagerLog) {
+  PodLogScanner scanner(Kcm("cp-1"));
+  const std::vector<RunRecord> records =
+      scanner.Scan(Lines(kRealKcm126Log), Utc(2026, 11, 23, 21, 30, 0));
+  EXPECT_THAT(
+      Briefs(records),
+      ElementsAre("lease-acquired pid 2585 kube-system/kube-controller-manager",
+                  "lease-acquired pid 2585 kube-system/cloud-provider-extraction-migration",
+                  "controller-start pid 2585 node-ipam/main",
+                  "lease-lost pid 2585 kube-system/cloud-provider-extraction-migration"));
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(records[2].t_ns, UtcNs(2026, 11, 23, 21, 27, 1, 524008));
+  EXPECT_EQ(records[3].t_ns, UtcNs(2026, 11, 23, 21, 27, 25, 596963));
+}
+
+TEST(PodLogScannerTest, TheLockFollowsTheMigrationConfigurationTheManagerWasGiven) {
+  // route for kube-controller-manager, service for either, cloud-node-lifecycle for the CCM
+  // (kube-controller-manager never starts it: "unowned"), nodeipam unlisted.
+  leadermigration::Config config;
+  config.controller_leaders = {{"route", "kube-controller-manager"},
+                               {"service", "*"},
+                               {"cloud-node-lifecycle", "cloud-controller-manager"}};
+  ManagerLogSource source = Kcm("cp-1");
+  source.migration_config = config;
+  const std::vector<std::string> lines = {
+      R"(I0310 12:00:00.150000     102 controllermanager.go:265] starting leader migration)",
+      R"(I0310 12:00:00.600000     102 controllermanager.go:622] Started "route")",
+      R"(I0310 12:00:00.700000     102 controllermanager.go:622] Started "service")",
+      R"(I0310 12:00:00.800000     102 controllermanager.go:622] Started "nodeipam")",
+  };
+  PodLogScanner configured(source);
+  EXPECT_THAT(Briefs(configured.Scan(Lines(lines), kNow)),
+              ElementsAre("controller-start pid 102 route/migration",
+                          "controller-start pid 102 service/migration",
+                          "controller-start pid 102 node-ipam/main"));
+  // Without Leader Migration the configuration does not matter: everything is main.
+  PodLogScanner disabled(source);
+  EXPECT_THAT(Briefs(disabled.Scan(Lines({lines.begin() + 1, lines.end()}), kNow)),
+              ElementsAre("controller-start pid 102 route/main",
+                          "controller-start pid 102 service/main",
+                          "controller-start pid 102 node-ipam/main"));
+}
+
 TEST(PodLogScannerTest, ReadsIncrementallyAndLeavesAPartialLastLineForTheNextScan) {
   PodLogScanner scanner(Kcm("cp-1"));
   const std::string all = Lines(kKcmWithoutMigration);
@@ -333,7 +399,7 @@ TEST(PodLogScannerTest, TwoProcessesInOneFileKeepTheirOwnLocks) {
   // Without lease lines (--leader-elect=false), the "Version:" line marks the new process.
   PodLogScanner unelected(Kcm("cp-2"));
   const std::vector<RunRecord> third = unelected.Scan(
-      Lines({kKcmWithMigration[8], kKcmWithMigration[9],
+      Lines({kKcmWithMigration[1], kKcmWithMigration[9],
              R"(I0310 12:05:00.000000     102 controllermanager.go:182] Version: v1.26.13)",
              R"(I0310 12:05:01.000000     102 controllermanager.go:622] Started "route")"}),
       kNow);
@@ -343,7 +409,7 @@ TEST(PodLogScannerTest, TwoProcessesInOneFileKeepTheirOwnLocks) {
   // Two processes with different pids, the second migrating, the first not.
   PodLogScanner interleaved(Kcm("cp-1"));
   const std::vector<RunRecord> both =
-      interleaved.Scan(Lines({kKcmWithoutMigration[0], kKcmWithMigration[8],
+      interleaved.Scan(Lines({kKcmWithoutMigration[0], kKcmWithMigration[1],
                               kKcmWithMigration[9], kKcmWithoutMigration[6]}),
                        kNow);
   EXPECT_THAT(Briefs(both), ElementsAre("controller-start pid 102 route/migration",
