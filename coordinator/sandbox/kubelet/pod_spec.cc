@@ -197,7 +197,8 @@ std::vector<std::string> PodEnvironment(const PodSpec& pod, const PodContext& co
 std::vector<std::string> ContainerEnvironment(const PodSpec& pod, std::string_view node,
                                               std::string_view path) {
   std::vector<std::pair<std::string, std::string>> entries = {
-      {"PATH", std::string(path)}, {"HOSTNAME", std::string(node)}, {"TZ", "UTC"}};
+      {"PATH", std::string(path)}, {"HOSTNAME", std::string(node)}, {"HOME", "/root"},
+      {"TZ", "UTC"}};
   for (const auto& [name, value] : pod.env) {
     auto same = std::find_if(entries.begin(), entries.end(),
                              [&name = name](const auto& entry) { return entry.first == name; });

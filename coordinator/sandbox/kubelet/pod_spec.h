@@ -87,8 +87,9 @@ std::vector<std::string> PodEnvironment(const PodSpec& pod, const PodContext& co
                                         std::string_view path);
 
 // "NAME=value" items for a real binary run as the container (pod_exec.h): PATH from `path`,
-// HOSTNAME=`node`, TZ=UTC (as the images have it), then the container's env, whose entries
-// replace earlier ones of the same name (each name once: Go reads the first).
+// HOSTNAME=`node` and HOME=/root (what containerd sets for a root container), TZ=UTC (as the
+// images have it), then the container's env, whose entries replace earlier ones of the same
+// name (each name once: Go reads the first).
 std::vector<std::string> ContainerEnvironment(const PodSpec& pod, std::string_view node,
                                               std::string_view path);
 

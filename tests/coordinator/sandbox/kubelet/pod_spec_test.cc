@@ -155,12 +155,12 @@ TEST(PodSpecTest, ContainerEnvWithValuesIsKeptInOrder) {
 
   // A container's own TZ wins over the image default; each name once.
   EXPECT_THAT(ContainerEnvironment(pod, "cp-1", "/usr/bin:/bin"),
-              ElementsAre("PATH=/usr/bin:/bin", "HOSTNAME=cp-1", "TZ=Europe/Berlin",
+              ElementsAre("PATH=/usr/bin:/bin", "HOSTNAME=cp-1", "HOME=/root", "TZ=Europe/Berlin",
                           "AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.1.100:1338", "EMPTY="));
   const PodSpec bare = PodsFromManifests({{"kcm.yaml", manifest}}, kDir, "cp-1").pods.at(pod.name);
   EXPECT_THAT(bare.env, IsEmpty());
   EXPECT_THAT(ContainerEnvironment(bare, "cp-2", "/bin"),
-              ElementsAre("PATH=/bin", "HOSTNAME=cp-2", "TZ=UTC"));
+              ElementsAre("PATH=/bin", "HOSTNAME=cp-2", "HOME=/root", "TZ=UTC"));
 }
 
 }  // namespace
