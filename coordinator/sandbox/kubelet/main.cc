@@ -29,7 +29,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: handoff-sandbox-kubelet start --root DIR --standin PATH [--records FILE]\n"
-    "                                     [--node-name NAME] [--pod-manifest-path PATH]\n"
+    "                                     [--real-bin-dir DIR] [--node-name NAME]\n"
+    "                                     [--pod-manifest-path PATH]\n"
     "                                     [--healthz-bind-address ADDR] [--healthz-port PORT]\n"
     "                                     [--file-check-frequency DURATION] [other flags]\n"
     "       handoff-sandbox-kubelet restart --root DIR\n"
