@@ -52,6 +52,59 @@ ApiResponse Forbidden(const Access& access) {
   return Error(403, "Forbidden", StrCat(subject, " is forbidden: ", reason), &type, access.name);
 }
 
+// errors.NewInvalid: the details name the kind (not the resource) and list each field's cause.
+ApiResponse NameRequired(const ResourceType& type) {
+  const std::string qualified_kind =
+      type.group.empty() ? std::string(type.kind) : StrCat(type.kind, ".", type.group);
+  constexpr std::string_view kDetail = "Required value: name or generateName is required";
+  Json body = StatusBody(422, "Invalid",
+                         StrCat(qualified_kind, " \"\" is invalid: metadata.name: ", kDetail));
+  Json details = Json::object();
+  if (!type.group.empty()) details["group"] = std::string(type.group);
+  details["kind"] = std::string(type.kind);
+  details["causes"] = Json::array({Json{{"reason", "FieldValueRequired"},
+                                        {"message", std::string(kDetail)},
+                                        {"field", "metadata.name"}}});
+  // StatusBody puts "code" last; keep it there.
+  body.erase("code");
+  body["details"] = details;
+  body["code"] = 422;
+  return Reply(422, body);
+}
+
+// metav1.MicroTime's UnmarshalJSON parses RFC3339Micro, "2006-01-02T15:04:05.000000Z07:00":
+// exactly six fractional digits. client-go always writes them; a lease time with any other
+// precision is refused by the decoder, before admission. Only the Z form is modelled.
+bool IsMicroTime(std::string_view value) {
+  constexpr std::string_view kShape = "dddd-dd-ddTdd:dd:dd.ddddddZ";
+  if (value.size() != kShape.size()) return false;
+  for (size_t i = 0; i < kShape.size(); ++i) {
+    const bool digit = value[i] >= '0' && value[i] <= '9';
+    if (kShape[i] == 'd' ? !digit : value[i] != kShape[i]) return false;
+  }
+  return true;
+}
+
+// The decoder's 400 for a Lease whose spec.acquireTime or spec.renewTime is not a MicroTime;
+// std::nullopt when both are (or are absent).
+std::optional<ApiResponse> BadLeaseTime(const Json& lease) {
+  if (!lease.contains("spec") || !lease["spec"].is_object()) return std::nullopt;
+  for (const char* field : {"acquireTime", "renewTime"}) {
+    auto it = lease["spec"].find(field);
+    if (it == lease["spec"].end() || it->is_null() || !it->is_string()) continue;
+    const std::string value = it->get<std::string>();
+    if (IsMicroTime(value)) continue;
+    // Go's time.Parse reports the input from where the layout's fraction starts, when the
+    // date and time before it are well-formed; the fake says as much for anything else.
+    const std::string rest = value.size() > 19 ? value.substr(19) : value;
+    return Error(400, "BadRequest",
+                 StrCat("Lease in version \"v1\" cannot be handled as a Lease: parsing time \"",
+                        value, "\" as \"2006-01-02T15:04:05.000000Z07:00\": cannot parse \"", rest,
+                        "\" as \".000000\""));
+  }
+  return std::nullopt;
+}
+
 // The label selector terms kube-apiserver accepts in their simple forms.
 struct Requirement {
   std::string key;
@@ -119,6 +172,16 @@ bool Matches(const Json& object, const std::vector<Requirement>& requirements) {
   return true;
 }
 
+// errors.NewNotFound for a path no handler serves: kube-apiserver's NotFound handler sends empty
+// details.
+ApiResponse NoSuchResource() {
+  Json body = StatusBody(404, "NotFound", "the server could not find the requested resource");
+  body.erase("code");
+  body["details"] = Json::object();
+  body["code"] = 404;
+  return Reply(404, body);
+}
+
 // The parsed path of a resource request.
 struct Route {
   const ResourceType* type = nullptr;
@@ -131,7 +194,7 @@ struct Route {
 std::variant<Route, ApiResponse> RoutePath(std::string_view path) {
   const std::vector<std::string_view> segments = StrSplit(path, "/", /*skip_empty=*/true);
   auto not_found = [] {
-    return Error(404, "NotFound", "the server could not find the requested resource");
+    return NoSuchResource();
   };
   size_t next;
   std::string_view group;
@@ -463,6 +526,7 @@ ApiResponse ApiStore::HandleLocked(const ApiRequest& request) {
     }
     auto it = objects_.find(KeyOf(type, route.ns, route.name));
     if (it == objects_.end()) return NotFound(type, route.name);
+    const std::string uid = StringAt(it->second, {"metadata", "uid"});
     objects_.erase(it);
     ++resource_version_;
     Json status = Json::object();
@@ -474,6 +538,7 @@ ApiResponse ApiStore::HandleLocked(const ApiRequest& request) {
     details["name"] = route.name;
     if (!type.group.empty()) details["group"] = std::string(type.group);
     details["kind"] = std::string(type.plural);
+    if (!uid.empty()) details["uid"] = uid;
     status["details"] = details;
     return Reply(200, status);
   }
@@ -497,6 +562,9 @@ ApiResponse ApiStore::HandleLocked(const ApiRequest& request) {
   if (!object.contains("metadata") || !object["metadata"].is_object()) {
     object["metadata"] = Json::object();
   }
+  if (type.QualifiedName() == kube::kLeases.QualifiedName()) {
+    if (std::optional<ApiResponse> bad = BadLeaseTime(object)) return *bad;
+  }
   const std::string body_ns = ObjectNamespace(object);
   if (type.namespaced && !body_ns.empty() && body_ns != route.ns) {
     return Error(400, "BadRequest",
@@ -505,23 +573,15 @@ ApiResponse ApiStore::HandleLocked(const ApiRequest& request) {
   }
   if (type.namespaced) object["metadata"]["namespace"] = route.ns;
   const std::string name = ObjectName(object);
-  const std::string qualified_kind =
-      type.group.empty() ? std::string(type.kind) : StrCat(type.kind, ".", type.group);
 
   if (request.method == "POST") {
     if (!collection) {
       return Error(405, "MethodNotAllowed", "POST is allowed on collections only");
     }
     if (type.namespaced && route.ns.empty()) {
-      return Error(404, "NotFound", "the server could not find the requested resource");
+      return NoSuchResource();
     }
-    if (name.empty()) {
-      return Error(422, "Invalid",
-                   StrCat(qualified_kind,
-                          " \"\" is invalid: metadata.name: Required value: name or generateName "
-                          "is required"),
-                   &type);
-    }
+    if (name.empty()) return NameRequired(type);
     const Key key = KeyOf(type, route.ns, name);
     if (objects_.count(key) > 0) {
       return Error(409, "AlreadyExists", StrCat(Quoted(type, name), " already exists"), &type,
@@ -537,13 +597,7 @@ ApiResponse ApiStore::HandleLocked(const ApiRequest& request) {
 
   // PUT
   if (collection) return Error(405, "MethodNotAllowed", "PUT is allowed on objects only");
-  if (name.empty()) {
-    return Error(422, "Invalid",
-                 StrCat(qualified_kind,
-                        " \"\" is invalid: metadata.name: Required value: name "
-                        "or generateName is required"),
-                 &type);
-  }
+  if (name.empty()) return NameRequired(type);
   if (name != route.name) {
     return Error(400, "BadRequest",
                  StrCat("the name of the object (", name, ") does not match the name on the URL (",

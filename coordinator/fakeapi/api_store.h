@@ -6,12 +6,16 @@
 //     unconditional without one; 404 when missing; 400 for a name that differs from the URL's),
 //     DELETE; 422 for an object without a name;
 //   - one resourceVersion counter for every write, as etcd's revision;
-//   - errors as metav1.Status bodies with the real messages, reasons and details;
+//   - errors as metav1.Status bodies with the real messages, reasons and details (422 Invalid
+//     with the kind and the field's cause, DELETE's Success with the uid);
+//   - Lease acquireTime/renewTime must be MicroTime (six fractional digits, Z), else 400 as the
+//     real decoder answers;
 //   - authorization per user and verb (403 with the real message), 401 for failed authentication;
 //   - fault injection for tests: concurrent writes that make the next updates conflict, and
 //     failures (5xx, 429) for the next requests.
 // Not modelled: watch, PATCH, subresources, namespaces as objects, field selectors, paging,
-// admission, RBAC escalation checks. Thread-safe.
+// admission, RBAC escalation checks, managedFields (README.md lists every known difference from
+// kube-apiserver 1.26). Thread-safe.
 #ifndef HANDOFF_COORDINATOR_FAKEAPI_API_STORE_H_
 #define HANDOFF_COORDINATOR_FAKEAPI_API_STORE_H_
 

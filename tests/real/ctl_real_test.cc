@@ -58,6 +58,12 @@ class CtlRealTest : public ::testing::Test {
     }
   }
 
+  // MicroTime as client-go writes it: the API server refuses any other number of fractional
+  // digits (kube::FormatTimestamp, for people, drops trailing zeros).
+  static std::string MicroTime(absl::Time time) {
+    return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", time, absl::UTCTimeZone());
+  }
+
   // Creates or replaces a lease in kube-system held by `holder`, renewed at `renewed`.
   void PutLease(const std::string& name, const std::string& holder, absl::Time renewed) {
     Json lease = Json::object();
@@ -66,8 +72,8 @@ class CtlRealTest : public ::testing::Test {
     lease["metadata"] = {{"name", name}, {"namespace", "kube-system"}};
     lease["spec"] = {{"holderIdentity", holder},
                      {"leaseDurationSeconds", 15},
-                     {"acquireTime", kube::FormatTimestamp(renewed - absl::Minutes(1))},
-                     {"renewTime", kube::FormatTimestamp(renewed)},
+                     {"acquireTime", MicroTime(renewed - absl::Minutes(1))},
+                     {"renewTime", MicroTime(renewed)},
                      {"leaseTransitions", 0}};
     absl::Status removed = admin_->Delete({&kube::kLeases, "kube-system", name});
     ASSERT_TRUE(removed.ok() || absl::IsNotFound(removed)) << removed;

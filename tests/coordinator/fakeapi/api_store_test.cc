@@ -1,6 +1,7 @@
 // The fake API server's behaviour, request by request, without HTTP.
 #include "coordinator/fakeapi/api_store.h"
 
+#include "agent/base/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/fake_cluster.h"
@@ -152,6 +153,46 @@ TEST_F(ApiStoreTest, ValidationErrors) {
   EXPECT_EQ(Do("GET", "/healthz").status, 404);
   EXPECT_EQ(Do("PATCH", kRolePath, "{}").status, 405);
   EXPECT_EQ(Do("GET", "/api/v1/nodes?watch=true").status, 405);
+}
+
+// As kube-apiserver 1.26 answers (tests/real/api_conformance_test.cc runs both).
+TEST_F(ApiStoreTest, InvalidDetailsNameTheKindAndTheCause) {
+  const std::string roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles";
+  const Json details = Body(Do("POST", roles, R"({"rules":[]})"))["details"];
+  EXPECT_EQ(details["group"], "rbac.authorization.k8s.io");
+  EXPECT_EQ(details["kind"], "Role");
+  ASSERT_EQ(details["causes"].size(), 1u);
+  EXPECT_EQ(details["causes"][0]["field"], "metadata.name");
+  EXPECT_EQ(details["causes"][0]["reason"], "FieldValueRequired");
+  EXPECT_TRUE(Body(Do("GET", "/healthz")).contains("details"));
+}
+
+TEST_F(ApiStoreTest, LeaseTimesMustHaveSixFractionalDigits) {
+  const std::string leases = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases";
+  auto lease = [](const std::string& renew_time) {
+    return StrCat(R"({"metadata":{"name":"l"},"spec":{"holderIdentity":"a","renewTime":")",
+                  renew_time, R"("}})");
+  };
+  ApiResponse seconds = Do("POST", leases, lease("2026-01-02T03:04:05Z"));
+  EXPECT_EQ(seconds.status, 400);
+  EXPECT_EQ(Body(seconds)["message"],
+            "Lease in version \"v1\" cannot be handled as a Lease: parsing time "
+            "\"2026-01-02T03:04:05Z\" as \"2006-01-02T15:04:05.000000Z07:00\": cannot parse \"Z\" "
+            "as \".000000\"");
+  EXPECT_EQ(Do("POST", leases, lease("2026-01-02T03:04:05.123456789Z")).status, 400);
+  EXPECT_EQ(Do("POST", leases, lease("2026-01-02T03:04:05.123456Z")).status, 201);
+  ApiResponse update = Do("PUT", leases + "/l", lease("2026-01-02T03:04:06.5Z"));
+  EXPECT_EQ(update.status, 400);
+  EXPECT_EQ(Do("PUT", leases + "/l", lease("2026-01-02T03:04:06.500000Z")).status, 200);
+}
+
+TEST_F(ApiStoreTest, DeleteNamesTheUidOfWhatWasDeleted) {
+  const std::optional<Json> role =
+      store_.Get(kube::kRoles, "kube-system", "system::leader-locking-kube-controller-manager");
+  ASSERT_TRUE(role.has_value());
+  ApiResponse deleted = Do("DELETE", kRolePath);
+  EXPECT_EQ(deleted.status, 200);
+  EXPECT_EQ(Body(deleted)["details"]["uid"], kube::StringAt(*role, {"metadata", "uid"}));
 }
 
 TEST_F(ApiStoreTest, ForbiddenMessagesAsTheRealServerWritesThem) {
