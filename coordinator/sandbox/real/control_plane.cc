@@ -137,17 +137,37 @@ absl::StatusOr<std::unique_ptr<RealControlPlane>> RealControlPlane::Start(
   std::unique_ptr<Clock> clock = NewRealClock();
   const absl::Time now = clock->Now();
   const absl::Duration validity = absl::Hours(24 * 30);
-  absl::StatusOr<pki::KeyPair> ca = pki::CreateCertificateAuthority("kubernetes", now, validity);
+  if (options.serving_cert_file.empty() != options.serving_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "ControlPlaneOptions: serving_cert_file and serving_key_file go together; give both or "
+        "neither");
+  }
+  absl::StatusOr<pki::KeyPair> ca =
+      options.ca.certificate_pem.empty()
+          ? pki::CreateCertificateAuthority("kubernetes", now, validity)
+          : absl::StatusOr<pki::KeyPair>(options.ca);
   if (!ca.ok()) return ca.status();
+  if (absl::Status matches = pki::CheckKeyPair(*ca); !matches.ok()) {
+    return absl::InvalidArgumentError(
+        StrCat("ControlPlaneOptions.ca: ", matches.message(), "; give the CA with its key"));
+  }
   plane->ca_ = *ca;
-  pki::CertificateRequest serving;
-  serving.common_name = "kube-apiserver";
-  serving.dns_names = {"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-                       "kubernetes.default.svc.cluster.local"};
-  serving.ip_addresses = {"127.0.0.1", "10.96.0.1"};
-  serving.server = true;
-  absl::StatusOr<pki::KeyPair> apiserver = pki::IssueCertificate(*ca, serving, now);
-  if (!apiserver.ok()) return apiserver.status();
+  pki::KeyPair apiserver_pair;
+  if (options.serving_cert_file.empty()) {
+    pki::CertificateRequest serving;
+    serving.common_name = "kube-apiserver";
+    serving.dns_names = {"localhost", "kubernetes", "kubernetes.default",
+                         "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"};
+    serving.ip_addresses = {"127.0.0.1", "10.96.0.1"};
+    serving.server = true;
+    absl::StatusOr<pki::KeyPair> issued = pki::IssueCertificate(*ca, serving, now);
+    if (!issued.ok()) return issued.status();
+    apiserver_pair = *issued;
+  }
+  const std::string serving_cert =
+      options.serving_cert_file.empty() ? pki_dir + "/apiserver.crt" : options.serving_cert_file;
+  const std::string serving_key =
+      options.serving_key_file.empty() ? pki_dir + "/apiserver.key" : options.serving_key_file;
   absl::StatusOr<pki::KeyPair> admin = plane->IssueClient("kubernetes-admin", {"system:masters"});
   if (!admin.ok()) return admin.status();
   plane->admin_ = *admin;
@@ -167,13 +187,13 @@ absl::StatusOr<std::unique_ptr<RealControlPlane>> RealControlPlane::Start(
   absl::StatusOr<pki::KeyPair> service_accounts =
       pki::CreateCertificateAuthority("service-accounts", now, validity);
   if (!service_accounts.ok()) return service_accounts.status();
-  for (const auto& [name, pair] :
-       std::vector<std::pair<std::string, const pki::KeyPair*>>{
-           {"ca", &*ca},
-           {"apiserver", &*apiserver},
-           {"admin", &*admin},
-           {"front-proxy-ca", &*front_proxy_ca},
-           {"front-proxy-client", &*front_proxy_client}}) {
+  std::vector<std::pair<std::string, const pki::KeyPair*>> pairs = {
+      {"ca", &*ca},
+      {"admin", &*admin},
+      {"front-proxy-ca", &*front_proxy_ca},
+      {"front-proxy-client", &*front_proxy_client}};
+  if (options.serving_cert_file.empty()) pairs.push_back({"apiserver", &apiserver_pair});
+  for (const auto& [name, pair] : pairs) {
     if (absl::Status status = WritePair(StrCat(pki_dir, "/", name), *pair); !status.ok()) {
       return status;
     }
@@ -227,8 +247,8 @@ absl::StatusOr<std::unique_ptr<RealControlPlane>> RealControlPlane::Start(
       StrCat("--secure-port=", *secure_port),
       "--etcd-servers=" + plane->etcd_url_,
       "--cert-dir=" + pki_dir,
-      "--tls-cert-file=" + pki_dir + "/apiserver.crt",
-      "--tls-private-key-file=" + pki_dir + "/apiserver.key",
+      "--tls-cert-file=" + serving_cert,
+      "--tls-private-key-file=" + serving_key,
       "--client-ca-file=" + pki_dir + "/ca.crt",
       "--authorization-mode=Node,RBAC",
       "--enable-admission-plugins=NodeRestriction",

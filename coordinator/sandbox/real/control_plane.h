@@ -37,6 +37,13 @@ struct ControlPlaneOptions {
   std::string dir;
   // Needs etcd and kube-apiserver.
   Components components;
+  // The kube CA (with its key: it signs the admin's and IssueClient's certificates). Empty: a
+  // fresh one, valid 30 days.
+  pki::KeyPair ca;
+  // The API server's serving pair as PEM files, both or neither. Empty: one issued by the kube
+  // CA for localhost, 127.0.0.1 and the kubernetes Service's names and IP.
+  std::string serving_cert_file;
+  std::string serving_key_file;
   // For reaching /readyz and the bootstrap RBAC, from the start of etcd.
   absl::Duration start_timeout = absl::Minutes(2);
   // Appended to kube-apiserver's flags (a later flag wins over an earlier one).
@@ -45,8 +52,9 @@ struct ControlPlaneOptions {
 
 class RealControlPlane {
  public:
-  // Writes the certificates, starts etcd and kube-apiserver and waits for them. On failure both
-  // are stopped, and the error names the component, what it waited for, the log file and the
+  // Writes the certificates, starts etcd and kube-apiserver and waits for them.
+  // InvalidArgument when only one of the serving files is given or `ca` does not parse. On
+  // failure both processes are stopped, and the error names the component, what it waited for, the log file and the
   // log's last lines.
   static absl::StatusOr<std::unique_ptr<RealControlPlane>> Start(ControlPlaneOptions options);
   // Stop().
