@@ -1,13 +1,35 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: install the Debian packages, build with warnings as errors
-# and run every test; then the same under AddressSanitizer and UndefinedBehaviorSanitizer.
+# The whole test suite, as CI runs it: install the Debian packages and the real upstream
+# components (tests/real/components.sh: etcd, kube-apiserver and kube-controller-manager 1.26,
+# aws-cloud-controller-manager 1.27, the fake AWS), build with warnings as errors and run every
+# test, the ones labelled "real" against those components included; then the same under
+# AddressSanitizer and UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash packaging/install-deps.sh
 
-echo "== build (warnings are errors) and test"
+# The components build (Go, minutes on a cold cache, much of it downloading modules) runs beside
+# the C++ build; its log is shown if it fails, and a second run builds nothing.
+components_log="$(mktemp)"
+echo "== real components (tests/real/components.sh), in the background: log in $components_log"
+bash tests/real/components.sh > "$components_log" 2>&1 &
+components_pid=$!
+
+echo "== build (warnings are errors)"
 HANDOFF_BUILD_DIR=build bash packaging/build.sh -DHANDOFF_WERROR=ON -DHANDOFF_SANITIZE=OFF
+
+if ! wait "$components_pid"; then
+  cat "$components_log" >&2
+  echo "tests/run.sh: tests/real/components.sh failed (log above)" >&2
+  exit 1
+fi
+cat "$components_log"
+rm -f "$components_log"
+
+echo "== test"
+# A test labelled "real" fails, rather than skips, when a component is missing.
+export HANDOFF_REQUIRE_REAL=1
 ctest --test-dir build --output-on-failure --parallel "$(nproc)"
 
 echo "== build and test under ASan + UBSan"
@@ -15,7 +37,8 @@ echo "== build and test under ASan + UBSan"
 # sanitizers need neither (they report function names either way).
 HANDOFF_BUILD_DIR=build-sanitize bash packaging/build.sh -DHANDOFF_WERROR=ON -DHANDOFF_SANITIZE=ON \
   -DCMAKE_BUILD_TYPE=
-# The whole-system sandbox runs (label "sandbox", minutes of real lease handovers) ran in the
-# optimised pass; their parts are tested here by their own suites.
+# The whole-system runs (label "sandbox": minutes of real lease handovers; label "real": the
+# upstream components) ran in the optimised pass; their parts are tested here by their own suites.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-sanitize --output-on-failure --parallel "$(nproc)" --label-exclude sandbox
+  ctest --test-dir build-sanitize --output-on-failure --parallel "$(nproc)" \
+  --label-exclude 'sandbox|real'

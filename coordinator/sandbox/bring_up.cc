@@ -19,6 +19,7 @@
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"
 #include "coordinator/kube/rbac.h"
+#include "coordinator/sandbox/real_cluster.h"
 #include "coordinator/sandbox/report.h"
 #include "coordinator/sandbox/sandbox_run.h"
 
@@ -125,6 +126,7 @@ absl::Status SandboxRun::Setup() {
     absl::Status made = EnsureDirectory(*fs_, Path(sub), 0700);
     if (!made.ok()) return made;
   }
+  if (options_.cluster == ClusterKind::kReal) timing_ = RealManagerTiming();
   ClusterSetup setup;
   setup.dir = dir_;
   setup.bin_dir = bin_dir_;
@@ -378,7 +380,8 @@ absl::Status SandboxRun::StartAgent(NodeRun& node) {
       "--proc-root",
       StrCat(node.root(), "/run/sandbox-proc"),
       "--timeout",
-      "15s",
+      // Real managers on a loaded machine take longer to start than the stand-ins.
+      options_.cluster == ClusterKind::kReal ? "60s" : "15s",
       "--reconnect-max",
       "500ms",
       "--kubelet-restart-command",

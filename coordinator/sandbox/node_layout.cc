@@ -22,13 +22,16 @@ std::string ReplaceAll(std::string text, const std::string& from, const std::str
   return text;
 }
 
-absl::Status Write(FileSystem& fs, const std::string& path, const std::string& content) {
+absl::Status Write(FileSystem& fs, const std::string& path, const std::string& content,
+                   unsigned mode = 0644) {
   size_t slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0) {
     absl::Status made = EnsureDirectory(fs, path.substr(0, slash), 0755);
     if (!made.ok()) return made;
   }
-  return AtomicReplace(fs, path, content);
+  FileInfo info;
+  info.mode = mode;
+  return AtomicReplace(fs, path, content, info);
 }
 
 // The container's env field, indented as the kube-controller-manager template's container, or
@@ -116,6 +119,10 @@ absl::Status WriteNodeLayout(FileSystem& fs, const SandboxNode& node, const Layo
     absl::Status written = Write(fs, file.path, file.content);
     if (!written.ok()) return written;
   }
+  for (const auto& [path, content] : inputs.secret_files) {
+    absl::Status written = Write(fs, path, content, 0600);
+    if (!written.ok()) return written;
+  }
   for (const char* dir :
        {"/etc/ssl/certs", "/etc/ca-certificates", "/usr/local/share/ca-certificates",
         "/usr/share/ca-certificates", "/usr/libexec/kubernetes/kubelet-plugins/volume/exec",
@@ -136,7 +143,10 @@ std::string RolloutSettingsYaml(const LeaseTiming& timing) {
       "    leader-elect-lease-duration: ",
       GoDuration(timing.lease_duration),
       "\n    leader-elect-renew-deadline: ", GoDuration(timing.renew_deadline),
-      "\n    leader-elect-retry-period: ", GoDuration(timing.retry_period), "\n");
+      "\n    leader-elect-retry-period: ", GoDuration(timing.retry_period),
+      "\n    # The sandbox's nodes share one network, where every cloud-controller-manager 1.27\n"
+      "    # would listen on 0.0.0.0:10260 for webhooks the AWS provider does not have: off.\n"
+      "    webhook-secure-port: \"0\"\n");
 }
 
 std::string ClusterSeedYaml(const std::vector<SandboxNode>& nodes) {

@@ -51,6 +51,9 @@ struct LayoutInputs {
   // The kube-controller-manager container's env, in order (the cloud-controller-manager
   // inherits it): e.g. where the AWS APIs and the instance metadata are. Empty: no env field.
   std::vector<std::pair<std::string, std::string>> controller_manager_env;
+  // More files of the cluster's, by absolute path on the node, written with mode 0600: e.g. the
+  // real kube-controller-manager's signing keys (pki/ca.key, pki/sa.key), which it reads at start.
+  std::vector<std::pair<std::string, std::string>> secret_files;
 };
 
 // Writes the node's files through `fs` (rooted at the node's root). Fails naming the file.

@@ -10,8 +10,16 @@
 
 #include "absl/status/statusor.h"
 #include "coordinator/sandbox/cluster.h"
+#include "coordinator/sandbox/node_layout.h"
 
 namespace handoff::sandbox {
+
+// Leader-election timing for the real managers: longer than the model's. A manager that misses
+// its renew deadline keeps running its controllers until its process has exited, and a successor
+// takes the lease one lease duration after it last saw it renewed; lease duration minus renew
+// deadline is the margin that keeps the two apart (5 s with the managers' defaults, 15 s and
+// 10 s), and on a loaded two-core machine the model's 300 ms is not enough.
+LeaseTiming RealManagerTiming();
 
 // FailedPrecondition naming what is missing (a component, the fake AWS) and how to get it.
 absl::StatusOr<std::unique_ptr<SandboxCluster>> NewRealCluster(const ClusterSetup& setup);

@@ -61,10 +61,16 @@ int SandboxRun::Run() {
     return kSandboxSetupFailed;
   }
   Say("in-tree: one kube-controller-manager holds its lease and runs the cloud controllers");
+  // RBAC first in either case: the unsafe order is about the order of the moves, and a real
+  // cloud-controller-manager without the lease rules would run nothing at all.
+  status = ApplyRbac();
+  if (!status.ok()) {
+    err_ << "handoffctl sandbox: " << status.message() << "\n";
+    return kSandboxSetupFailed;
+  }
   if (options_.unsafe_order) return RunUnsafeOrder();
 
-  status = ApplyRbac();
-  if (status.ok()) status = StartCoordinator();
+  status = StartCoordinator();
   for (NodeRun& node : nodes_) {
     if (status.ok()) status = StartAgent(node);
   }

@@ -240,7 +240,9 @@ int SandboxRun::RunUnsafeOrder() {
   Say(StrCat("unsafe order forced: ", node.spec().name,
              " runs a cloud-controller-manager while the others run the in-tree controllers "
              "without Leader Migration"));
-  absl::Time deadline = absl::Now() + absl::Seconds(20);
+  // The cloud-controller-manager takes both leases (no one else competes for them) and starts
+  // its controllers: a few lease durations at most.
+  absl::Time deadline = absl::Now() + absl::Seconds(20) + 5 * timing_.lease_duration;
   while (absl::Now() < deadline && !interrupted_()) {
     if (!cluster_->Poll(absl::Now()).invariant_held) break;
     // The monitor reads what the managers append; nothing signals a new record.

@@ -9,7 +9,7 @@
 #     bin/handoff-fake-aws                              tests/real/fake_aws.py on moto, in venv/
 #     versions.txt                                      name<TAB>version<TAB>source, one line each
 #
-# A component is rebuilt only when what it is built from changed (its pins, this script, the Go
+# A component is rebuilt only when what it is built from changed (its pins, its build flags, the Go
 # version): a second run builds nothing. Each binary is built into a temporary file and renamed into
 # place, so an interrupted build never leaves a half-written binary.
 #
@@ -35,8 +35,11 @@ mkdir -p "$dir/bin" "$dir/stamps"
 # (k8s.io/controller-manager and k8s.io/kube-controller-manager v0.26.14 and v0.26.15 are refused).
 kube_version=v1.26.13
 ccm_version=v1.27.2         # the newest v1.27 k8s.io/cloud-provider-aws the proxy serves
-moto_pin="moto[server,ec2]==5.2.1"
-boto3_pin="boto3==1.43.11"
+# The fake AWS's Python packages, pinned with the ones moto's server pulls in; pytest runs its tests.
+python_pins=(
+  "moto[server]==5.2.1" boto3==1.43.11 botocore==1.43.11 Flask==3.1.3 flask-cors==6.0.2
+  Werkzeug==3.1.8 pytest==9.2.0
+)
 
 if ! command -v go > /dev/null; then
   echo "components.sh: Go is missing: install Go 1.21 or newer (this machine's image has Go 1.26)" >&2
@@ -59,11 +62,16 @@ up_to_date() {
   for output in "$@"; do [ -x "$dir/bin/$output" ] || return 1; done
 }
 
-# What a build depends on, as one hash: its pins, this script and the Go version.
-key_of() { { cat "$@" "$0"; echo "$go_version"; } | sha256sum | cut -d' ' -f1; }
+# What a build depends on, as one hash: its pin files, how it is built ($recipe) and the Go version.
+key_of() { { cat "$@"; echo "$recipe $go_version $GOFLAGS $CGO_ENABLED"; } | sha256sum | cut -d' ' -f1; }
 
 build_kube() {
-  local key
+  # The version the binaries report (--version, /version), as the release build stamps it.
+  local stamp="-X k8s.io/component-base/version.gitVersion=$kube_version"
+  stamp+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=26"
+  stamp+=" -X k8s.io/component-base/version.gitTreeState=clean"
+  stamp+=" -X k8s.io/client-go/pkg/version.gitVersion=$kube_version"
+  local key recipe="-ldflags=-s -w $stamp"
   key="$(key_of "$here/kube126/go.mod" "$here/kube126/go.sum")"
   if up_to_date kube "$key" kube-apiserver kube-controller-manager; then
     log "kube-apiserver, kube-controller-manager $kube_version: up to date"
@@ -72,12 +80,7 @@ build_kube() {
   log "building kube-apiserver and kube-controller-manager $kube_version (about 10 minutes on 2 cores)"
   local tmp
   tmp="$(mktemp -d "$dir/bin/.build-XXXXXX")"
-  # The version the binaries report (--version, /version), as the release build stamps it.
-  local stamp="-X k8s.io/component-base/version.gitVersion=$kube_version"
-  stamp+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=26"
-  stamp+=" -X k8s.io/component-base/version.gitTreeState=clean"
-  stamp+=" -X k8s.io/client-go/pkg/version.gitVersion=$kube_version"
-  (cd "$here/kube126" && go build -ldflags="-s -w $stamp" -o "$tmp/" \
+  (cd "$here/kube126" && go build "$recipe" -o "$tmp/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager)
   mv -f "$tmp/kube-apiserver" "$tmp/kube-controller-manager" "$dir/bin/"
   rmdir "$tmp"
@@ -85,7 +88,9 @@ build_kube() {
 }
 
 build_ccm() {
-  local key
+  local stamp="-X k8s.io/component-base/version.gitVersion=$ccm_version"
+  stamp+=" -X k8s.io/component-base/version.gitTreeState=clean"
+  local key recipe="-ldflags=-s -w $stamp"
   key="$(key_of "$here/ccm127/go.mod" "$here/ccm127/go.sum")"
   if up_to_date ccm "$key" aws-cloud-controller-manager; then
     log "aws-cloud-controller-manager $ccm_version: up to date"
@@ -94,9 +99,7 @@ build_ccm() {
   log "building aws-cloud-controller-manager $ccm_version (about 5 minutes on 2 cores)"
   local tmp
   tmp="$(mktemp -d "$dir/bin/.build-XXXXXX")"
-  local stamp="-X k8s.io/component-base/version.gitVersion=$ccm_version"
-  stamp+=" -X k8s.io/component-base/version.gitTreeState=clean"
-  (cd "$here/ccm127" && go build -ldflags="-s -w $stamp" -o "$tmp/aws-cloud-controller-manager" \
+  (cd "$here/ccm127" && go build "$recipe" -o "$tmp/aws-cloud-controller-manager" \
     k8s.io/cloud-provider-aws/cmd/aws-cloud-controller-manager)
   mv -f "$tmp/aws-cloud-controller-manager" "$dir/bin/"
   rmdir "$tmp"
@@ -113,15 +116,14 @@ install_etcd() {
 
 install_fake_aws() {
   local key
-  key="$(printf '%s\n%s\n' "$moto_pin" "$boto3_pin" | cat - "$here/fake_aws.py" "$0" | sha256sum |
-    cut -d' ' -f1)"
+  key="$(printf '%s\n' "${python_pins[@]}" | cat - "$here/fake_aws.py" | sha256sum | cut -d' ' -f1)"
   if up_to_date fake-aws "$key" handoff-fake-aws; then
     log "fake AWS (moto): up to date"
     return
   fi
-  log "installing the fake AWS: $moto_pin in $dir/venv"
+  log "installing the fake AWS: ${python_pins[*]} in $dir/venv"
   [ -x "$dir/venv/bin/python3" ] || python3 -m venv "$dir/venv"
-  "$dir/venv/bin/pip" install --quiet --disable-pip-version-check "$moto_pin" "$boto3_pin"
+  "$dir/venv/bin/pip" install --quiet --disable-pip-version-check "${python_pins[@]}"
   local tmp="$dir/bin/.handoff-fake-aws.tmp"
   { echo "#!$dir/venv/bin/python3"; tail -n +2 "$here/fake_aws.py"; } > "$tmp"
   chmod 0755 "$tmp"

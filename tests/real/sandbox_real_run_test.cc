@@ -1,0 +1,112 @@
+// `handoffctl sandbox --cluster real` as the operator runs it: etcd, kube-apiserver 1.26, the
+// real kube-controller-manager 1.26 (--cloud-provider=aws) and aws-cloud-controller-manager 1.27
+// as the nodes' static pods against the fake AWS, the agents and the coordinator; the monitor
+// reads the managers' own logs. Needs root (mount namespaces) and the components
+// (tests/real/components.sh): without them the cases skip, or fail when HANDOFF_REQUIRE_REAL=1.
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "coordinator/sandbox/process.h"
+#include "coordinator/sandbox/real/components.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace handoff::sandbox {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct SandboxOutcome {
+  int exit_code = -1;
+  std::string output;
+};
+
+// Skips (or fails under HANDOFF_REQUIRE_REAL=1) when this machine cannot run the real cluster.
+bool CanRunRealCluster() {
+  absl::StatusOr<real::Components> components = real::FindComponents(
+      real::ProcessEnvironment(),
+      {real::kEtcd, real::kKubeApiserver, real::kKubeControllerManager,
+       real::kAwsCloudControllerManager, real::kFakeAws});
+  std::string missing;
+  if (!components.ok()) missing = std::string(components.status().message());
+  if (missing.empty() && geteuid() != 0) missing = "the real cluster needs root";
+  if (missing.empty()) return true;
+  const char* required = getenv("HANDOFF_REQUIRE_REAL");
+  if (required != nullptr && std::string(required) == "1") {
+    ADD_FAILURE() << missing;
+  } else {
+    GTEST_LOG_(INFO) << "skipped: " << missing;
+  }
+  return false;
+}
+
+SandboxOutcome Sandbox(const std::vector<std::string>& flags) {
+  std::string pattern = std::filesystem::path(::testing::TempDir()) / "sandbox-real-XXXXXX";
+  EXPECT_NE(mkdtemp(pattern.data()), nullptr);
+  std::vector<std::string> argv = {HANDOFFCTL_BIN, "sandbox", "--cluster", "real",
+                                   "--dir",        pattern + "/sandbox"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  const std::string log = pattern + "/output.log";
+  absl::StatusOr<std::unique_ptr<Process>> process = Process::Spawn(argv, log);
+  SandboxOutcome run;
+  if (!process.ok()) {
+    ADD_FAILURE() << process.status();
+    return run;
+  }
+  int status = 0;
+  if (!(*process)->WaitFor(absl::Minutes(8), &status)) {
+    ADD_FAILURE() << "handoffctl sandbox --cluster real did not finish within 8 minutes";
+    // SIGINT: the sandbox tears down its processes, then exits.
+    status = (*process)->Stop(SIGINT, absl::Seconds(60));
+  }
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  run.output = text.str();
+  std::filesystem::remove_all(pattern);
+  return run;
+}
+
+TEST(SandboxRealRunTest, ThreeNodesMoveToTheRealCloudControllerManagerAndBack) {
+  if (!CanRunRealCluster()) return;
+  SandboxOutcome run = Sandbox({});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("rollout to 1.27 and rollback to 1.26 completed"));
+  EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 migrated  cp-2 migrated  cp-3 migrated"));
+  EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 in-tree  cp-2 in-tree  cp-3 in-tree"));
+  EXPECT_THAT(run.output, HasSubstr("node providerIDs: all 3 control-plane nodes"));
+  EXPECT_THAT(run.output, HasSubstr("steps: 12 moves carried out by the agents"));
+  EXPECT_THAT(run.output, HasSubstr("invariant held: no cloud controller ran in two processes"));
+  EXPECT_THAT(run.output, Not(HasSubstr("INVARIANT BROKEN")));
+  // The summary names every real component and its version, and the gaps it measured.
+  for (const char* component :
+       {"kube-apiserver v1.26.", "kube-controller-manager v1.26.",
+        "aws-cloud-controller-manager v1.27.", "etcd v", "moto "}) {
+    EXPECT_THAT(run.output, HasSubstr(std::string("\n  ") + component)) << component;
+  }
+  EXPECT_THAT(run.output, HasSubstr("  service: 3 runs, longest gap "));
+  EXPECT_THAT(run.output, HasSubstr("  cloud-node-lifecycle: 3 runs, longest gap "));
+}
+
+TEST(SandboxRealRunTest, TheMonitorCatchesTheUnsafeOrderOnRealManagers) {
+  if (!CanRunRealCluster()) return;
+  SandboxOutcome run = Sandbox({"--unsafe-order-for-tests"});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("INVARIANT BROKEN: service ran in "));
+  // The two at once are the in-tree kube-controller-manager (no Leader Migration) and the real
+  // cloud-controller-manager, as their own logs tell.
+  EXPECT_THAT(run.output, HasSubstr("kube-controller-manager pid"));
+  EXPECT_THAT(run.output, HasSubstr("cloud-controller-manager pid"));
+}
+
+}  // namespace
+}  // namespace handoff::sandbox
