@@ -1,5 +1,7 @@
 #include "coordinator/ctl/coordinator_client.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -245,6 +247,94 @@ absl::StatusOr<CoordinatorEndpoint> ResolveCoordinatorEndpoint(
 
 std::unique_ptr<OperatorClient> NewGrpcOperatorClient(const CoordinatorEndpoint& endpoint) {
   return std::make_unique<GrpcOperatorClient>(endpoint);
+}
+
+WatchOutcome WatchStatus(
+    const std::function<std::unique_ptr<OperatorClient>(absl::Duration watch_left)>& connect,
+    const std::function<absl::Status(const v1::RolloutStatus&)>& on_status,
+    const ReconnectPolicy& policy, const std::function<bool()>& stop, Clock& clock,
+    const WatchEvents& events) {
+  using End = WatchOutcome::End;
+  v1::StatusRequest request;
+  request.set_watch(true);
+  const bool watch_ends = policy.watch_timeout != absl::InfiniteDuration();
+  const absl::Time watch_end = clock.Now() + policy.watch_timeout;
+  auto stopped = [&stop] { return stop && stop(); };
+
+  WatchOutcome outcome;
+  std::optional<absl::Time> lost_at;  // when the outage under way began
+  absl::Duration backoff = policy.first_backoff;
+  absl::Status rejected;
+  // Read by the client's own stop poll, which may run on another thread.
+  std::atomic<bool> rejecting{false};
+  auto stop_stream = [&] { return rejecting.load() || stopped(); };
+  auto on_stream_status = [&](const v1::RolloutStatus& status) {
+    if (rejecting.load()) return;
+    if (lost_at) {
+      if (events.reconnected) events.reconnected(clock.Now() - *lost_at);
+      lost_at.reset();
+      backoff = policy.first_backoff;
+    }
+    absl::Status handled = on_status(status);
+    if (!handled.ok()) {
+      rejected = std::move(handled);
+      rejecting = true;
+      return;
+    }
+    ++outcome.statuses;
+  };
+  auto end = [&outcome](End how, absl::Status error = absl::OkStatus()) {
+    outcome.end = how;
+    outcome.error = std::move(error);
+    return outcome;
+  };
+
+  std::unique_ptr<OperatorClient> client = connect(policy.watch_timeout);
+  while (true) {
+    const int64_t before = outcome.statuses;
+    const absl::Status streamed = client->Status(request, on_stream_status, stop_stream);
+    if (rejecting.load()) return end(End::kRejected, rejected);
+    // `stop` is looked at only where it decides something: a caller counting its looks (a test
+    // standing in for Ctrl-C) sees the same sequence every time.
+    if (streamed.ok()) {
+      if (stopped()) return end(End::kStopped);
+      if (!policy.retry_every_end) return end(End::kEnded);
+    }
+    const bool came = outcome.statuses > before;
+    const absl::StatusCode code = streamed.code();
+    const absl::Time now = clock.Now();
+    // A watch deadline that gRPC enforced looks like any other DEADLINE_EXCEEDED; one that cut a
+    // stream which was delivering statuses is the watch's own end, not an outage.
+    if (watch_ends && outcome.statuses > 0 &&
+        (now >= watch_end || (code == absl::StatusCode::kDeadlineExceeded && came))) {
+      return end(End::kWatchTimeout, streamed);
+    }
+    const bool outage = policy.retry_every_end || code == absl::StatusCode::kUnavailable ||
+                        code == absl::StatusCode::kCancelled ||
+                        code == absl::StatusCode::kDeadlineExceeded;
+    if (!outage || (outcome.statuses == 0 && !policy.retry_before_first_status) ||
+        policy.give_up_after <= absl::ZeroDuration()) {
+      return end(End::kFailed, streamed);
+    }
+    if (!lost_at) {
+      lost_at = now;
+      if (events.lost) events.lost(streamed);
+    }
+    const absl::Time give_up = std::min(*lost_at + policy.give_up_after, watch_end);
+    if (now >= give_up) {
+      outcome.outage = now - *lost_at;
+      return end(End::kGaveUp, streamed);
+    }
+    // Waits in short slices, so that a stop ends the watch at once.
+    const absl::Time next_try = std::min(now + backoff, give_up);
+    backoff = std::min(backoff * 2, policy.max_backoff);
+    while (clock.Now() < next_try) {
+      if (stopped()) return end(End::kStopped);
+      clock.SleepFor(std::min(next_try - clock.Now(), policy.stop_poll_interval));
+    }
+    if (stopped()) return end(End::kStopped);
+    client = connect(watch_end - clock.Now());
+  }
 }
 
 }  // namespace handoff::ctl

@@ -1,10 +1,13 @@
 // handoffctl's connection to the coordinator's OperatorService (proto/handoff/v1/handoff.proto):
 // where it is and with which certificates (flags, then $HANDOFF_* variables, then the files under
 // /etc/handoff/pki), and the calls themselves behind OperatorClient, so that commands can be
-// tested against an in-process fake as well as over a real mutual-TLS channel.
+// tested against an in-process fake as well as over a real mutual-TLS channel. WatchStatus is the
+// status watch that outlives its coordinator, shared by `handoffctl status --watch` and the
+// sandbox.
 #ifndef HANDOFF_COORDINATOR_CTL_COORDINATOR_CLIENT_H_
 #define HANDOFF_COORDINATOR_CTL_COORDINATOR_CLIENT_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -14,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "agent/fs/file_system.h"
+#include "agent/system/clock.h"
 #include "handoff/v1/handoff.pb.h"
 #include "proto/rpc/channel.h"
 
@@ -90,6 +94,69 @@ absl::StatusOr<CoordinatorEndpoint> ResolveCoordinatorEndpoint(
 
 // OperatorClient over gRPC: a mutual-TLS channel from rpc::CreateSecureChannel, connected lazily.
 std::unique_ptr<OperatorClient> NewGrpcOperatorClient(const CoordinatorEndpoint& endpoint);
+
+// When WatchStatus dials the coordinator again. The defaults are handoffctl's.
+struct ReconnectPolicy {
+  // The wait before the first new try of an outage; each further try of the same outage waits
+  // twice as long as the one before, up to max_backoff. A status received starts it over.
+  absl::Duration first_backoff = absl::Milliseconds(250);
+  absl::Duration max_backoff = absl::Seconds(5);
+  // How long an outage may last before the watch gives up. Zero: a broken stream is not dialled
+  // again; absl::InfiniteDuration(): until `stop`.
+  absl::Duration give_up_after = absl::Minutes(2);
+  // The whole watch ends this long after it began; every new client is told what is left of it.
+  // absl::InfiniteDuration(): never.
+  absl::Duration watch_timeout = absl::InfiniteDuration();
+  // Whether a watch that has not received any status yet is dialled again. handoffctl's is not:
+  // then the address or the certificates are wrong, not the coordinator gone.
+  bool retry_before_first_status = false;
+  // false: a stream is dialled again only when it ended UNAVAILABLE, CANCELLED or
+  // DEADLINE_EXCEEDED (the coordinator went away or stopped answering); the coordinator ending the
+  // watch (OK) ends it. true: whatever ended the stream, it is dialled again.
+  bool retry_every_end = false;
+  // The longest single wait between looks at `stop` while waiting to dial again.
+  absl::Duration stop_poll_interval = absl::Milliseconds(100);
+};
+
+// What WatchStatus tells as it goes, on its calling thread. Either may be empty.
+struct WatchEvents {
+  // A stream broke and an outage begins (once per outage): how that stream ended.
+  std::function<void(const absl::Status& ended)> lost;
+  // The first status after an outage came, `outage` after the outage began. Called before that
+  // status is handed to on_status.
+  std::function<void(absl::Duration outage)> reconnected;
+};
+
+struct WatchOutcome {
+  enum class End {
+    kStopped,       // `stop` returned true
+    kEnded,         // the coordinator ended the stream (OK), and the policy does not redial then
+    kWatchTimeout,  // policy.watch_timeout passed, after statuses came; `error`: the last stream's
+    kFailed,        // a stream ended with `error`, which the policy does not redial
+    kGaveUp,        // an outage reached give_up_after (or the watch's end); `error`: the last try's
+    kRejected,      // on_status returned `error`; the stream was stopped
+  };
+  End end = End::kStopped;
+  absl::Status error;
+  int64_t statuses = 0;                         // handed to on_status, over every stream
+  absl::Duration outage = absl::ZeroDuration();  // kGaveUp: how long the watch tried
+};
+
+// A Status watch that outlives the coordinator it began with: streams a watched Status from a
+// client `connect` makes, and when the stream ends in a way `policy` redials, waits the backoff on
+// `clock` and streams again from a new client, until `stop`, the policy's give-up window or its
+// watch timeout. `connect` is called once for each stream (the first one included) with what is
+// left of the watch's timeout, and returns a client, never null; a new client per stream means a
+// new channel, so a restarted coordinator is dialled afresh. `on_status` gets every status, in
+// order, on the calling thread. `stop` may be called from any thread (the client polls it while
+// a stream is open) and is looked at at least every policy.stop_poll_interval while waiting.
+// `clock.SleepFor` may return early (a waiter that a stop wakes); the loop looks at `stop` and the
+// time again after each wait. Blocks until the watch ends; the outcome says how.
+WatchOutcome WatchStatus(
+    const std::function<std::unique_ptr<OperatorClient>(absl::Duration watch_left)>& connect,
+    const std::function<absl::Status(const v1::RolloutStatus&)>& on_status,
+    const ReconnectPolicy& policy, const std::function<bool()>& stop, Clock& clock,
+    const WatchEvents& events = {});
 
 }  // namespace handoff::ctl
 

@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -392,15 +391,11 @@ int Status(CommandContext& context, const StatusFlags& flags) {
   const bool json = flags.format == "json";
   const bool terminal = environment.output_is_terminal && environment.output_is_terminal();
   std::ostream& out = context.out();
-  int shown = 0;
-  absl::Status print_error;
-  auto on_status = [&](const v1::RolloutStatus& status) {
+  int64_t shown = 0;
+  auto on_status = [&](const v1::RolloutStatus& status) -> absl::Status {
     if (json) {
       absl::StatusOr<std::string> line = JsonLine(status);
-      if (!line.ok()) {
-        print_error = line.status();
-        return;
-      }
+      if (!line.ok()) return line.status();
       out << *line << "\n";
     } else if (terminal) {
       out << kClearScreen << StatusText(status);
@@ -411,84 +406,63 @@ int Status(CommandContext& context, const StatusFlags& flags) {
     }
     out.flush();  // someone is watching
     ++shown;
+    return absl::OkStatus();
   };
   auto stop = [&environment] { return environment.interrupted && environment.interrupted(); };
 
   // A watch outlives the coordinator it began with: when the stream breaks after statuses came
   // (a restart, a crash, a graceful shutdown), it dials again with backoff, on a new connection,
   // for up to --reconnect-timeout, and goes on with the statuses of whichever coordinator answers.
-  Clock& clock = context.clock();
-  const absl::Time watch_end = clock.Now() + endpoint.watch_timeout;
-  std::unique_ptr<OperatorClient> current = *std::move(client);
-  std::optional<absl::Time> lost_at;  // when the outage under way began
-  absl::Duration backoff = kReconnectFirstBackoff;
-  auto on_watched_status = [&](const v1::RolloutStatus& status) {
-    if (lost_at) {
-      context.err() << "handoffctl: reconnected to the coordinator at " << endpoint.address
-                    << " after "
-                    << absl::FormatDuration(
-                           absl::Trunc(clock.Now() - *lost_at, absl::Milliseconds(1)))
-                    << "\n";
-      lost_at.reset();
-      backoff = kReconnectFirstBackoff;
-    }
-    on_status(status);
+  ReconnectPolicy policy;
+  policy.first_backoff = kReconnectFirstBackoff;
+  policy.max_backoff = kReconnectMaxBackoff;
+  policy.stop_poll_interval = kReconnectPollInterval;
+  policy.give_up_after = endpoint.reconnect_timeout;
+  policy.watch_timeout = endpoint.watch_timeout;
+  policy.retry_before_first_status = false;
+  std::unique_ptr<OperatorClient> first = *std::move(client);
+  auto connect = [&](absl::Duration watch_left) {
+    if (first) return std::move(first);
+    CoordinatorEndpoint again = endpoint;
+    again.watch_timeout = watch_left;
+    return environment.open_coordinator(again);
   };
-  while (true) {
-    const int shown_before = shown;
-    const absl::Status streamed = current->Status(request, on_watched_status, stop);
-    if (!print_error.ok()) return context.Fail(print_error);
-    if (streamed.ok()) {
-      if (!stop()) {
-        context.err() << "handoffctl: the coordinator ended the watch after " << shown
-                      << " status(es)\n";
-      }
+  WatchEvents events;
+  events.lost = [&](const absl::Status& ended) {
+    context.err() << "handoffctl: lost the coordinator at " << endpoint.address
+                  << " (status --watch: " << ended.message() << "); reconnecting for up to "
+                  << absl::FormatDuration(endpoint.reconnect_timeout) << "\n";
+  };
+  events.reconnected = [&](absl::Duration outage) {
+    context.err() << "handoffctl: reconnected to the coordinator at " << endpoint.address
+                  << " after " << absl::FormatDuration(absl::Trunc(outage, absl::Milliseconds(1)))
+                  << "\n";
+  };
+  const WatchOutcome watched =
+      WatchStatus(connect, on_status, policy, stop, context.clock(), events);
+  switch (watched.end) {
+    case WatchOutcome::End::kStopped:
       return kExitOk;
-    }
-    const bool came = shown > shown_before;
-    const absl::StatusCode code = streamed.code();
-    if (shown > 0 &&
-        (clock.Now() >= watch_end || (code == absl::StatusCode::kDeadlineExceeded && came))) {
+    case WatchOutcome::End::kEnded:
+      context.err() << "handoffctl: the coordinator ended the watch after " << watched.statuses
+                    << " status(es)\n";
+      return kExitOk;
+    case WatchOutcome::End::kWatchTimeout:
       context.err() << "handoffctl: stopped watching: --watch-timeout "
                     << absl::FormatDuration(endpoint.watch_timeout) << " reached\n";
       return kExitOk;
-    }
-    // Lost: the stream broke or was cancelled by the coordinator, or (while reconnecting) a new
-    // one brought no status in time. A watch that never showed a status does not retry: the
-    // address or the certificates are wrong, not the coordinator gone.
-    const bool lost = shown > 0 && (code == absl::StatusCode::kUnavailable ||
-                                    code == absl::StatusCode::kCancelled ||
-                                    (code == absl::StatusCode::kDeadlineExceeded && lost_at));
-    if (!lost || endpoint.reconnect_timeout == absl::ZeroDuration()) {
-      return FailCall(context, endpoint, "status --watch", streamed, false);
-    }
-    const absl::Time now = clock.Now();
-    if (!lost_at) {
-      lost_at = now;
-      context.err() << "handoffctl: lost the coordinator at " << endpoint.address
-                    << " (status --watch: " << streamed.message() << "); reconnecting for up to "
-                    << absl::FormatDuration(endpoint.reconnect_timeout) << "\n";
-    }
-    const absl::Time give_up = std::min(*lost_at + endpoint.reconnect_timeout, watch_end);
-    if (now >= give_up) {
+    case WatchOutcome::End::kRejected:
+      return context.Fail(watched.error);
+    case WatchOutcome::End::kGaveUp:
       context.err() << "handoffctl: the coordinator at " << endpoint.address
                     << " did not come back within "
-                    << absl::FormatDuration(absl::Trunc(now - *lost_at, absl::Milliseconds(1)))
+                    << absl::FormatDuration(absl::Trunc(watched.outage, absl::Milliseconds(1)))
                     << "\n";
-      return FailCall(context, endpoint, "status --watch", streamed, false);
-    }
-    // Waits in short slices, so that Ctrl-C ends the watch at once.
-    const absl::Time next_try = std::min(now + backoff, give_up);
-    backoff = std::min(backoff * 2, kReconnectMaxBackoff);
-    while (clock.Now() < next_try) {
-      if (stop()) return kExitOk;
-      clock.SleepFor(std::min(next_try - clock.Now(), kReconnectPollInterval));
-    }
-    if (stop()) return kExitOk;
-    CoordinatorEndpoint again = endpoint;
-    again.watch_timeout = watch_end - clock.Now();
-    current = environment.open_coordinator(again);
+      break;
+    case WatchOutcome::End::kFailed:
+      break;
   }
+  return FailCall(context, endpoint, "status --watch", watched.error, /*changes=*/false);
 }
 
 int History(CommandContext& context, const HistoryFlags& flags) {

@@ -6,23 +6,39 @@
 namespace handoff::sandbox {
 namespace {
 
-// How soon a watch is tried again after its stream ended: the coordinator the sandbox restarts
-// serves again within a few hundred milliseconds.
-constexpr std::chrono::milliseconds kRedialWait(100);
 // How often a waiter looks at `interrupted`; every new status wakes it at once.
 constexpr std::chrono::milliseconds kInterruptPollInterval(200);
 
+// Real time whose waits the feed's end cuts short, so that destroying the feed does not wait out
+// a backoff.
+class FeedClock : public Clock {
+ public:
+  explicit FeedClock(const ShutdownSignal& stopping) : stopping_(stopping) {}
+  absl::Time Now() override { return absl::Now(); }
+  void SleepFor(absl::Duration duration) override { stopping_.WaitTimeoutOrShutdown(duration); }
+
+ private:
+  const ShutdownSignal& stopping_;
+};
+
 }  // namespace
+
+ctl::ReconnectPolicy FeedReconnectPolicy() {
+  ctl::ReconnectPolicy policy;
+  policy.first_backoff = absl::Milliseconds(100);
+  policy.max_backoff = absl::Milliseconds(500);
+  policy.give_up_after = absl::InfiniteDuration();
+  policy.watch_timeout = absl::InfiniteDuration();
+  policy.retry_before_first_status = true;
+  policy.retry_every_end = true;
+  return policy;
+}
 
 StatusFeed::StatusFeed(std::function<std::unique_ptr<ctl::OperatorClient>()> connect)
     : connect_(std::move(connect)), thread_([this] { Loop(); }) {}
 
 StatusFeed::~StatusFeed() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
+  stopping_.Request();
   thread_.join();
 }
 
@@ -48,30 +64,20 @@ std::optional<v1::RolloutStatus> StatusFeed::WaitFor(
 }
 
 void StatusFeed::Loop() {
-  v1::StatusRequest request;
-  request.set_watch(true);
-  auto stopping = [this] {
-    std::lock_guard<std::mutex> lock(mu_);
-    return stopping_;
-  };
-  while (!stopping()) {
-    std::unique_ptr<ctl::OperatorClient> client = connect_();
-    // Whatever ended the stream (the coordinator went away, never came, or ended the watch),
-    // the feed dials again: the sandbox restarts its coordinator and expects the view to follow.
-    (void)client->Status(
-        request,
-        [this](const v1::RolloutStatus& status) {
-          {
-            std::lock_guard<std::mutex> lock(mu_);
-            latest_ = status;
-            ++latest_generation_;
-          }
-          cv_.notify_all();
-        },
-        stopping);
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, kRedialWait, [this] { return stopping_; });
-  }
+  FeedClock clock(stopping_);
+  // Retrying forever, the watch ends only when the feed does.
+  (void)ctl::WatchStatus(
+      [this](absl::Duration) { return connect_(); },
+      [this](const v1::RolloutStatus& status) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          latest_ = status;
+          ++latest_generation_;
+        }
+        cv_.notify_all();
+        return absl::OkStatus();
+      },
+      FeedReconnectPolicy(), [this] { return stopping_.Requested(); }, clock);
 }
 
 }  // namespace handoff::sandbox

@@ -1,5 +1,5 @@
-// The sandbox's status feed over the operator client: every status reaches the waiter, and a
-// watch that breaks is dialled again on a new client.
+// The sandbox's status feed over the operator client and ctl::WatchStatus: every status reaches
+// the waiter, and a watch that ends, however, is dialled again on a new client.
 #include "coordinator/sandbox/status_feed.h"
 
 #include <atomic>
@@ -116,6 +116,30 @@ TEST_F(StatusFeedTest, AWatchThatBreaksIsDialledAgainAndTheWaiterSeesBothCoordin
   EXPECT_EQ(connects(), 2);
   feed.reset();
   EXPECT_EQ(stopped_.load(), 1) << "the feed's end stops the open watch";
+}
+
+TEST_F(StatusFeedTest, EveryEndIsDialledAgainEvenBeforeTheFirstStatus) {
+  // Unlike handoffctl's watch, the feed does not give up on a coordinator that refused it before
+  // any status, nor stop when the coordinator ends the watch: the sandbox brings it up itself.
+  std::unique_ptr<StatusFeed> feed =
+      Feed({Session{{}, absl::PermissionDeniedError("not yet")},
+            Session{{Phase(v1::RolloutStatus::MIGRATING)}, absl::OkStatus()},
+            Session{{Phase(v1::RolloutStatus::DONE)}, {}, /*hold=*/true}});
+  std::optional<v1::RolloutStatus> done = feed->WaitFor(
+      [](const v1::RolloutStatus& s) { return s.phase() == v1::RolloutStatus::DONE; },
+      absl::Now() + absl::Seconds(30), [] { return false; }, nullptr);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->phase(), v1::RolloutStatus::DONE);
+  EXPECT_EQ(connects(), 3);
+}
+
+TEST(FeedReconnectPolicyTest, ShortBackoffRetriedUntilStopped) {
+  const ctl::ReconnectPolicy policy = FeedReconnectPolicy();
+  EXPECT_LE(policy.max_backoff, absl::Seconds(1));
+  EXPECT_EQ(policy.give_up_after, absl::InfiniteDuration());
+  EXPECT_EQ(policy.watch_timeout, absl::InfiniteDuration());
+  EXPECT_TRUE(policy.retry_before_first_status);
+  EXPECT_TRUE(policy.retry_every_end);
 }
 
 TEST_F(StatusFeedTest, WithNoStatusTheWaitEndsAtItsDeadlineOrWhenInterrupted) {
