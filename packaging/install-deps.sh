@@ -21,9 +21,9 @@ packages=(
   libsqlite3-dev           # the coordinator's rollout state and audit history
   libgtest-dev libgmock-dev
   # The real upstream components of `handoffctl sandbox --cluster real` and the tests labelled
-  # "real" (tests/real/components.sh builds the rest with Go and pip): etcd for kube-apiserver,
-  # a Python venv for the fake AWS (moto), iproute2 for the nodes' loopback addresses.
-  etcd-server python3-venv iproute2
+  # "real" (tests/real/components.sh builds the rest with Go and pip): etcd for kube-apiserver, a
+  # venv for the fake AWS (moto).
+  etcd-server python3-venv
 )
 
 missing=()

@@ -288,15 +288,21 @@ absl::Status SandboxRun::WaitForCloudControllers(absl::Duration timeout) {
              FormatSeconds(timeout), "; see ", Path("logs")));
 }
 
-absl::Status SandboxRun::ApplyRbac() {
+absl::StatusOr<std::unique_ptr<kube::KubeClient>> SandboxRun::AdminClient() {
   absl::StatusOr<kube::ClusterCredentials> credentials =
       kube::LoadKubeconfig(*fs_, Path("admin.conf"), "");
   if (!credentials.ok()) return credentials.status();
   absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport =
       kube::NewCurlTransport(*credentials);
   if (!transport.ok()) return transport.status();
-  kube::KubeClient client(*std::move(transport), *clock_, kube::ClientOptionsFor(*credentials));
-  absl::StatusOr<kube::RbacApplyResult> applied = kube::ApplyRbac(client, kube::RbacOptions{});
+  return std::make_unique<kube::KubeClient>(*std::move(transport), *clock_,
+                                            kube::ClientOptionsFor(*credentials));
+}
+
+absl::Status SandboxRun::ApplyRbac() {
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> client = AdminClient();
+  if (!client.ok()) return client.status();
+  absl::StatusOr<kube::RbacApplyResult> applied = kube::ApplyRbac(**client, kube::RbacOptions{});
   if (!applied.ok()) return applied.status();
   Say(StrCat("handoffctl rbac apply: ", applied->applied.size(),
              " change(s) for the migration lease"));

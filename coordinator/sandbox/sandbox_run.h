@@ -24,6 +24,7 @@
 #include "agent/fs/file_system.h"
 #include "agent/system/clock.h"
 #include "coordinator/ctl/coordinator_client.h"
+#include "coordinator/kube/client.h"
 #include "coordinator/pki/pki.h"
 #include "coordinator/sandbox/cluster.h"
 #include "coordinator/sandbox/node_layout.h"
@@ -66,6 +67,8 @@ class SandboxRun {
   absl::Status StartApiServer();
   absl::Status StartKubelets();
   absl::Status WaitForCloudControllers(absl::Duration timeout);
+  // A client of the API server as the cluster's admin (admin.conf).
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> AdminClient();
   absl::Status ApplyRbac();
   absl::Status StartCoordinator();
   absl::Status StartAgent(NodeRun& node);

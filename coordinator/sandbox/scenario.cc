@@ -57,14 +57,9 @@ absl::StatusOr<v1::RolloutStatus> SandboxRun::Await(
 }
 
 absl::Status SandboxRun::CheckProviderIds() {
-  absl::StatusOr<kube::ClusterCredentials> credentials =
-      kube::LoadKubeconfig(*fs_, Path("admin.conf"), "");
-  if (!credentials.ok()) return credentials.status();
-  absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport =
-      kube::NewCurlTransport(*credentials);
-  if (!transport.ok()) return transport.status();
-  kube::KubeClient client(*std::move(transport), *clock_, kube::ClientOptionsFor(*credentials));
-  absl::StatusOr<std::vector<kube::Json>> nodes = kube::ListNodes(client, true);
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> client = AdminClient();
+  if (!client.ok()) return client.status();
+  absl::StatusOr<std::vector<kube::Json>> nodes = kube::ListNodes(**client, true);
   if (!nodes.ok()) return nodes.status();
   std::vector<std::string> bad;
   for (const kube::NodeCheck& check : kube::CheckNodes(*nodes)) {

@@ -46,6 +46,12 @@ if ! command -v go > /dev/null; then
   exit 1
 fi
 go_version="$(go env GOVERSION)"
+# cloud-provider-aws v1.27 needs Go 1.20 (its go.mod); Debian 12's own golang is 1.19.
+go_minor="$(echo "$go_version" | sed -n 's/^go1\.\([0-9]*\).*/\1/p')"
+if [ -z "$go_minor" ] || [ "$go_minor" -lt 20 ]; then
+  echo "components.sh: $go_version is too old: install Go 1.20 or newer" >&2
+  exit 1
+fi
 export CGO_ENABLED=0 GOFLAGS="-mod=readonly -trimpath -buildvcs=false"
 # The go.sum files beside the go.mod files pin every module's checksum, so no checksum database is
 # consulted (it does not list some of these k8s.io versions).
@@ -62,48 +68,41 @@ up_to_date() {
   for output in "$@"; do [ -x "$dir/bin/$output" ] || return 1; done
 }
 
-# What a build depends on, as one hash: its pin files, how it is built ($recipe) and the Go version.
+# What a build depends on, as one hash: its pin files, how it is built ($recipe, set by the
+# caller) and the Go version.
 key_of() { { cat "$@"; echo "$recipe $go_version $GOFLAGS $CGO_ENABLED"; } | sha256sum | cut -d' ' -f1; }
 
-build_kube() {
-  # The version the binaries report (--version, /version), as the release build stamps it.
-  local stamp="-X k8s.io/component-base/version.gitVersion=$kube_version"
-  stamp+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=26"
-  stamp+=" -X k8s.io/component-base/version.gitTreeState=clean"
-  stamp+=" -X k8s.io/client-go/pkg/version.gitVersion=$kube_version"
-  local key recipe="-ldflags=-s -w $stamp"
-  key="$(key_of "$here/kube126/go.mod" "$here/kube126/go.sum")"
-  if up_to_date kube "$key" kube-apiserver kube-controller-manager; then
-    log "kube-apiserver, kube-controller-manager $kube_version: up to date"
+# go_build NAME MODULE_DIR LDFLAGS PACKAGE...: builds the packages' commands from the module in
+# MODULE_DIR (its go.mod and go.sum are the pins) into bin/, unless NAME was built from the same
+# pins and flags already.
+go_build() {
+  local name=$1 module=$2 recipe="-ldflags=-s -w $3"
+  shift 3
+  local outputs=() package
+  for package in "$@"; do outputs+=("$(basename "$package")"); done
+  local key
+  key="$(key_of "$module/go.mod" "$module/go.sum")"
+  if up_to_date "$name" "$key" "${outputs[@]}"; then
+    log "${outputs[*]}: up to date"
     return
   fi
-  log "building kube-apiserver and kube-controller-manager $kube_version (about 10 minutes on 2 cores)"
-  local tmp
+  log "building ${outputs[*]} (minutes on 2 cores with a cold cache)"
+  local tmp output
   tmp="$(mktemp -d "$dir/bin/.build-XXXXXX")"
-  (cd "$here/kube126" && go build "$recipe" -o "$tmp/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager)
-  mv -f "$tmp/kube-apiserver" "$tmp/kube-controller-manager" "$dir/bin/"
+  (cd "$module" && go build "$recipe" -o "$tmp/" "$@")
+  for output in "${outputs[@]}"; do mv -f "$tmp/$output" "$dir/bin/"; done
   rmdir "$tmp"
-  echo "$key" > "$dir/stamps/kube"
+  echo "$key" > "$dir/stamps/$name"
 }
 
-build_ccm() {
-  local stamp="-X k8s.io/component-base/version.gitVersion=$ccm_version"
-  stamp+=" -X k8s.io/component-base/version.gitTreeState=clean"
-  local key recipe="-ldflags=-s -w $stamp"
-  key="$(key_of "$here/ccm127/go.mod" "$here/ccm127/go.sum")"
-  if up_to_date ccm "$key" aws-cloud-controller-manager; then
-    log "aws-cloud-controller-manager $ccm_version: up to date"
-    return
-  fi
-  log "building aws-cloud-controller-manager $ccm_version (about 5 minutes on 2 cores)"
-  local tmp
-  tmp="$(mktemp -d "$dir/bin/.build-XXXXXX")"
-  (cd "$here/ccm127" && go build "$recipe" -o "$tmp/aws-cloud-controller-manager" \
-    k8s.io/cloud-provider-aws/cmd/aws-cloud-controller-manager)
-  mv -f "$tmp/aws-cloud-controller-manager" "$dir/bin/"
-  rmdir "$tmp"
-  echo "$key" > "$dir/stamps/ccm"
+# The version the binaries report (--version, /version), as a release build stamps it.
+version_stamp() {
+  local version=$1 minor
+  minor="$(echo "$version" | cut -d. -f2)"
+  echo "-X k8s.io/component-base/version.gitVersion=$version" \
+    "-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor" \
+    "-X k8s.io/component-base/version.gitTreeState=clean" \
+    "-X k8s.io/client-go/pkg/version.gitVersion=$version"
 }
 
 install_etcd() {
@@ -131,8 +130,10 @@ install_fake_aws() {
   echo "$key" > "$dir/stamps/fake-aws"
 }
 
-build_kube
-build_ccm
+go_build kube "$here/kube126" "$(version_stamp "$kube_version")" \
+  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+go_build ccm "$here/ccm127" "$(version_stamp "$ccm_version")" \
+  k8s.io/cloud-provider-aws/cmd/aws-cloud-controller-manager
 install_etcd
 install_fake_aws
 

@@ -4,30 +4,21 @@
 // reads the managers' own logs. Needs root (mount namespaces) and the components
 // (tests/real/components.sh): without them the cases skip, or fail when HANDOFF_REQUIRE_REAL=1.
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "coordinator/sandbox/process.h"
 #include "coordinator/sandbox/real/components.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/coordinator/sandbox/run/handoffctl_sandbox.h"
 
 namespace handoff::sandbox {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-struct SandboxOutcome {
-  int exit_code = -1;
-  std::string output;
-};
 
 // Skips (or fails under HANDOFF_REQUIRE_REAL=1) when this machine cannot run the real cluster.
 bool CanRunRealCluster() {
@@ -48,37 +39,15 @@ bool CanRunRealCluster() {
   return false;
 }
 
-SandboxOutcome Sandbox(const std::vector<std::string>& flags) {
-  std::string pattern = std::filesystem::path(::testing::TempDir()) / "sandbox-real-XXXXXX";
-  EXPECT_NE(mkdtemp(pattern.data()), nullptr);
-  std::vector<std::string> argv = {HANDOFFCTL_BIN, "sandbox", "--cluster", "real",
-                                   "--dir",        pattern + "/sandbox"};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  const std::string log = pattern + "/output.log";
-  absl::StatusOr<std::unique_ptr<Process>> process = Process::Spawn(argv, log);
-  SandboxOutcome run;
-  if (!process.ok()) {
-    ADD_FAILURE() << process.status();
-    return run;
-  }
-  int status = 0;
-  if (!(*process)->WaitFor(absl::Minutes(8), &status)) {
-    ADD_FAILURE() << "handoffctl sandbox --cluster real did not finish within 8 minutes";
-    // SIGINT: the sandbox tears down its processes, then exits.
-    status = (*process)->Stop(SIGINT, absl::Seconds(60));
-  }
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  run.output = text.str();
-  std::filesystem::remove_all(pattern);
-  return run;
+testing::SandboxOutcome Sandbox(const std::vector<std::string>& flags) {
+  std::vector<std::string> all = {"--cluster", "real"};
+  all.insert(all.end(), flags.begin(), flags.end());
+  return testing::RunHandoffctlSandbox(HANDOFFCTL_BIN, all, absl::Minutes(8));
 }
 
 TEST(SandboxRealRunTest, ThreeNodesMoveToTheRealCloudControllerManagerAndBack) {
   if (!CanRunRealCluster()) return;
-  SandboxOutcome run = Sandbox({});
+  testing::SandboxOutcome run = Sandbox({});
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("rollout to 1.27 and rollback to 1.26 completed"));
   EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 migrated  cp-2 migrated  cp-3 migrated"));
@@ -99,7 +68,7 @@ TEST(SandboxRealRunTest, ThreeNodesMoveToTheRealCloudControllerManagerAndBack) {
 
 TEST(SandboxRealRunTest, TheMonitorCatchesTheUnsafeOrderOnRealManagers) {
   if (!CanRunRealCluster()) return;
-  SandboxOutcome run = Sandbox({"--unsafe-order-for-tests"});
+  testing::SandboxOutcome run = Sandbox({"--unsafe-order-for-tests"});
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("INVARIANT BROKEN: service ran in "));
   // The two at once are the in-tree kube-controller-manager (no Leader Migration) and the real
