@@ -195,6 +195,16 @@ int SandboxRun::RunRollout() {
                  .status();
   }
   if (status.ok()) Say("rollback done: every node runs the in-tree cloud provider (1.26) again");
+  // The coordinator is done once every node runs its old manifests, but the agents prove health,
+  // not leadership: the last handover (a successor waiting out the lease of a manager that is
+  // gone, twice for a kube-controller-manager) may still be under way. Wait for it, so that its
+  // gap is measured and a rollback that leaves no manager running the controllers is caught.
+  if (status.ok()) {
+    status = WaitForCloudControllers(absl::Seconds(30) + 4 * timing_.lease_duration);
+  }
+  if (status.ok()) {
+    Say("in-tree again: a kube-controller-manager holds its lease and runs the cloud controllers");
+  }
   if (!status.ok()) {
     err_ << "handoffctl sandbox: " << status.message() << "\n";
     return Summarise(false, StrCat("did not complete: ", status.message()));
