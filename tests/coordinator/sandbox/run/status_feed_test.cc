@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/coordinator/ctl/watch_only_operator_client.h"
 
 namespace handoff::sandbox {
 namespace {
@@ -28,38 +29,10 @@ struct Session {
   bool hold = false;
 };
 
-class ScriptedClient : public ctl::OperatorClient {
+class ScriptedClient : public ctl::testing::WatchOnlyOperatorClient {
  public:
   ScriptedClient(Session session, std::atomic<int>& stopped)
       : session_(std::move(session)), stopped_(stopped) {}
-
-  absl::StatusOr<v1::PlanRolloutResponse> Plan(const v1::PlanRolloutRequest&) override {
-    return absl::UnimplementedError("");
-  }
-  absl::StatusOr<v1::RolloutStatus> Start(const v1::StartRequest&) override {
-    return absl::UnimplementedError("");
-  }
-  absl::StatusOr<v1::RolloutStatus> Pause(const v1::PauseRequest&) override {
-    return absl::UnimplementedError("");
-  }
-  absl::StatusOr<v1::RolloutStatus> Resume(const v1::ResumeRequest&) override {
-    return absl::UnimplementedError("");
-  }
-  absl::StatusOr<v1::RolloutStatus> Abort(const v1::AbortRequest&) override {
-    return absl::UnimplementedError("");
-  }
-  absl::StatusOr<v1::RolloutStatus> Rollback(const v1::RollbackRequest&) override {
-    return absl::UnimplementedError("");
-  }
-  absl::StatusOr<v1::RolloutStatus> Finalize(const v1::FinalizeRequest&) override {
-    return absl::UnimplementedError("");
-  }
-  absl::StatusOr<v1::HistoryResponse> History(const v1::HistoryRequest&) override {
-    return absl::UnimplementedError("");
-  }
-  absl::StatusOr<v1::NodesResponse> Nodes(const v1::NodesRequest&) override {
-    return absl::UnimplementedError("");
-  }
 
   absl::Status Status(const v1::StatusRequest& request,
                       const std::function<void(const v1::RolloutStatus&)>& on_status,
