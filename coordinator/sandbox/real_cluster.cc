@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,9 +13,11 @@
 #include "agent/fs/file_system.h"
 #include "agent/system/clock.h"
 #include "coordinator/kube/client.h"
+#include "coordinator/kube/lease.h"
 #include "coordinator/kube/resource.h"
 #include "coordinator/sandbox/monitor/klog_scanner.h"
 #include "coordinator/sandbox/monitor/monitor.h"
+#include "coordinator/sandbox/monitor/run_record.h"
 #include "coordinator/sandbox/process.h"
 #include "coordinator/sandbox/real/components.h"
 #include "coordinator/sandbox/real/control_plane.h"
@@ -148,7 +151,8 @@ class RealCluster : public SandboxCluster {
     absl::StatusOr<std::unique_ptr<kube::KubeClient>> admin =
         control_plane_->Client(control_plane_->AdminCredentials(), *clock_);
     if (!admin.ok()) return admin.status();
-    absl::Status created = real::CreateKubeadmObjects(**admin, objects);
+    admin_ = *std::move(admin);
+    absl::Status created = real::CreateKubeadmObjects(*admin_, objects);
     if (!created.ok()) return created;
     return control_plane_->url();
   }
@@ -188,6 +192,7 @@ class RealCluster : public SandboxCluster {
     // The managers' own logs become run records beside the kubelets' process records; a log
     // that cannot be read yet is read on the next poll.
     (void)pump_.Poll(now);
+    NoteLeaseHolders(now);
     (void)monitor_->Poll(absl::ToUnixNanos(now));
     return monitor_->report();
   }
@@ -206,6 +211,7 @@ class RealCluster : public SandboxCluster {
   }
 
   void Stop() override {
+    admin_.reset();  // no more lease reads once the API server is going away
     if (control_plane_) control_plane_->Stop();
     if (fake_aws_) fake_aws_->Stop(SIGTERM, absl::Seconds(5));
   }
@@ -255,6 +261,34 @@ class RealCluster : public SandboxCluster {
     }
   }
 
+  // The leases as the API server records them, beside what the managers log: each change of
+  // holder of the main leases and the migration lease becomes a note in the monitor's report
+  // (records/leases.jsonl), at most every 250 ms. A failed read is tried again at the next poll.
+  void NoteLeaseHolders(absl::Time now) {
+    if (admin_ == nullptr || now < next_lease_read_) return;
+    next_lease_read_ = now + absl::Milliseconds(250);
+    absl::StatusOr<kube::LeaseSet> leases = kube::ReadLeases(*admin_, kube::LeaseNames{});
+    if (!leases.ok()) return;
+    for (const std::optional<kube::LeaseInfo>* lease :
+         {&leases->kube_controller_manager, &leases->cloud_controller_manager,
+          &leases->migration}) {
+      if (!lease->has_value()) continue;
+      const kube::LeaseInfo& info = **lease;
+      std::string& seen = lease_holders_[info.name];
+      if (info.holder_identity == seen) continue;
+      RunRecord note;
+      note.t_ns = absl::ToUnixNanos(now);
+      note.event = kMonitorNote;
+      note.node = kube::HostnameOfIdentity(info.holder_identity);
+      note.message = StrCat("API server: lease ", info.ns, "/", info.name, " held by ",
+                            info.holder_identity.empty() ? "nobody" : info.holder_identity,
+                            " (was ", seen.empty() ? "nobody" : seen, ")");
+      if (AppendRunRecord(StrCat(setup_.dir, "/records/leases.jsonl"), note).ok()) {
+        seen = info.holder_identity;
+      }
+    }
+  }
+
   const ClusterSetup setup_;
   const real::Components components_;
   std::unique_ptr<FileSystem> fs_;  // rooted at "/"
@@ -264,6 +298,9 @@ class RealCluster : public SandboxCluster {
   std::unique_ptr<Process> fake_aws_;
   FakeAws aws_;
   std::unique_ptr<real::RealControlPlane> control_plane_;
+  std::unique_ptr<kube::KubeClient> admin_;
+  absl::Time next_lease_read_ = absl::InfinitePast();
+  std::map<std::string, std::string> lease_holders_;  // lease name → holder identity last noted
 };
 
 }  // namespace
