@@ -2,13 +2,18 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <vector>
 
 #include "agent/base/strings.h"
+#include "yaml-cpp/eventhandler.h"
+#include "yaml-cpp/parser.h"
 
 namespace handoff {
 namespace {
@@ -19,6 +24,12 @@ constexpr std::string_view kYaml11Words[] = {
     "true",  "True",  "TRUE",  "false", "False", "FALSE", "on",   "On",   "ON",   "off",
     "Off",   "OFF",   "null",  "Null",  "NULL",  "~",     ".inf", ".Inf", ".INF", "+.inf",
     "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", ".nan",  ".NaN", ".NAN", "<<"};
+
+// The YAML 1.1 booleans of go-yaml v2 (resolve.go).
+constexpr std::string_view kYaml11Bools[] = {"y",     "Y",     "yes",   "Yes",  "YES", "true",
+                                             "True",  "TRUE",  "on",    "On",   "ON",  "n",
+                                             "N",     "no",    "No",    "NO",   "false", "False",
+                                             "FALSE", "off",   "Off",   "OFF"};
 
 // Whether a plain scalar would resolve to a number or timestamp (YAML 1.1, as go-yaml v2 reads
 // it): ints in any base, floats, sexagesimals, dates. "127.0.0.1" and "250m" stay strings.
@@ -34,6 +45,164 @@ bool LooksNumeric(std::string_view text) {
   digits.erase(std::remove(digits.begin(), digits.end(), '_'), digits.end());
   return std::regex_match(digits, kNumber);
 }
+
+// Thrown by LimitChecker to stop the parser at the first refusal; caught in CheckYamlLimits.
+struct LimitReached {};
+
+// Follows the parser's events and refuses at the first node that breaks the limits. The parser
+// calls OnSequenceStart/OnMapStart before it recurses into the collection, so throwing there also
+// bounds yaml-cpp's own recursion.
+class LimitChecker : public YAML::EventHandler {
+ public:
+  LimitChecker(std::string_view text, const YamlLimits& limits) : text_(text), limits_(limits) {}
+
+  const std::optional<YamlRefusal>& refusal() const { return refusal_; }
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  // Anchors belong to their document.
+  void OnDocumentEnd() override { anchored_.clear(); }
+
+  void OnAnchor(const YAML::Mark& mark, const std::string& name) override {
+    if (limits_.allow_aliases) return;
+    Refuse(mark, StrCat("YAML anchors and aliases are not accepted (&", name,
+                        " defines an anchor): an alias makes a few bytes stand for a copy of "
+                        "another part of the file, so a small file can expand to millions of "
+                        "nodes, and no file handoff reads needs one; write the value out in full"));
+  }
+
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    Leaf(mark, anchor, /*merge_key=*/false);
+  }
+
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                const std::string& value) override {
+    Leaf(mark, anchor, tag == "?" && value == "<<" && IsKey());
+  }
+
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    if (!limits_.allow_aliases) {
+      Refuse(mark, StrCat("YAML anchors and aliases are not accepted (", AliasText(mark),
+                          " repeats another part of the file): an alias makes a few bytes stand "
+                          "for a copy of another part of the file, so a small file can expand "
+                          "to millions of nodes, and no file handoff reads needs one; write the "
+                          "value out in full"));
+    }
+    auto it = anchored_.find(anchor);
+    if (it == anchored_.end()) {
+      // yaml-cpp resolves it to the node being built: a cycle, which no walk would leave.
+      Refuse(mark, StrCat("the alias ", AliasText(mark),
+                          " refers to a node that contains it; the document would be infinite"));
+    }
+    CountChild();
+    if (static_cast<int>(stack_.size()) + it->second.height > limits_.max_depth) {
+      Refuse(mark, StrCat("the alias ", AliasText(mark), " nests the document deeper than ",
+                          limits_.max_depth, " levels"));
+    }
+    AddNodes(mark, it->second.nodes, /*through_alias=*/true);
+    if (!stack_.empty()) {
+      stack_.back().child_height = std::max(stack_.back().child_height, it->second.height);
+    }
+  }
+
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    Open(mark, anchor, /*is_map=*/false);
+  }
+  void OnSequenceEnd() override { Close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    Open(mark, anchor, /*is_map=*/true);
+  }
+  void OnMapEnd() override { Close(); }
+
+ private:
+  struct Frame {
+    bool is_map = false;
+    size_t children = 0;  // nodes directly inside so far (a map's keys and values alternate)
+    YAML::anchor_t anchor = YAML::NullAnchor;
+    size_t first_node = 0;  // nodes_ when it opened
+    int child_height = 0;   // levels of collections below it
+  };
+  // What an anchored node stands for when an alias repeats it.
+  struct Subtree {
+    size_t nodes = 0;
+    int height = 0;  // 0 for a scalar, 1 for a collection of scalars, ...
+  };
+
+  [[noreturn]] void Refuse(const YAML::Mark& mark, std::string message) {
+    refusal_ = YamlRefusal{mark.line + 1, mark.column + 1, std::move(message)};
+    throw LimitReached{};
+  }
+
+  // "*name" as written at `mark`.
+  std::string AliasText(const YAML::Mark& mark) const {
+    if (mark.pos < 0 || static_cast<size_t>(mark.pos) >= text_.size()) return "an alias";
+    const size_t start = static_cast<size_t>(mark.pos);
+    size_t end = start + 1;
+    while (end < text_.size() && end - start < 64 &&
+           std::string_view(" \t\r\n,[]{}").find(text_[end]) == std::string_view::npos) {
+      ++end;
+    }
+    return std::string(text_.substr(start, end - start));
+  }
+
+  // Whether the next node is a key of the enclosing map.
+  bool IsKey() const {
+    return !stack_.empty() && stack_.back().is_map && stack_.back().children % 2 == 0;
+  }
+  void CountChild() {
+    if (!stack_.empty()) ++stack_.back().children;
+  }
+
+  void AddNodes(const YAML::Mark& mark, size_t count, bool through_alias) {
+    nodes_ += count;
+    if (nodes_ <= limits_.max_nodes) return;
+    Refuse(mark, through_alias
+                     ? StrCat("aliases expand the document past ", limits_.max_nodes,
+                              " nodes; write it without them")
+                     : StrCat("the document has more than ", limits_.max_nodes,
+                              " nodes, far more than any file handoff reads"));
+  }
+
+  void Leaf(const YAML::Mark& mark, YAML::anchor_t anchor, bool merge_key) {
+    if (merge_key) {
+      Refuse(mark,
+             "YAML merge keys (<<) are not accepted: Kubernetes merges the map they name into "
+             "this one and handoff's YAML reader does not, so the two would read different "
+             "objects; write the keys out");
+    }
+    CountChild();
+    AddNodes(mark, 1, /*through_alias=*/false);
+    if (anchor != YAML::NullAnchor) anchored_[anchor] = Subtree{1, 0};
+  }
+
+  void Open(const YAML::Mark& mark, YAML::anchor_t anchor, bool is_map) {
+    CountChild();
+    if (static_cast<int>(stack_.size()) + 1 > limits_.max_depth) {
+      Refuse(mark, StrCat("the document nests deeper than ", limits_.max_depth,
+                          " levels, far deeper than any file handoff reads"));
+    }
+    AddNodes(mark, 1, /*through_alias=*/false);
+    stack_.push_back(Frame{is_map, 0, anchor, nodes_ - 1, 0});
+  }
+
+  void Close() {
+    const Frame frame = stack_.back();
+    stack_.pop_back();
+    const int height = frame.child_height + 1;
+    if (frame.anchor != YAML::NullAnchor) {
+      anchored_[frame.anchor] = Subtree{nodes_ - frame.first_node, height};
+    }
+    if (!stack_.empty()) stack_.back().child_height = std::max(stack_.back().child_height, height);
+  }
+
+  std::string_view text_;
+  const YamlLimits& limits_;
+  std::vector<Frame> stack_;
+  std::map<YAML::anchor_t, Subtree> anchored_;
+  size_t nodes_ = 0;
+  std::optional<YamlRefusal> refusal_;
+};
 
 absl::Status CheckDuplicateKeys(const YAML::Node& node, std::string_view source) {
   if (node.IsMap()) {
@@ -226,32 +395,78 @@ bool ScalarsEqual(const YAML::Node& a, const YAML::Node& b) {
 
 }  // namespace
 
-absl::StatusOr<YAML::Node> LoadYaml(std::string_view text, std::string_view source) {
-  YAML::Node node;
+std::optional<YamlRefusal> CheckYamlLimits(std::string_view text, const YamlLimits& limits) {
+  std::istringstream in{std::string(text)};
+  LimitChecker checker(text, limits);
   try {
-    // YAML::Load stops after the first document and so would drop the rest of the file silently
-    // (also text it cannot continue with, such as "b: c" after a top-level "- a"). Empty
-    // documents, as after a trailing "---", hold nothing to lose.
-    std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
-    for (size_t i = 0; i < documents.size(); ++i) {
-      if (documents[i].IsNull()) continue;
-      if (node.IsDefined() && !node.IsNull()) {
-        return absl::InvalidArgumentError(
-            StrCat(source, ":", documents[i].Mark().line + 1, ":", documents[i].Mark().column + 1,
-                   ": a second YAML document starts here; the file must hold exactly one"));
-      }
-      node = documents[i];
+    YAML::Parser parser(in);
+    while (parser.HandleNextDocument(checker)) {
+    }
+  } catch (const LimitReached&) {
+    return checker.refusal();
+  } catch (const YAML::Exception&) {
+    // A syntax error before any refusal: the loader stops at the same place and reports it.
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// The non-empty documents of `text`, within `limits`; duplicate keys not checked yet.
+absl::StatusOr<std::vector<YAML::Node>> ParseDocuments(std::string_view text,
+                                                       std::string_view source,
+                                                       const YamlLimits& limits) {
+  // The event pass first: yaml-cpp would otherwise build (and recurse through) whatever it is
+  // given.
+  if (std::optional<YamlRefusal> refusal = CheckYamlLimits(text, limits)) {
+    return absl::InvalidArgumentError(
+        StrCat(source, ":", refusal->line, ":", refusal->column, ": ", refusal->message));
+  }
+  std::vector<YAML::Node> documents;
+  try {
+    for (YAML::Node& document : YAML::LoadAll(std::string(text))) {
+      if (document.IsDefined() && !document.IsNull()) documents.push_back(std::move(document));
     }
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
         StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
   }
-  if (!node.IsDefined() || node.IsNull()) {
+  return documents;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<YAML::Node>> LoadYamlDocuments(std::string_view text,
+                                                          std::string_view source,
+                                                          const YamlLimits& limits) {
+  absl::StatusOr<std::vector<YAML::Node>> documents = ParseDocuments(text, source, limits);
+  if (!documents.ok()) return documents.status();
+  for (const YAML::Node& document : *documents) {
+    absl::Status duplicates = CheckDuplicateKeys(document, source);
+    if (!duplicates.ok()) return duplicates;
+  }
+  return documents;
+}
+
+absl::StatusOr<YAML::Node> LoadYaml(std::string_view text, std::string_view source,
+                                    const YamlLimits& limits) {
+  // YAML::Load stops after the first document and so would drop the rest of the file silently
+  // (also text it cannot continue with, such as "b: c" after a top-level "- a"). Empty
+  // documents, as after a trailing "---", hold nothing to lose.
+  absl::StatusOr<std::vector<YAML::Node>> documents = ParseDocuments(text, source, limits);
+  if (!documents.ok()) return documents.status();
+  if (documents->empty()) {
     return absl::InvalidArgumentError(StrCat(source, ": the file holds no YAML document"));
   }
-  absl::Status duplicates = CheckDuplicateKeys(node, source);
+  if (documents->size() > 1) {
+    const YAML::Mark mark = (*documents)[1].Mark();
+    return absl::InvalidArgumentError(
+        StrCat(source, ":", mark.line + 1, ":", mark.column + 1,
+               ": a second YAML document starts here; the file must hold exactly one"));
+  }
+  absl::Status duplicates = CheckDuplicateKeys(documents->front(), source);
   if (!duplicates.ok()) return duplicates;
-  return node;
+  return documents->front();
 }
 
 std::string EmitYaml(const YAML::Node& node) {
@@ -315,6 +530,85 @@ bool SemanticallyEqual(const YAML::Node& a, const YAML::Node& b) {
     }
   }
   return false;
+}
+
+JsonScalarType ResolvePlainScalar(std::string_view text) {
+  if (text.empty()) return JsonScalarType::kNull;
+  for (std::string_view word : {"~", "null", "Null", "NULL"}) {
+    if (text == word) return JsonScalarType::kNull;
+  }
+  for (std::string_view word : kYaml11Bools) {
+    if (text == word) return JsonScalarType::kBool;
+  }
+  for (std::string_view word : {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf",
+                                "-.INF", ".nan", ".NaN", ".NAN"}) {
+    if (text == word) return JsonScalarType::kNumber;
+  }
+  // go-yaml tries numbers only for text starting with a sign, a digit or '.'; it drops every '_'
+  // for integers and YAML-style floats (a '.' start goes to strconv.ParseFloat as it is).
+  const char first = text.front();
+  if (first == '.') {
+    static const std::regex kDotFloat("\\.[0-9]+([eE][-+]?[0-9]+)?");
+    return std::regex_match(text.begin(), text.end(), kDotFloat) ? JsonScalarType::kNumber
+                                                                  : JsonScalarType::kString;
+  }
+  if (first != '+' && first != '-' && !std::isdigit(static_cast<unsigned char>(first))) {
+    return JsonScalarType::kString;
+  }
+  std::string plain(text);
+  plain.erase(std::remove(plain.begin(), plain.end(), '_'), plain.end());
+  // strconv.ParseInt/ParseUint with base 0: an optional sign, then 0x/0o/0b and digits of that
+  // base, a leading 0 and octal digits, or decimal digits. Decimal digits that fail as an
+  // integer ("09", or past 64 bits) still make a YAML-style float.
+  static const std::regex kInteger("[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|[0-9]+)");
+  if (std::regex_match(plain, kInteger)) return JsonScalarType::kNumber;
+  static const std::regex kYamlFloat("[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?");
+  if (std::regex_match(plain, kYamlFloat)) {
+    // strconv.ParseFloat fails on a value too large for a float64; go-yaml keeps that a string.
+    return std::isinf(std::strtod(plain.c_str(), nullptr)) ? JsonScalarType::kString
+                                                           : JsonScalarType::kNumber;
+  }
+  return JsonScalarType::kString;
+}
+
+JsonScalarType JsonTypeOf(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return JsonScalarType::kNull;
+  if (!node.IsScalar()) return JsonScalarType::kString;
+  const std::string& tag = node.Tag();
+  if (tag == "?") return ResolvePlainScalar(node.Scalar());
+  if (tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float") {
+    return JsonScalarType::kNumber;
+  }
+  if (tag == "tag:yaml.org,2002:bool") return JsonScalarType::kBool;
+  if (tag == "tag:yaml.org,2002:null") return JsonScalarType::kNull;
+  return JsonScalarType::kString;
+}
+
+bool IsYamlTrue(const YAML::Node& node) {
+  if (JsonTypeOf(node) != JsonScalarType::kBool) return false;
+  const std::string& text = node.Scalar();
+  for (std::string_view word : {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On",
+                                "ON"}) {
+    if (text == word) return true;
+  }
+  return false;
+}
+
+std::string_view DescribeYamlNode(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "null";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a map";
+  switch (JsonTypeOf(node)) {
+    case JsonScalarType::kNull:
+      return "null";
+    case JsonScalarType::kBool:
+      return "a boolean";
+    case JsonScalarType::kNumber:
+      return "a number";
+    case JsonScalarType::kString:
+      break;
+  }
+  return "a string";
 }
 
 }  // namespace handoff

@@ -2,17 +2,61 @@
 #ifndef HANDOFF_AGENT_BASE_YAML_UTIL_H_
 #define HANDOFF_AGENT_BASE_YAML_UTIL_H_
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "yaml-cpp/yaml.h"
 
 namespace handoff {
 
+// Bounds on what a YAML text may make the parser build, checked on the parser's events before any
+// tree exists. yaml-cpp recurses once per nesting level (as do EmitYaml, SemanticallyEqual and
+// every walk over a tree), and it expands an alias by sharing the anchored node, so a walk visits
+// that node once per path to it: ten aliases of ten aliases of ... make a few hundred bytes stand
+// for billions of nodes.
+struct YamlLimits {
+  // Sequences and maps inside each other. Kubernetes objects nest a few levels (a Pod's deepest
+  // field, an affinity term's values, is 9 down); 100 leaves room and keeps recursion shallow.
+  int max_depth = 100;
+  // Scalars, sequences and maps (keys included) over all documents, an alias counted as the nodes
+  // it stands for. A kubeadm manifest has about 150.
+  size_t max_nodes = 100000;
+  // Anchors and aliases. Refused by default: no file handoff reads needs them, and with them a
+  // small file can expand without end. Where they are accepted, an alias to a node that encloses
+  // it (a cycle) is still refused, and max_nodes and max_depth hold for the expanded document.
+  bool allow_aliases = false;
+};
+
+// Where and why a text breaks its YamlLimits; line and column 1-based.
+struct YamlRefusal {
+  int line = 0;
+  int column = 0;
+  std::string message;
+};
+
+// Checks `text` against `limits` in one pass over the parser's events, without building a tree or
+// expanding an alias; also refuses merge keys ("<<"), which Kubernetes' reader (go-yaml) merges
+// and yaml-cpp keeps as a plain key, so the two would read different objects. nullopt when the
+// text is within the limits, or when it has a syntax error before any refusal (the loader meets
+// that error at the same place and reports it).
+std::optional<YamlRefusal> CheckYamlLimits(std::string_view text, const YamlLimits& limits);
+
 // Parses one YAML document. On a syntax error the message is "SOURCE:LINE:COLUMN: what"
-// (1-based), so an operator can jump to it. An empty document is an error.
-absl::StatusOr<YAML::Node> LoadYaml(std::string_view text, std::string_view source);
+// (1-based), so an operator can jump to it. An empty document is an error, and so is a text that
+// breaks `limits` (same form, the line where it does): by default every anchor and alias.
+absl::StatusOr<YAML::Node> LoadYaml(std::string_view text, std::string_view source,
+                                    const YamlLimits& limits = YamlLimits());
+
+// Every non-empty document of a multi-document text ("---" between them), in order, under the
+// same limits and with the same errors as LoadYaml (duplicate keys included). No documents is
+// not an error here.
+absl::StatusOr<std::vector<YAML::Node>> LoadYamlDocuments(std::string_view text,
+                                                          std::string_view source,
+                                                          const YamlLimits& limits = YamlLimits());
 
 // Emits `node` as block YAML, the same bytes for the same tree. Map keys keep their order. A scalar
 // that was quoted in its source, or that was built as a string, stays a string: it is written plain
@@ -35,6 +79,30 @@ bool IsStringScalar(const YAML::Node& node);
 // Whether `text`, written plain, would be read by a YAML 1.1 reader as something other than the
 // string `text` (bool, null, number, alias, tag...), or cannot be written plain at all.
 bool NeedsQuotes(std::string_view text);
+
+// What Kubernetes' YAML reader (sigs.k8s.io/yaml over go-yaml v2, YAML 1.1 rules) turns a scalar
+// into on its way to JSON, which the API types are then decoded from: a string field refuses a
+// number or a boolean, a bool field a string.
+enum class JsonScalarType { kNull, kBool, kNumber, kString };
+
+// The type go-yaml v2 (resolve.go) resolves the plain (unquoted, untagged) scalar `text` to:
+// null for "", "~" and null words; bool for the YAML 1.1 words (y, yes, on, true, n, ...);
+// number for integers in any base ("0x1F", "017", "1_000"), floats (".5", "1e3", ".inf", ".nan");
+// string otherwise, timestamps ("2024-01-02") included (decoded into no type, go-yaml v2 keeps
+// them as strings).
+JsonScalarType ResolvePlainScalar(std::string_view text);
+
+// The JSON type of a node: kNull for null and undefined nodes; for a scalar, its explicit YAML
+// tag (!!int, !!bool, !!null, !!float; any other tag, quotes and block styles make a string),
+// else ResolvePlainScalar. Not meaningful for sequences and maps.
+JsonScalarType JsonTypeOf(const YAML::Node& scalar);
+
+// Whether `node` is what sigs.k8s.io/yaml reads as the boolean true ("true", "yes", "on", ...).
+bool IsYamlTrue(const YAML::Node& node);
+
+// How a message names what a node is: "a string", "a number", "a boolean", "null", "a list",
+// "a map".
+std::string_view DescribeYamlNode(const YAML::Node& node);
 
 }  // namespace handoff
 

@@ -7,11 +7,14 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/agent/base/yaml_bomb.h"
 
 namespace handoff {
 namespace {
 
+using ::testing::HasSubstr;
 using ::testing::StartsWith;
+using testing::AliasBombEntries;
 
 std::string ReadTestData(const std::string& relative) {
   std::ifstream in(std::string(HANDOFF_TESTDATA_DIR) + "/" + relative, std::ios::binary);
@@ -132,6 +135,196 @@ TEST(LoadYamlTest, TrailingEmptyDocumentIsAccepted) {
   absl::StatusOr<YAML::Node> node = LoadYaml("---\na: 1\n---\n", "f");
   ASSERT_TRUE(node.ok()) << node.status();
   EXPECT_EQ((*node)["a"].Scalar(), "1");
+}
+
+// --- Limits: anchors, aliases, depth, size ----------------------------------------------------
+
+constexpr char kAliasRefusal[] = "YAML anchors and aliases are not accepted (";
+
+TEST(LoadYamlLimitsTest, AnchorIsRefusedWhereItIsDefined) {
+  absl::Status status = LoadYaml("a: 1\nb: &base {x: 1}\nc: *base\n", "f.yaml").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              StartsWith(std::string("f.yaml:2:4: ") + kAliasRefusal + "&base defines an anchor)"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("write the value out in full"));
+}
+
+TEST(LoadYamlLimitsTest, AnchorWithoutAliasIsRefusedToo) {
+  EXPECT_THAT(std::string(LoadYaml("a: &x 1\n", "f").status().message()),
+              StartsWith(std::string("f:1:4: ") + kAliasRefusal));
+}
+
+TEST(LoadYamlLimitsTest, AliasBombIsRefusedBeforeExpansion) {
+  for (int levels : {1, 6, 9, 30}) {
+    const std::string text = "metadata:\n  annotations:\n" + AliasBombEntries(levels, 4);
+    absl::Status status = LoadYaml(text, "bomb.yaml").status();
+    EXPECT_THAT(std::string(status.message()),
+                StartsWith(std::string("bomb.yaml:3:9: ") + kAliasRefusal + "&l0"))
+        << levels;
+  }
+}
+
+TEST(LoadYamlLimitsTest, AnchorsInOtherDocumentsAreRefused) {
+  absl::StatusOr<std::vector<YAML::Node>> documents =
+      LoadYamlDocuments("a: 1\n---\nb: &x 2\n", "multi.yaml");
+  EXPECT_THAT(std::string(documents.status().message()),
+              StartsWith(std::string("multi.yaml:3:4: ") + kAliasRefusal));
+}
+
+TEST(LoadYamlLimitsTest, QuotedAmpersandsAndStarsAreOnlyText) {
+  absl::StatusOr<YAML::Node> node = LoadYaml("a: \"&x\"\nb: '*y'\nc: x&y*z\n", "f");
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ((*node)["a"].Scalar(), "&x");
+  EXPECT_EQ((*node)["b"].Scalar(), "*y");
+  EXPECT_EQ((*node)["c"].Scalar(), "x&y*z");
+}
+
+TEST(LoadYamlLimitsTest, AllowedAliasesExpandWithinTheNodeLimit) {
+  YamlLimits limits;
+  limits.allow_aliases = true;
+  absl::StatusOr<YAML::Node> node =
+      LoadYaml("base: &b {x: 1, y: [2, 3]}\ncopy: *b\n", "kubeconfig", limits);
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ((*node)["copy"]["y"][1].Scalar(), "3");
+}
+
+TEST(LoadYamlLimitsTest, AllowedAliasesAreCountedAtTheirExpandedSize) {
+  YamlLimits limits;
+  limits.allow_aliases = true;
+  // 10^5 scalars (plus the lists) are past the default 100,000 nodes; 10^4 are not.
+  EXPECT_TRUE(LoadYaml(AliasBombEntries(4, 0), "f", limits).ok());
+  absl::Status status = LoadYaml(AliasBombEntries(9, 0), "f", limits).status();
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr(": aliases expand the document past 100000 nodes"));
+  // The refusal comes at the alias that crosses the limit: l4 stands for 111,111 nodes.
+  EXPECT_THAT(std::string(status.message()), StartsWith("f:5:"));
+}
+
+TEST(LoadYamlLimitsTest, AllowedAliasesCountTowardsTheDepth) {
+  YamlLimits limits;
+  limits.allow_aliases = true;
+  limits.max_depth = 3;
+  EXPECT_TRUE(LoadYaml("a: &a [[x]]\nb: *a\n", "f", limits).ok());
+  EXPECT_EQ(LoadYaml("a: &a [[x]]\nb: [*a]\n", "f", limits).status().message(),
+            "f:2:5: the alias *a nests the document deeper than 3 levels");
+}
+
+TEST(LoadYamlLimitsTest, AliasInsideItsOwnAnchorIsACycle) {
+  YamlLimits limits;
+  limits.allow_aliases = true;
+  EXPECT_EQ(LoadYaml("a: &a [1, *a]\n", "f", limits).status().message(),
+            "f:1:11: the alias *a refers to a node that contains it; the document would be "
+            "infinite");
+}
+
+TEST(LoadYamlLimitsTest, MergeKeysAreRefused) {
+  absl::Status status = LoadYaml("a:\n  <<: {b: 1}\n  c: 2\n", "f").status();
+  EXPECT_THAT(std::string(status.message()),
+              StartsWith("f:2:3: YAML merge keys (<<) are not accepted"));
+  // As a value, or quoted, "<<" is only text.
+  EXPECT_TRUE(LoadYaml("a: <<\n\"<<\": 1\n", "f").ok());
+}
+
+TEST(LoadYamlLimitsTest, DepthIsBounded) {
+  const std::string deepest_allowed = std::string(100, '[') + std::string(100, ']') + "\n";
+  EXPECT_TRUE(LoadYaml(deepest_allowed, "f").ok());
+  const std::string too_deep = std::string(101, '[') + std::string(101, ']') + "\n";
+  EXPECT_EQ(LoadYaml(too_deep, "f").status().message(),
+            "f:1:101: the document nests deeper than 100 levels, far deeper than any file "
+            "handoff reads");
+  // Block maps nest too; and an unclosed flow 100,000 levels deep stops at the limit, long
+  // before yaml-cpp's recursion could exhaust the stack.
+  std::string block;
+  for (int i = 0; i < 101; ++i) block += std::string(static_cast<size_t>(i), ' ') + "k:\n";
+  EXPECT_THAT(std::string(LoadYaml(block, "f").status().message()),
+              HasSubstr("nests deeper than 100 levels"));
+  const std::string unclosed(LoadYaml(std::string(100000, '['), "f").status().message());
+  EXPECT_THAT(unclosed, StartsWith("f:1:"));
+  EXPECT_THAT(unclosed, HasSubstr("the document nests deeper than 100 levels"));
+}
+
+TEST(LoadYamlLimitsTest, NodeCountIsBounded) {
+  YamlLimits limits;
+  limits.max_nodes = 10;
+  // A map with four entries is 9 nodes; the fifth key makes 10, its value 11.
+  EXPECT_TRUE(LoadYaml("a: 1\nb: 2\nc: 3\nd: 4\n", "f", limits).ok());
+  EXPECT_EQ(LoadYaml("a: 1\nb: 2\nc: 3\nd: 4\ne: 5\n", "f", limits).status().message(),
+            "f:5:4: the document has more than 10 nodes, far more than any file handoff reads");
+}
+
+TEST(LoadYamlLimitsTest, SyntaxErrorsKeepTheirMessages) {
+  EXPECT_FALSE(CheckYamlLimits("a: [1, 2\n", YamlLimits()).has_value());
+  EXPECT_EQ(LoadYaml("a: [1, 2\n", "f").status().message(),
+            "f:2:1: end of sequence flow not found");
+}
+
+TEST(LoadYamlLimitsTest, CheckReportsLineAndColumn) {
+  std::optional<YamlRefusal> refusal = CheckYamlLimits("a:\n  - &x 1\n", YamlLimits());
+  ASSERT_TRUE(refusal.has_value());
+  EXPECT_EQ(refusal->line, 2);
+  EXPECT_EQ(refusal->column, 5);
+  EXPECT_THAT(refusal->message, StartsWith(kAliasRefusal));
+}
+
+TEST(LoadYamlDocumentsTest, ReturnsEveryNonEmptyDocument) {
+  absl::StatusOr<std::vector<YAML::Node>> documents =
+      LoadYamlDocuments("---\na: 1\n---\n---\nb: 2\n", "f");
+  ASSERT_TRUE(documents.ok()) << documents.status();
+  ASSERT_EQ(documents->size(), 2u);
+  EXPECT_EQ((*documents)[1]["b"].Scalar(), "2");
+  EXPECT_TRUE(LoadYamlDocuments("", "f")->empty());
+  EXPECT_EQ(LoadYamlDocuments("a: 1\n---\nb: 1\nb: 2\n", "f").status().message(),
+            "f:4:1: duplicate key 'b'; Kubernetes rejects it, keep one");
+}
+
+// --- How Kubernetes types scalars ---------------------------------------------------------------
+
+TEST(ResolvePlainScalarTest, AsGoYamlV2Does) {
+  for (const char* text : {"", "~", "null", "Null", "NULL"}) {
+    EXPECT_EQ(ResolvePlainScalar(text), JsonScalarType::kNull) << text;
+  }
+  for (const char* text : {"true", "False", "yes", "Y", "n", "ON", "off"}) {
+    EXPECT_EQ(ResolvePlainScalar(text), JsonScalarType::kBool) << text;
+  }
+  for (const char* text : {"0", "5", "-3", "+7", "017", "09", "0x1F", "0X1f", "-0x1F", "0o17",
+                           "0b101", "1_000", "1.5", "-1.5e3", ".5", ".5e-2", "+.5", "1.", ".inf",
+                           "-.Inf", ".NaN", "99999999999999999999999"}) {
+    EXPECT_EQ(ResolvePlainScalar(text), JsonScalarType::kNumber) << text;
+  }
+  for (const char* text : {"v2", "--v=2", "10.96.0.0/12", "127.0.0.1", "250m", "2024-01-02",
+                           "2024-01-02T10:00:00Z", "12:30", "1e400", ".", "-", "0x", "0b2",
+                           "1.2.3", "+inf", "nan", "yess", "<<", "t", "*"}) {
+    EXPECT_EQ(ResolvePlainScalar(text), JsonScalarType::kString) << text;
+  }
+}
+
+TEST(JsonTypeOfTest, QuotesAndTagsDecide) {
+  const YAML::Node node =
+      Load("a: \"5\"\nb: '5'\nc: !!str 5\nd: !!int \"5\"\ne: 5\nf: |\n  5\ng: !!bool yes\n"
+           "h: ~\n");
+  EXPECT_EQ(JsonTypeOf(node["a"]), JsonScalarType::kString);
+  EXPECT_EQ(JsonTypeOf(node["b"]), JsonScalarType::kString);
+  EXPECT_EQ(JsonTypeOf(node["c"]), JsonScalarType::kString);
+  EXPECT_EQ(JsonTypeOf(node["d"]), JsonScalarType::kNumber);
+  EXPECT_EQ(JsonTypeOf(node["e"]), JsonScalarType::kNumber);
+  EXPECT_EQ(JsonTypeOf(node["f"]), JsonScalarType::kString);
+  EXPECT_EQ(JsonTypeOf(node["g"]), JsonScalarType::kBool);
+  EXPECT_EQ(JsonTypeOf(node["h"]), JsonScalarType::kNull);
+  EXPECT_EQ(JsonTypeOf(YAML::Node(std::string("5"))), JsonScalarType::kString);
+}
+
+TEST(JsonTypeOfTest, DescribeAndTruth) {
+  const YAML::Node node = Load("a: x\nb: 5\nc: yes\nd: ~\ne: [1]\nf: {g: 1}\nh: \"true\"\n");
+  EXPECT_EQ(DescribeYamlNode(node["a"]), "a string");
+  EXPECT_EQ(DescribeYamlNode(node["b"]), "a number");
+  EXPECT_EQ(DescribeYamlNode(node["c"]), "a boolean");
+  EXPECT_EQ(DescribeYamlNode(node["d"]), "null");
+  EXPECT_EQ(DescribeYamlNode(node["e"]), "a list");
+  EXPECT_EQ(DescribeYamlNode(node["f"]), "a map");
+  EXPECT_TRUE(IsYamlTrue(node["c"]));
+  EXPECT_FALSE(IsYamlTrue(node["h"]));  // the string "true" is not the boolean
+  EXPECT_FALSE(IsYamlTrue(node["a"]));
+  EXPECT_FALSE(IsYamlTrue(node["missing"]));
 }
 
 // --- EmitYaml ---------------------------------------------------------------------------------
