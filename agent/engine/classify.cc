@@ -54,8 +54,12 @@ class Classifier {
     const std::optional<ComponentView>& kcm = result_.view.controller_manager;
     const std::optional<ComponentView>& ccm = result_.view.cloud_controller_manager;
     if (!kcm) {
-      Problem(StrCat("no kube-controller-manager manifest in ", snapshot_.paths.manifest_dir,
-                     " (set paths.manifestDir if the kubelet reads another directory)"));
+      // A kube-controller-manager.yaml that the kubelet would refuse is already reported, with
+      // its reason, by CheckManifestDirectory.
+      if (!ManifestRefused(kKubeControllerManager)) {
+        Problem(StrCat("no kube-controller-manager manifest in ", snapshot_.paths.manifest_dir,
+                       " (set paths.manifestDir if the kubelet reads another directory)"));
+      }
       return Finish(NodeState::kInconsistent);
     }
     for (const auto* component : {&kcm, &ccm}) {
@@ -160,6 +164,15 @@ class Classifier {
                      "extension (kubernetes/kubeadm#2823), so move the extra copies out of ",
                      snapshot_.paths.manifest_dir));
     }
+  }
+
+  // Whether "<component>.yaml" is in the manifest directory but does not parse as a pod.
+  bool ManifestRefused(std::string_view component) const {
+    const std::string canonical = StrCat(snapshot_.paths.manifest_dir, "/", component, ".yaml");
+    for (const ManifestFile& file : snapshot_.manifests) {
+      if (file.path == canonical && !file.pod) return true;
+    }
+    return false;
   }
 
   std::optional<std::string> KubeletCloudProvider() {

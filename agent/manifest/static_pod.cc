@@ -78,6 +78,168 @@ size_t RemoveItems(YAML::Node parent, const char* field, Predicate drop) {
 
 bool IsAbsolute(std::string_view path) { return StartsWith(path, "/"); }
 
+// The field types the kubelet enforces when it loads a static pod: it converts the file to JSON
+// with sigs.k8s.io/yaml (YAML 1.1: a plain 5 becomes the number 5, a plain yes the boolean true)
+// and decodes that into a v1.Pod (pkg/kubelet/config/common.go tryDecodeSinglePod), and the
+// decoder refuses a value of the wrong JSON type, e.g. a string where the Pod schema has a list
+// of strings ("json: cannot unmarshal string into Go struct field Container.args of type
+// []string"). It accepts null anywhere (the field keeps its zero value), so null passes here too.
+// Checked: every field handoff reads or writes.
+class PodShape {
+ public:
+  // Problems found, at most kMaxProblems of them listed.
+  absl::Status Check(const YAML::Node& root, std::string_view source) {
+    String(Child(root, "apiVersion"), "apiVersion");
+    String(Child(root, "kind"), "kind");
+    const YAML::Node metadata = Child(root, "metadata");
+    if (Map(metadata, "metadata")) {
+      String(Child(metadata, "name"), "metadata.name");
+      String(Child(metadata, "namespace"), "metadata.namespace");
+      StringMap(Child(metadata, "labels"), "metadata.labels");
+      StringMap(Child(metadata, "annotations"), "metadata.annotations");
+    }
+    const YAML::Node spec = Child(root, "spec");
+    if (Map(spec, "spec")) {
+      const YAML::Node containers = Child(spec, "containers");
+      if (List(containers, "spec.containers")) {
+        for (size_t i = 0; i < containers.size(); ++i) {
+          Container(containers[i], StrCat("spec.containers[", i, "]"));
+        }
+      }
+      const YAML::Node volumes = Child(spec, "volumes");
+      if (List(volumes, "spec.volumes")) {
+        for (size_t i = 0; i < volumes.size(); ++i) {
+          const std::string field = StrCat("spec.volumes[", i, "]");
+          if (!Map(volumes[i], field)) continue;
+          String(Child(volumes[i], "name"), field + ".name");
+          const YAML::Node host_path = Child(volumes[i], "hostPath");
+          if (Map(host_path, field + ".hostPath")) {
+            String(Child(host_path, "path"), field + ".hostPath.path");
+            String(Child(host_path, "type"), field + ".hostPath.type");
+          }
+        }
+      }
+    }
+    if (problems_.empty()) return absl::OkStatus();
+    std::string message = StrCat(source, ":", problems_.front().line, ": ");
+    for (size_t i = 0; i < problems_.size() && i < kMaxProblems; ++i) {
+      const Problem& problem = problems_[i];
+      if (i > 0) message += StrCat("; ", problem.field, " (line ", problem.line, ")");
+      if (i == 0) message += problem.field;
+      message += StrCat(": must be ", problem.expected,
+                        i == 0 ? " (the kubelet refuses this manifest)" : "", ", found ",
+                        problem.found);
+    }
+    if (problems_.size() > kMaxProblems) {
+      message += StrCat("; and ", problems_.size() - kMaxProblems, " more");
+    }
+    return absl::InvalidArgumentError(message);
+  }
+
+ private:
+  static constexpr size_t kMaxProblems = 10;
+
+  struct Problem {
+    std::string field;
+    std::string expected;
+    std::string found;
+    int line = 0;
+  };
+
+  void Add(const YAML::Node& node, std::string field, std::string expected) {
+    std::string found(DescribeYamlNode(node));
+    // A number or boolean where a string belongs is almost always a value left unquoted.
+    if (StartsWith(expected, "a string") && node.IsScalar()) {
+      found += StrCat(" (", node.Scalar(), "); quote it: \"", node.Scalar(), "\"");
+    }
+    problems_.push_back(
+        Problem{std::move(field), std::move(expected), std::move(found), node.Mark().line + 1});
+  }
+
+  static bool IsNull(const YAML::Node& node) { return !node.IsDefined() || node.IsNull(); }
+
+  // Whether `node` is a map to look into; null is fine and has nothing in it.
+  bool Map(const YAML::Node& node, const std::string& field) {
+    if (IsNull(node)) return false;
+    if (node.IsMap()) return true;
+    Add(node, field, "a map");
+    return false;
+  }
+  bool List(const YAML::Node& node, const std::string& field) {
+    if (IsNull(node)) return false;
+    if (node.IsSequence()) return true;
+    Add(node, field, "a list");
+    return false;
+  }
+  void String(const YAML::Node& node, const std::string& field) {
+    if (IsNull(node)) return;
+    if (!node.IsScalar() || (JsonTypeOf(node) != JsonScalarType::kString &&
+                             JsonTypeOf(node) != JsonScalarType::kNull)) {
+      Add(node, field, "a string");
+    }
+  }
+  void Bool(const YAML::Node& node, const std::string& field) {
+    if (IsNull(node)) return;
+    if (!node.IsScalar() || (JsonTypeOf(node) != JsonScalarType::kBool &&
+                             JsonTypeOf(node) != JsonScalarType::kNull)) {
+      Add(node, field, "true or false");
+    }
+  }
+  void StringList(const YAML::Node& node, const std::string& field) {
+    if (IsNull(node)) return;
+    if (!node.IsSequence()) {
+      Add(node, field, "a list of strings");
+      return;
+    }
+    for (size_t i = 0; i < node.size(); ++i) String(node[i], StrCat(field, "[", i, "]"));
+  }
+  void StringMap(const YAML::Node& node, const std::string& field) {
+    if (IsNull(node)) return;
+    if (!node.IsMap()) {
+      Add(node, field, "a map of strings to strings");
+      return;
+    }
+    for (const auto& entry : node) {
+      // sigs.k8s.io/yaml turns any scalar key into a string; a list or map cannot be one.
+      if (!entry.first.IsScalar() && !entry.first.IsNull()) {
+        Add(entry.first, StrCat(field, " key"), "a string");
+        continue;
+      }
+      String(entry.second, StrCat(field, "[\"", entry.first.Scalar(), "\"]"));
+    }
+  }
+
+  void Container(const YAML::Node& container, const std::string& field) {
+    if (!Map(container, field)) return;
+    String(Child(container, "name"), field + ".name");
+    String(Child(container, "image"), field + ".image");
+    StringList(Child(container, "command"), field + ".command");
+    StringList(Child(container, "args"), field + ".args");
+    const YAML::Node env = Child(container, "env");
+    if (List(env, field + ".env")) {
+      for (size_t i = 0; i < env.size(); ++i) {
+        const std::string item = StrCat(field, ".env[", i, "]");
+        if (!Map(env[i], item)) continue;
+        String(Child(env[i], "name"), item + ".name");
+        String(Child(env[i], "value"), item + ".value");
+        Map(Child(env[i], "valueFrom"), item + ".valueFrom");
+      }
+    }
+    const YAML::Node mounts = Child(container, "volumeMounts");
+    if (List(mounts, field + ".volumeMounts")) {
+      for (size_t i = 0; i < mounts.size(); ++i) {
+        const std::string item = StrCat(field, ".volumeMounts[", i, "]");
+        if (!Map(mounts[i], item)) continue;
+        String(Child(mounts[i], "name"), item + ".name");
+        String(Child(mounts[i], "mountPath"), item + ".mountPath");
+        Bool(Child(mounts[i], "readOnly"), item + ".readOnly");
+      }
+    }
+  }
+
+  std::vector<Problem> problems_;
+};
+
 }  // namespace
 
 absl::StatusOr<StaticPod> StaticPod::Parse(std::string_view text, std::string source) {
@@ -86,6 +248,8 @@ absl::StatusOr<StaticPod> StaticPod::Parse(std::string_view text, std::string so
   if (!root->IsMap()) {
     return absl::InvalidArgumentError(StrCat(source, ": not a Pod manifest (a YAML map)"));
   }
+  absl::Status shape = PodShape().Check(*root, source);
+  if (!shape.ok()) return shape;
   return StaticPod(*root, std::move(source));
 }
 
@@ -310,7 +474,7 @@ std::vector<HostPathMount> StaticPod::HostPathMounts(size_t container) const {
       found.host_path = ScalarOr(Child(host_path, "path"));
       found.type = ScalarOr(Child(host_path, "type"));
       found.mount_path = ScalarOr(Child(mount, "mountPath"));
-      found.read_only = ScalarOr(Child(mount, "readOnly")) == "true";
+      found.read_only = IsYamlTrue(Child(mount, "readOnly"));
       result.push_back(found);
     }
   }
@@ -394,7 +558,7 @@ absl::Status StaticPod::EnsureHostPathMount(size_t container, const HostPathMoun
     mount["name"] = StringNode(wanted.name);
     if (wanted.read_only) mount["readOnly"] = YAML::Load("true");
     InsertSorted(container_node, "volumeMounts", mount, "name");
-  } else if ((ScalarOr(Child(*have_mount, "readOnly")) == "true") != wanted.read_only) {
+  } else if (IsYamlTrue(Child(*have_mount, "readOnly")) != wanted.read_only) {
     // The mount is there "as given" only with the wanted readOnly.
     if (wanted.read_only) {
       (*have_mount)["readOnly"] = YAML::Load("true");

@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/agent/base/yaml_bomb.h"
 
 namespace handoff {
 namespace {
@@ -111,16 +112,158 @@ TEST(StaticPodParseTest, PodWithoutMetadataOrSpecDoesNotThrow) {
 }
 
 TEST(StaticPodParseTest, ScalarWhereAMapBelongsDoesNotThrow) {
-  StaticPod pod = ParseOrDie(
-      "apiVersion: v1\nkind: Pod\nmetadata: oops\nspec:\n  containers:\n  - just-a-string\n"
-      "  volumes:\n  - 7\n",
-      "odd.yaml");
+  // Parse refuses these shapes (below); a tree changed through node() can still have them.
+  StaticPod pod = ParseOrDie("apiVersion: v1\nkind: Pod\n", "odd.yaml");
+  pod.node()["metadata"] = "oops";
+  pod.node()["spec"]["containers"].push_back("just-a-string");
+  pod.node()["spec"]["volumes"].push_back(7);
   EXPECT_EQ(pod.PodName(), "");
   EXPECT_THAT(pod.ContainerNames(), ElementsAre(""));
   EXPECT_EQ(pod.Validate().message(),
             "odd.yaml: metadata.name: must be set; spec.volumes[0].name: must be set; "
             "spec.containers[0].name: must be set; spec.containers[0].image: must be set");
   EXPECT_FALSE(pod.RemoveVolume("x"));
+}
+
+// --- Shapes the kubelet's decoder refuses -------------------------------------------------------
+
+constexpr char kKcmSource[] = "/etc/kubernetes/manifests/kube-controller-manager.yaml";
+
+// Why the kubeadm kube-controller-manager manifest with `from` replaced by `to` does not parse.
+std::string ParseEditedKcm(const std::string& from, const std::string& to) {
+  const std::string text = ReplaceOnce(ReadTestData(kKcmPath), from, to);
+  return std::string(StaticPod::Parse(text, kKcmSource).status().message());
+}
+
+TEST(StaticPodShapeTest, ArgsAsOneStringIsRefused) {
+  const std::string message = ParseEditedKcm(
+      "    name: kube-controller-manager\n",
+      "    name: kube-controller-manager\n    args: \"--v=2 --enable-leader-migration=false\"\n");
+  EXPECT_EQ(message,
+            std::string(kKcmSource) +
+                ":47: spec.containers[0].args: must be a list of strings (the kubelet refuses "
+                "this manifest), found a string");
+}
+
+TEST(StaticPodShapeTest, CommandAsOneStringIsRefused) {
+  EXPECT_EQ(ParseEditedKcm("  - command:\n    - kube-controller-manager\n",
+                           "  - command: kube-controller-manager\n    args:\n"),
+            std::string(kKcmSource) +
+                ":12: spec.containers[0].command: must be a list of strings (the kubelet refuses "
+                "this manifest), found a string");
+}
+
+TEST(StaticPodShapeTest, NumbersAndBooleansInAListOfStringsAreRefused) {
+  // sigs.k8s.io/yaml makes them JSON numbers and booleans, which []string does not take.
+  const std::string message =
+      ParseEditedKcm("    - --use-service-account-credentials=true\n",
+                     "    - --use-service-account-credentials=true\n    - --v\n    - 2\n"
+                     "    - true\n");
+  EXPECT_EQ(message,
+            std::string(kKcmSource) +
+                ":35: spec.containers[0].command[22]: must be a string (the kubelet refuses this "
+                "manifest), found a number (2); quote it: \"2\"; spec.containers[0].command[23] "
+                "(line 36): must be a string, found a boolean (true); quote it: \"true\"");
+}
+
+TEST(StaticPodShapeTest, WhatTheKubeletAcceptsIsAccepted) {
+  // Quoted numbers, text that only looks special, dates (go-yaml v2 keeps them strings), null
+  // items and fields (the decoder leaves the zero value), readOnly as any YAML 1.1 boolean.
+  std::string text = ReplaceOnce(ReadTestData(kKcmPath),
+                                 "    - --use-service-account-credentials=true\n",
+                                 "    - --use-service-account-credentials=true\n    - \"2\"\n"
+                                 "    - 2024-01-02\n    - 12:30\n    - 1e400\n    -\n");
+  text = ReplaceOnce(text, "    name: kube-controller-manager\n",
+                     "    name: kube-controller-manager\n    env:\n    args: ~\n");
+  text = ReplaceOnce(text, "      name: ca-certs\n      readOnly: true\n",
+                     "      name: ca-certs\n      readOnly: yes\n");
+  absl::StatusOr<StaticPod> pod = StaticPod::Parse(text, kKcmSource);
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  EXPECT_EQ(pod->FindHostPathMount(0, "ca-certs")->read_only, true);
+  EXPECT_EQ(pod->Argv(0).back(), "");
+}
+
+TEST(StaticPodShapeTest, LabelsAndAnnotationsAreMapsOfStrings) {
+  const std::string message =
+      ParseEditedKcm("    tier: control-plane\n",
+                     "    tier: control-plane\n    enabled: true\n    replicas: 3\n"
+                     "  annotations:\n    note: [a, b]\n    ok: \"3\"\n");
+  EXPECT_EQ(message,
+            std::string(kKcmSource) +
+                ":8: metadata.labels[\"enabled\"]: must be a string (the kubelet refuses this "
+                "manifest), found a boolean (true); quote it: \"true\"; "
+                "metadata.labels[\"replicas\"] (line 9): must be a string, found a number (3); "
+                "quote it: \"3\"; metadata.annotations[\"note\"] (line 11): must be a string, "
+                "found a list");
+}
+
+TEST(StaticPodShapeTest, EveryFieldHandoffReadsIsChecked) {
+  absl::Status status = StaticPod::Parse(
+      "apiVersion: v1\n"
+      "kind: Pod\n"
+      "metadata:\n"
+      "  name: [x]\n"
+      "  namespace: 5\n"
+      "spec:\n"
+      "  containers:\n"
+      "  - name: {a: b}\n"
+      "    image: 1.27\n"
+      "    env:\n"
+      "    - name: HTTP_PROXY\n"
+      "      value: 8080\n"
+      "    - name: X\n"
+      "      valueFrom: secret\n"
+      "    - just-text\n"
+      "    volumeMounts:\n"
+      "    - mountPath: [/a]\n"
+      "      name: a\n"
+      "      readOnly: \"true\"\n"
+      "  - not-a-container\n"
+      "  volumes:\n"
+      "  - name: a\n"
+      "    hostPath: /a\n"
+      "  - name: b\n"
+      "    hostPath:\n"
+      "      path: /b\n"
+      "      type: 1\n",
+      "pod.yaml")
+                             .status();
+  EXPECT_EQ(status.message(),
+            "pod.yaml:4: metadata.name: must be a string (the kubelet refuses this manifest), "
+            "found a list; metadata.namespace (line 5): must be a string, found a number (5); "
+            "quote it: \"5\"; spec.containers[0].name (line 8): must be a string, found a map; "
+            "spec.containers[0].image (line 9): must be a string, found a number (1.27); quote "
+            "it: \"1.27\"; spec.containers[0].env[0].value (line 12): must be a string, found a "
+            "number (8080); quote it: \"8080\"; spec.containers[0].env[1].valueFrom (line 14): "
+            "must be a map, found a string; spec.containers[0].env[2] (line 15): must be a map, "
+            "found a string; spec.containers[0].volumeMounts[0].mountPath (line 17): must be a "
+            "string, found a list; spec.containers[0].volumeMounts[0].readOnly (line 19): must "
+            "be true or false, found a string; spec.containers[1] (line 20): must be a map, "
+            "found a string; and 2 more");
+}
+
+TEST(StaticPodShapeTest, TopLevelShapes) {
+  EXPECT_EQ(StaticPod::Parse("apiVersion: v1\nkind: Pod\nmetadata: oops\nspec: []\n", "p.yaml")
+                .status()
+                .message(),
+            "p.yaml:3: metadata: must be a map (the kubelet refuses this manifest), found a "
+            "string; spec (line 4): must be a map, found a list");
+  EXPECT_EQ(StaticPod::Parse("apiVersion: v1\nkind: Pod\nspec:\n  containers: {}\n", "p.yaml")
+                .status()
+                .message(),
+            "p.yaml:4: spec.containers: must be a list (the kubelet refuses this manifest), "
+            "found a map");
+}
+
+TEST(StaticPodShapeTest, AliasBombIsRefusedBeforeItExpands) {
+  const std::string text = ReplaceOnce(ReadTestData(kKcmPath), "  creationTimestamp: null\n",
+                                       "  creationTimestamp: null\n  annotations:\n" +
+                                           testing::AliasBombEntries(7, 4));
+  absl::Status status = StaticPod::Parse(text, kKcmSource).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::StartsWith(std::string(kKcmSource) +
+                                    ":6:9: YAML anchors and aliases are not accepted (&l0"));
 }
 
 TEST(StaticPodEmitTest, KubeadmManifestsComeBackByteForByte) {
@@ -311,13 +454,14 @@ TEST(StaticPodFlagTest, AbsentFlagLeavesTheManifestAlone) {
 }
 
 TEST(StaticPodFlagTest, ItemsNotEditedKeepTheirForm) {
-  // A plain 4 is not a string, which a command must hold; handoff only edits what it is asked to.
+  // A quoted 4 stays quoted (plain, it would be a number, which the kubelet refuses in a
+  // command); handoff only edits what it is asked to.
   StaticPod pod = ParseOrDie(
-      "spec:\n  containers:\n  - command:\n    - kcm\n    - --v\n    - 4\n"
+      "spec:\n  containers:\n  - command:\n    - kcm\n    - --v\n    - \"4\"\n"
       "    - --cloud-provider=aws\n    name: c\n");
   pod.SetFlag(0, "cloud-provider", "external");
   EXPECT_EQ(pod.Emit(),
-            "spec:\n  containers:\n  - command:\n    - kcm\n    - --v\n    - 4\n"
+            "spec:\n  containers:\n  - command:\n    - kcm\n    - --v\n    - \"4\"\n"
             "    - --cloud-provider=external\n    name: c\n");
 }
 
@@ -668,7 +812,7 @@ TEST(StaticPodValidateTest, ListsEveryProblemWithItsFieldPath) {
       "    - mountPath: /a\n"
       "      name: a\n"
       "  - name: c\n"
-      "  - image: y\n"
+      "  - image: z\n"
       "  volumes:\n"
       "  - hostPath:\n"
       "      path: /a\n"
