@@ -102,7 +102,11 @@ absl::StatusOr<MigrationRecord> MigrationRecord::Parse(std::string_view text,
       return invalid("kubeletFlags must be a list");
     }
     std::vector<std::string> flags;
-    for (const YAML::Node& flag : doc["kubeletFlags"]) flags.push_back(flag.Scalar());
+    const YAML::Node items = doc["kubeletFlags"];
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!items[i].IsScalar()) return invalid(StrCat("kubeletFlags[", i, "] must be a string"));
+      flags.push_back(items[i].Scalar());
+    }
     record.kubelet_flags_ = flags;
   }
   if (doc["leaderMigrationConfig"].IsDefined()) {
