@@ -1,10 +1,9 @@
 #include "agent/leadermigration/config.h"
 
-#include <algorithm>
 #include <array>
 
-#include "absl/strings/ascii.h"
 #include "agent/base/strings.h"
+#include "agent/base/yaml_util.h"
 
 namespace handoff::leadermigration {
 namespace {
@@ -71,45 +70,6 @@ constexpr std::string_view kResourceLockLeases = "leases";
 
 size_t Index(CloudController controller) { return static_cast<size_t>(controller); }
 
-bool IsDigits(std::string_view text, int base) {
-  if (text.empty()) return false;
-  for (char c : text) {
-    const bool ok = base == 16  ? absl::ascii_isxdigit(static_cast<unsigned char>(c))
-                    : base == 8 ? (c >= '0' && c <= '7')
-                    : base == 2 ? (c == '0' || c == '1')
-                                : absl::ascii_isdigit(static_cast<unsigned char>(c));
-    if (!ok) return false;
-  }
-  return true;
-}
-
-// go-yaml v2's float syntax: ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$
-bool IsYamlFloat(std::string_view text) {
-  size_t i = 0;
-  auto digits = [&]() {
-    size_t start = i;
-    while (i < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[i]))) ++i;
-    return i - start;
-  };
-  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
-  if (i < text.size() && text[i] == '.') {
-    ++i;
-    if (digits() == 0) return false;
-  } else {
-    if (digits() == 0) return false;
-    if (i < text.size() && text[i] == '.') {
-      ++i;
-      digits();
-    }
-  }
-  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
-    ++i;
-    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
-    if (digits() == 0) return false;
-  }
-  return i == text.size();
-}
-
 }  // namespace
 
 std::string_view ComponentName(Component component) {
@@ -165,31 +125,7 @@ absl::StatusOr<ApiVersionInfo> NewestApiVersion(const KubeVersion& version) {
 }
 
 bool PlainScalarIsString(std::string_view text) {
-  // The resolution rules of gopkg.in/yaml.v2 (resolve.go), which sigs.k8s.io/yaml uses.
-  static constexpr std::string_view kNonStrings[] = {
-      "",      "~",     "null",  "Null",  "NULL",  "y",     "Y",    "yes",  "Yes",   "YES",
-      "n",     "N",     "no",    "No",    "NO",    "true",  "True", "TRUE", "false", "False",
-      "FALSE", "on",    "On",    "ON",    "off",   "Off",   "OFF",  ".inf", ".Inf",  ".INF",
-      "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", ".nan", ".NaN", ".NAN"};
-  for (std::string_view word : kNonStrings) {
-    if (text == word) return false;
-  }
-  // Numbers are tried only for text that starts like one, after dropping '_' separators.
-  if (std::string_view("+-.0123456789").find(text.front()) == std::string_view::npos) return true;
-  std::string plain(text);
-  plain.erase(std::remove(plain.begin(), plain.end(), '_'), plain.end());
-  std::string_view unsigned_part = plain;
-  if (!unsigned_part.empty() && (unsigned_part.front() == '+' || unsigned_part.front() == '-')) {
-    unsigned_part.remove_prefix(1);
-  }
-  if (IsDigits(unsigned_part, 10)) return false;
-  if (unsigned_part.size() > 2 && unsigned_part[0] == '0') {
-    const std::string_view digits = unsigned_part.substr(2);
-    if ((unsigned_part[1] == 'x' || unsigned_part[1] == 'X') && IsDigits(digits, 16)) return false;
-    if ((unsigned_part[1] == 'o' || unsigned_part[1] == 'O') && IsDigits(digits, 8)) return false;
-    if ((unsigned_part[1] == 'b' || unsigned_part[1] == 'B') && IsDigits(digits, 2)) return false;
-  }
-  return !IsYamlFloat(plain);
+  return ResolvePlainScalar(text) == JsonScalarType::kString;
 }
 
 bool IsValidLeaseName(std::string_view name) {

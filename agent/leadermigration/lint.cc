@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "agent/base/strings.h"
+#include "agent/base/yaml_util.h"
 #include "agent/leadermigration/config.h"
 #include "yaml-cpp/yaml.h"
 
@@ -31,13 +32,6 @@ constexpr std::string_view kComponentChoices =
 // Decoding became strict in 1.32 (kubernetes/kubernetes#128009).
 constexpr std::string_view kUnknownFieldEffect =
     "before 1.32 it is ignored, from 1.32 the manager refuses to start";
-
-// For a plain scalar that YAML does not read as a string (see PlainScalarIsString): numbers start
-// like one (.inf and .nan included), booleans are words.
-bool ReadsAsNumber(std::string_view text) {
-  return !text.empty() &&
-         std::string_view("+-.0123456789").find(text.front()) != std::string_view::npos;
-}
 
 std::string Quote(std::string_view text) { return StrCat("\"", text, "\""); }
 
@@ -273,14 +267,16 @@ StringValue Validator::ReadString(const std::vector<MapEntry>& entries, std::str
     return result;
   }
   const std::string& text = it->value.Scalar();
-  // yaml-cpp tags plain scalars "?"; quoted ones "!". Kubernetes resolves plain scalars with
-  // YAML 1.1 rules, so `name: yes` or `name: 1` fail to decode into a string field.
-  if (it->value.Tag() == "?" && !PlainScalarIsString(text)) {
+  // Kubernetes resolves plain scalars with YAML 1.1 rules, so `name: yes` or `name: 1` fail to
+  // decode into a string field (as does `name: !!int "1"`).
+  const JsonScalarType type = JsonTypeOf(it->value);
+  if (type == JsonScalarType::kNull) return result;
+  if (type != JsonScalarType::kString) {
     result.presence = Presence::kInvalid;
-    AddFieldProblem(
-        problems_, field,
-        StrCat("YAML reads ", text, " as a ", ReadsAsNumber(text) ? "number" : "boolean",
-               ", not a string; quote it: ", key, ": ", Quote(text)));
+    AddFieldProblem(problems_, field,
+                    StrCat("YAML reads ", text, " as a ",
+                           type == JsonScalarType::kNumber ? "number" : "boolean",
+                           ", not a string; quote it: ", key, ": ", Quote(text)));
     return result;
   }
   if (text.empty()) return result;
@@ -626,8 +622,13 @@ LintResult Lint(std::string_view text, const LintOptions& options) {
   std::vector<YAML::Node> documents;
   bool parsed = false;
   try {
-    documents = YAML::LoadAll(repaired);
-    parsed = true;
+    // Aliases, deep nesting and huge documents are refused before yaml-cpp builds anything.
+    if (std::optional<YamlRefusal> refusal = CheckYamlLimits(repaired, YamlLimits())) {
+      AddLineProblem(result.problems, refusal->line, "", refusal->message);
+    } else {
+      documents = YAML::LoadAll(repaired);
+      parsed = true;
+    }
   } catch (const YAML::Exception& error) {
     if (error.mark.is_null()) {
       AddLineProblem(result.problems, 0, "", StrCat("YAML syntax error: ", error.msg));

@@ -6,12 +6,14 @@
 #include "agent/leadermigration/config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/agent/base/yaml_bomb.h"
 
 namespace handoff::leadermigration {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::StartsWith;
 
 constexpr Component kKcm = Component::kKubeControllerManager;
 constexpr Component kCcm = Component::kCloudControllerManager;
@@ -107,7 +109,7 @@ TEST(UpstreamExamplesTest, UnquotedStarReallyDoesNotParseWithoutTheRepair) {
   ASSERT_NE(first, std::string::npos);
   text.replace(first, 12, "component: \"*\"");
   EXPECT_THAT(LintText(text),
-              ElementsAre(testing::StartsWith("f:9: "), testing::StartsWith("f:11: ")));
+              ElementsAre(StartsWith("f:9: "), StartsWith("f:11: ")));
 }
 
 TEST(UpstreamExamplesTest, CloudControllerManagerVersionIsValid) {
@@ -404,6 +406,29 @@ TEST(LintRuleTest, ApiVersionMustBeOneOfOurs) {
                           "controllermanager.config.k8s.io/v1"));
 }
 
+TEST(LintRuleTest, AnchorsAndAliasesAreRefusedWithTheirLine) {
+  const std::vector<std::string> problems =
+      LintText(V1With("  - &entry\n    name: route\n    component: \"*\"\n  - *entry\n"));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(problems[0], StartsWith("f:5: YAML anchors and aliases are not accepted (&entry"));
+  EXPECT_FALSE(Lint(V1With("  - &e {name: route, component: \"*\"}\n"), {}).config.has_value());
+}
+
+TEST(LintRuleTest, AliasBombIsRefusedUnexpanded) {
+  const std::vector<std::string> problems =
+      LintText(V1With(kShortNamesKcm) + "bomb:\n" + testing::AliasBombEntries(9, 2));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(problems[0], StartsWith("f:8: YAML anchors and aliases are not accepted (&l0"));
+}
+
+TEST(LintRuleTest, TaggedScalarsAreTypedByTheirTag) {
+  EXPECT_THAT(LintText(V1With("  - name: !!int \"12\"\n    component: !!str 5\n")),
+              ElementsAre("f: controllerLeaders[0].name: YAML reads 12 as a number, not a "
+                          "string; quote it: name: \"12\"",
+                          "f: controllerLeaders[0].component: \"5\" is not a controller manager; "
+                          "use kube-controller-manager, cloud-controller-manager or \"*\""));
+}
+
 TEST(LintRuleTest, StringFieldsMustBeStringsInYaml) {
   EXPECT_THAT(LintText(V1With("  - name: 1234\n"
                               "    component: [kube-controller-manager]\n")),
@@ -494,7 +519,7 @@ TEST(ReaderRuleTest, ComponentWithoutVersionChecksAssignmentButNotNames) {
   options.component = kCcm;
   std::vector<std::string> problems = LintText(V1With(kShortNamesKcm), options);
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_THAT(problems[0], testing::StartsWith("f: controllerLeaders[0].component: assigned to "
+  EXPECT_THAT(problems[0], StartsWith("f: controllerLeaders[0].component: assigned to "
                                                "kube-controller-manager"));
 }
 
