@@ -49,8 +49,13 @@ absl::Status FaultInjectionFileSystem::CheckParentExists(std::string_view call,
   return absl::NotFoundError(StrCat(call, " ", path, ": no such directory ", ParentPath(path)));
 }
 
-absl::StatusOr<std::string> FaultInjectionFileSystem::ReadFile(const std::string& path) const {
-  if (auto it = live_.find(path); it != live_.end()) return it->second.data;
+absl::StatusOr<std::string> FaultInjectionFileSystem::ReadFile(const std::string& path,
+                                                               const ReadLimit& limit) const {
+  if (auto it = live_.find(path); it != live_.end()) {
+    const std::string& data = it->second.data;
+    if (absl::Status size = CheckReadSize(path, data.size(), limit); !size.ok()) return size;
+    return data;
+  }
   if (IsLiveDirectory(path)) {
     return absl::FailedPreconditionError(StrCat(path, ": is a directory, not a file"));
   }

@@ -41,7 +41,10 @@ class FaultInjectionFileSystem : public FileSystem {
   // Every file and directory of `initial` is durable.
   explicit FaultInjectionFileSystem(const MemoryFileSystem& initial);
 
-  absl::StatusOr<std::string> ReadFile(const std::string& path) const override;
+  using FileSystem::ReadFile;
+  // Only files and directories exist here; the size limit is checked as on the real one.
+  absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                       const ReadLimit& limit) const override;
   absl::StatusOr<FileInfo> Stat(const std::string& path) const override;
   absl::StatusOr<std::vector<std::string>> ListDirectory(const std::string& path) const override;
   absl::Status WriteFile(const std::string& path, std::string_view data,

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "agent/fs/read_limit.h"
 
 namespace handoff {
 
@@ -22,13 +23,24 @@ struct FileInfo {
 };
 
 // Paths are absolute host paths ("/etc/kubernetes/manifests/kube-apiserver.yaml"); an
-// implementation may place them under a root directory. Implementations are thread-compatible.
+// implementation may place them under a root directory, and then resolves every path inside it
+// as chroot(2) would: "..", absolute symlinks and relative ones all stay inside the root, so
+// nothing is ever read or written outside it. Implementations are thread-compatible.
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
 
-  // The whole file. NotFound when it does not exist.
-  virtual absl::StatusOr<std::string> ReadFile(const std::string& path) const = 0;
+  // The whole file, which must be a regular file of at most `limit.max_bytes`. NotFound when it
+  // does not exist; FailedPrecondition, naming the path, for a directory, a FIFO, a device or a
+  // socket (never opened for reading, so a FIFO cannot block and a device has no side effect),
+  // and for a file over the limit (naming its size, the limit and `limit.kind`).
+  virtual absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                               const ReadLimit& limit) const = 0;
+  // The same with kAnyFileRead, for callers with no kind of file in mind. Implementations add
+  // `using FileSystem::ReadFile;` so that it stays visible on them.
+  absl::StatusOr<std::string> ReadFile(const std::string& path) const {
+    return ReadFile(path, kAnyFileRead);
+  }
   // NotFound when nothing exists at `path`.
   virtual absl::StatusOr<FileInfo> Stat(const std::string& path) const = 0;
   // Names (not paths) of the entries of a directory, sorted. NotFound when it does not exist.
@@ -37,6 +49,13 @@ class FileSystem {
   // True when something exists at `path`; other errors (permission) count as existing, so that a
   // caller never concludes "absent" from a failure to look.
   bool Exists(const std::string& path) const;
+
+  // The absolute host path `path` names once every symlink in it is resolved (inside the root,
+  // as for every other call), as realpath -m would: components from the first one that does not
+  // exist on are taken lexically. For comparing paths (is the state dir inside the manifest
+  // dir?), never for opening one. InvalidArgument for a relative path. The default, for file
+  // systems without symlinks, is the lexically normal form.
+  virtual absl::StatusOr<std::string> RealPath(const std::string& path) const;
 
   // The write side. Each call is one step that a crash can interrupt: nothing written is durable
   // before SyncFile (its data) and SyncDirectory (its name in the directory). Use the functions
@@ -70,9 +89,21 @@ class FileSystem {
   virtual absl::StatusOr<std::unique_ptr<Lock>> TryLock(const std::string& path) = 0;
 };
 
-// The real file system, with every host path taken under `root` ("/" on a node; a temp dir in
-// tests and the sandbox).
+// The real file system, with every host path resolved inside `root` ("/" on a node; a copy of
+// a node, a temp dir in tests and the sandbox). With "/" (or "", which also takes relative paths
+// from the working directory) paths are used as they are, as before any confinement.
 std::unique_ptr<FileSystem> NewPosixFileSystem(std::string root);
+
+// How a PosixFileSystem confines paths to a root other than "/".
+enum class RootResolution {
+  // openat2(2) with RESOLVE_IN_ROOT (Linux 5.6) where the kernel has it, else kWalk.
+  kAuto,
+  // One component at a time from the root: open(O_PATH|O_NOFOLLOW), readlink, ".." clamped at
+  // the root, at most 40 symlinks (ELOOP beyond). For older kernels; tests select it directly.
+  kWalk,
+};
+std::unique_ptr<FileSystem> NewPosixFileSystemWithResolution(std::string root,
+                                                            RootResolution resolution);
 
 }  // namespace handoff
 

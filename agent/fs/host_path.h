@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace handoff {
 
@@ -29,6 +30,47 @@ inline std::string BaseName(std::string_view path) {
   const std::string trimmed = TrimTrailingSlashes(path);
   const size_t slash = trimmed.rfind('/');
   return slash == std::string::npos ? trimmed : trimmed.substr(slash + 1);
+}
+
+// The components of `path`, without empty ones: {"etc", "kubernetes"} for "/etc//kubernetes/".
+inline std::vector<std::string> PathComponents(std::string_view path) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string_view::npos) slash = path.size();
+    if (slash > start) parts.emplace_back(path.substr(start, slash - start));
+    start = slash + 1;
+  }
+  return parts;
+}
+
+// `path` with empty and "." components dropped and ".." taken lexically, as on a host where
+// "/.." is "/": "/etc/kubernetes/manifests" for "/etc/./kubernetes/../kubernetes/manifests/".
+// An absolute path stays absolute; a relative one keeps its leading "..".
+inline std::string LexicallyNormal(std::string_view path) {
+  const bool absolute = !path.empty() && path.front() == '/';
+  std::vector<std::string> parts;
+  for (std::string& part : PathComponents(path)) {
+    if (part == ".") continue;
+    if (part == ".." && !parts.empty() && parts.back() != "..") {
+      parts.pop_back();
+    } else if (part != ".." || !absolute) {
+      parts.push_back(std::move(part));
+    }
+  }
+  std::string normal = absolute ? "/" : "";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) normal += '/';
+    normal += parts[i];
+  }
+  return normal.empty() ? "." : normal;
+}
+
+// Whether `path` is `dir` or lies below it; both lexically normal.
+inline bool IsSameOrBelow(std::string_view path, std::string_view dir) {
+  if (path == dir || dir == "/") return true;
+  return path.size() > dir.size() && path.substr(0, dir.size()) == dir && path[dir.size()] == '/';
 }
 
 }  // namespace handoff

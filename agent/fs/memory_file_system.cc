@@ -32,9 +32,13 @@ absl::Status MemoryFileSystem::CheckParentExists(std::string_view call,
   return absl::NotFoundError(StrCat(call, " ", path, ": no such directory ", ParentPath(path)));
 }
 
-absl::StatusOr<std::string> MemoryFileSystem::ReadFile(const std::string& path) const {
+absl::StatusOr<std::string> MemoryFileSystem::ReadFile(const std::string& path,
+                                                       const ReadLimit& limit) const {
   auto it = files_.find(path);
-  if (it != files_.end()) return it->second;
+  if (it != files_.end()) {
+    if (absl::Status size = CheckReadSize(path, it->second.size(), limit); !size.ok()) return size;
+    return it->second;
+  }
   // As PosixFileSystem answers for a directory.
   if (IsDirectory(path)) {
     return absl::FailedPreconditionError(StrCat(path, ": is a directory, not a file"));

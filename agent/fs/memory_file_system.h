@@ -20,7 +20,10 @@ namespace handoff {
 // system that made it, which must outlive it.
 class MemoryFileSystem : public FileSystem {
  public:
-  absl::StatusOr<std::string> ReadFile(const std::string& path) const override;
+  using FileSystem::ReadFile;
+  // Only files and directories exist here; the size limit is checked as on the real one.
+  absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                       const ReadLimit& limit) const override;
   absl::StatusOr<FileInfo> Stat(const std::string& path) const override;
   absl::StatusOr<std::vector<std::string>> ListDirectory(const std::string& path) const override;
 

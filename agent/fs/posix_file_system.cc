@@ -1,3 +1,4 @@
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -6,10 +7,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "agent/base/strings.h"
 #include "agent/fs/file_system.h"
-#include "boost/filesystem.hpp"
+#include "agent/fs/host_path.h"
+#include "agent/fs/root_resolver.h"
 
 namespace handoff {
 namespace {
@@ -20,6 +23,9 @@ absl::Status StatusFromErrno(int err, std::string message) {
   if (err == EEXIST) return absl::AlreadyExistsError(message);
   if (err == ENOTEMPTY) return absl::FailedPreconditionError(message);
   if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(message);
+  // Too many symlinks, or a symlink where O_NOFOLLOW wanted none: the path is the problem.
+  if (err == ELOOP) return absl::FailedPreconditionError(message);
+  if (err == EINVAL) return absl::InvalidArgumentError(message);
   return absl::InternalError(message);
 }
 
@@ -34,27 +40,6 @@ absl::Status CallErrnoStatus(std::string_view call, const std::string& path, int
   return StatusFromErrno(err, StrCat(call, " ", path, ": ", std::strerror(err)));
 }
 
-// Closes `fd` on the way out of an error path; a close error there is secondary to the error
-// being returned.
-class FdCloser {
- public:
-  explicit FdCloser(int fd) : fd_(fd) {}
-  FdCloser(const FdCloser&) = delete;
-  FdCloser& operator=(const FdCloser&) = delete;
-  ~FdCloser() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  // Gives up ownership so that the caller can close and check the result itself.
-  int Release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
-
 // Holds an flock(2) lock: it lives on the open file description, so closing the descriptor
 // releases it (also when the process dies, so a crashed agent never leaves the node locked).
 class PosixLock : public FileSystem::Lock {
@@ -68,46 +53,92 @@ class PosixLock : public FileSystem::Lock {
   int fd_;
 };
 
+// What a file that is not a regular file is, for the error that refuses to read it.
+std::string_view FileTypeName(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+absl::Status NotRegularFile(const std::string& path, mode_t mode, const ReadLimit& limit) {
+  // The message for a directory stays the one callers have always seen.
+  if (S_ISDIR(mode)) {
+    return absl::FailedPreconditionError(StrCat(path, ": is a directory, not a file"));
+  }
+  return absl::FailedPreconditionError(StrCat(path, ": is ", FileTypeName(mode),
+                                              ", not a regular file; handoff reads a ", limit.kind,
+                                              " only from a regular file"));
+}
+
 class PosixFileSystem : public FileSystem {
  public:
-  explicit PosixFileSystem(std::string root) : root_(std::move(root)) {}
+  PosixFileSystem(std::string root, RootResolver::Method method)
+      : resolver_(std::move(root), method) {}
 
-  absl::StatusOr<std::string> ReadFile(const std::string& path) const override {
+  using FileSystem::ReadFile;
+
+  absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                       const ReadLimit& limit) const override {
+    // The type is checked on an O_PATH descriptor, which opens nothing: opening a device can
+    // act (a watchdog arms itself, a tape rewinds) and opening a FIFO for reading waits for a
+    // writer. Only then is the file opened for reading, with O_NONBLOCK so that a FIFO swapped
+    // in between cannot block either, and checked again on that descriptor.
+    {
+      UniqueFd probe(resolver_.Open(path, O_PATH));
+      if (probe.get() < 0) return ErrnoStatus(path, -probe.get());
+      struct stat st {};
+      if (::fstat(probe.get(), &st) != 0) return ErrnoStatus(path, errno);
+      if (!S_ISREG(st.st_mode)) return NotRegularFile(path, st.st_mode, limit);
+      if (absl::Status size = CheckReadSize(path, static_cast<uint64_t>(st.st_size), limit);
+          !size.ok()) {
+        return size;
+      }
+    }
     // open/read rather than std::ifstream: a stream opens a directory and reads it as an empty
     // file, and takes a read error for the end of the file, so a manifest could come back
     // empty or cut short.
-    const int fd = ::open(Resolve(path).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return ErrnoStatus(path, errno);
+    UniqueFd fd(resolver_.Open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY));
+    if (fd.get() < 0) return ErrnoStatus(path, -fd.get());
     struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      const int err = errno;
-      ::close(fd);
-      return ErrnoStatus(path, err);
-    }
-    if (S_ISDIR(st.st_mode)) {
-      ::close(fd);
-      return absl::FailedPreconditionError(StrCat(path, ": is a directory, not a file"));
+    if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(path, errno);
+    if (!S_ISREG(st.st_mode)) return NotRegularFile(path, st.st_mode, limit);
+    if (absl::Status size = CheckReadSize(path, static_cast<uint64_t>(st.st_size), limit);
+        !size.ok()) {
+      return size;
     }
     std::string content;
+    content.reserve(static_cast<size_t>(st.st_size));
     char buffer[64 * 1024];
-    while (true) {
-      const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    // Bounded by the limit, not by st_size: a file that grows while it is read, or one whose
+    // size the kernel does not know (/proc), stops one byte past the limit.
+    while (content.size() <= limit.max_bytes) {
+      const size_t want =
+          static_cast<size_t>(std::min<uint64_t>(sizeof(buffer), limit.max_bytes + 1 - content.size()));
+      const ssize_t n = ::read(fd.get(), buffer, want);
       if (n == 0) break;
       if (n < 0) {
         if (errno == EINTR) continue;
-        const int err = errno;
-        ::close(fd);
-        return ErrnoStatus(path, err);
+        return ErrnoStatus(path, errno);
       }
       content.append(buffer, static_cast<size_t>(n));
     }
-    ::close(fd);
+    if (content.size() > limit.max_bytes) {
+      return absl::FailedPreconditionError(StrCat(path, ": more than the ",
+                                                  FormatByteSize(limit.max_bytes), " limit for a ",
+                                                  limit.kind, " (it grew while being read)"));
+    }
     return content;
   }
 
   absl::StatusOr<FileInfo> Stat(const std::string& path) const override {
+    UniqueFd fd(resolver_.Open(path, O_PATH));
+    if (fd.get() < 0) return ErrnoStatus(path, -fd.get());
     struct stat st {};
-    if (::stat(Resolve(path).c_str(), &st) != 0) return ErrnoStatus(path, errno);
+    if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(path, errno);
     FileInfo info;
     info.is_directory = S_ISDIR(st.st_mode);
     info.mode = st.st_mode & 07777;
@@ -117,16 +148,24 @@ class PosixFileSystem : public FileSystem {
   }
 
   absl::StatusOr<std::vector<std::string>> ListDirectory(const std::string& path) const override {
-    boost::system::error_code ec;
-    boost::filesystem::directory_iterator it(Resolve(path), ec);
-    if (ec) return ErrnoStatus(path, ec.value());
+    UniqueFd fd(resolver_.Open(path, O_RDONLY | O_DIRECTORY));
+    if (fd.get() < 0) return ErrnoStatus(path, -fd.get());
+    // fdopendir takes the descriptor; closedir closes it.
+    std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(fd.get()), &::closedir);
+    if (dir == nullptr) return ErrnoStatus(path, errno);
+    fd.Release();
     std::vector<std::string> names;
-    // A failed increment leaves the iterator at the end, so check `ec` after the loop as well.
-    for (; it != boost::filesystem::directory_iterator(); it.increment(ec)) {
-      if (ec) break;
-      names.push_back(it->path().filename().string());
+    while (true) {
+      errno = 0;
+      const dirent* entry = ::readdir(dir.get());
+      if (entry == nullptr) {
+        if (errno != 0) return ErrnoStatus(path, errno);
+        break;
+      }
+      const std::string_view name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      names.emplace_back(name);
     }
-    if (ec) return ErrnoStatus(path, ec.value());
     std::sort(names.begin(), names.end());
     return names;
   }
@@ -134,12 +173,19 @@ class PosixFileSystem : public FileSystem {
   absl::Status WriteFile(const std::string& path, std::string_view data,
                          const FileInfo& attributes) override {
     const mode_t mode = static_cast<mode_t>(attributes.mode & 07777);
-    const int fd = ::open(Resolve(path).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0) return CallErrnoStatus("open", path, errno);
-    FdCloser closer(fd);
+    // O_NONBLOCK: a FIFO put where the file goes fails to open (ENXIO) instead of waiting for a
+    // reader; it changes nothing for a regular file.
+    UniqueFd fd(resolver_.Open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY, mode));
+    if (fd.get() < 0) return CallErrnoStatus("open", path, -fd.get());
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return CallErrnoStatus("fstat", path, errno);
+    if (!S_ISREG(st.st_mode)) {
+      return absl::FailedPreconditionError(
+          StrCat("open ", path, ": is ", FileTypeName(st.st_mode), ", not a regular file"));
+    }
     size_t written = 0;
     while (written < data.size()) {
-      const ssize_t n = ::write(fd, data.data() + written, data.size() - written);
+      const ssize_t n = ::write(fd.get(), data.data() + written, data.size() - written);
       if (n < 0) {
         if (errno == EINTR) continue;
         return CallErrnoStatus("write", path, errno);
@@ -148,16 +194,16 @@ class PosixFileSystem : public FileSystem {
     }
     // The owner before the mode: chown(2) clears the set-user-ID and set-group-ID bits (for
     // root too, since Linux 2.2.13), so the other order would lose them.
-    if (::geteuid() == 0 &&
-        ::fchown(fd, static_cast<uid_t>(attributes.uid), static_cast<gid_t>(attributes.gid)) != 0) {
+    if (::geteuid() == 0 && ::fchown(fd.get(), static_cast<uid_t>(attributes.uid),
+                                     static_cast<gid_t>(attributes.gid)) != 0) {
       return CallErrnoStatus("fchown", path, errno);
     }
     // open(2) applies the umask to a new file and keeps the mode of an existing one; the mode
     // asked for is the mode the file gets.
-    if (::fchmod(fd, mode) != 0) return CallErrnoStatus("fchmod", path, errno);
+    if (::fchmod(fd.get(), mode) != 0) return CallErrnoStatus("fchmod", path, errno);
     // close(2) can report a deferred write error (NFS, quota); it must not be dropped. The
     // descriptor is gone whatever close returns, so it is never retried.
-    if (::close(closer.Release()) != 0) return CallErrnoStatus("close", path, errno);
+    if (::close(fd.Release()) != 0) return CallErrnoStatus("close", path, errno);
     return absl::OkStatus();
   }
 
@@ -166,59 +212,82 @@ class PosixFileSystem : public FileSystem {
     // them. A writeback error that happened before this open is still reported to it (since
     // Linux 4.17, "errseq: Always report a writeback error once"), unless the inode was evicted
     // in between; AtomicReplace calls this right after WriteFile, so that window is tiny.
-    const int fd = ::open(Resolve(path).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return CallErrnoStatus("open", path, errno);
-    FdCloser closer(fd);
-    if (::fsync(fd) != 0) return CallErrnoStatus("fsync", path, errno);
+    UniqueFd fd(resolver_.Open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY));
+    if (fd.get() < 0) return CallErrnoStatus("open", path, -fd.get());
+    if (::fsync(fd.get()) != 0) return CallErrnoStatus("fsync", path, errno);
     return absl::OkStatus();
   }
 
   absl::Status Rename(const std::string& from, const std::string& to) override {
-    if (::rename(Resolve(from).c_str(), Resolve(to).c_str()) != 0) {
+    std::string from_name, to_name;
+    UniqueFd from_dir, to_dir;
+    if (const int err = resolver_.OpenParent(from, &from_dir, &from_name); err != 0) {
+      return CallErrnoStatus("rename", StrCat(from, " to ", to), err);
+    }
+    if (const int err = resolver_.OpenParent(to, &to_dir, &to_name); err != 0) {
+      return CallErrnoStatus("rename", StrCat(from, " to ", to), err);
+    }
+    if (::renameat(from_dir.get(), from_name.c_str(), to_dir.get(), to_name.c_str()) != 0) {
       return CallErrnoStatus("rename", StrCat(from, " to ", to), errno);
     }
     return absl::OkStatus();
   }
 
   absl::Status RemoveFile(const std::string& path) override {
-    if (::unlink(Resolve(path).c_str()) != 0) return CallErrnoStatus("unlink", path, errno);
+    std::string name;
+    UniqueFd dir;
+    if (const int err = resolver_.OpenParent(path, &dir, &name); err != 0) {
+      return CallErrnoStatus("unlink", path, err);
+    }
+    if (::unlinkat(dir.get(), name.c_str(), 0) != 0) return CallErrnoStatus("unlink", path, errno);
     return absl::OkStatus();
   }
 
   absl::Status SyncDirectory(const std::string& path) override {
     // A new name (creation, rename) or a removal lives in the directory's own data, which the
     // fsync of the file does not write; only an fsync of the directory makes it durable.
-    const int fd = ::open(Resolve(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return CallErrnoStatus("open", path, errno);
-    FdCloser closer(fd);
-    if (::fsync(fd) != 0) return CallErrnoStatus("fsync", path, errno);
+    UniqueFd fd(resolver_.Open(path, O_RDONLY | O_DIRECTORY));
+    if (fd.get() < 0) return CallErrnoStatus("open", path, -fd.get());
+    if (::fsync(fd.get()) != 0) return CallErrnoStatus("fsync", path, errno);
     return absl::OkStatus();
   }
 
   absl::Status CreateDirectory(const std::string& path, unsigned mode) override {
-    const std::string real = Resolve(path);
-    if (::mkdir(real.c_str(), static_cast<mode_t>(mode & 07777)) != 0) {
+    const mode_t bits = static_cast<mode_t>(mode & 07777);
+    std::string name;
+    UniqueFd dir;
+    if (const int err = resolver_.OpenParent(path, &dir, &name); err != 0) {
+      return CallErrnoStatus("mkdir", path, err);
+    }
+    if (::mkdirat(dir.get(), name.c_str(), bits) != 0) {
       return CallErrnoStatus("mkdir", path, errno);
     }
-    // mkdir(2) applies the umask; the directory gets the mode asked for.
-    if (::chmod(real.c_str(), static_cast<mode_t>(mode & 07777)) != 0) {
-      return CallErrnoStatus("chmod", path, errno);
-    }
+    // mkdir(2) applies the umask; the directory gets the mode asked for. Through a descriptor
+    // opened without following, so that a symlink put in its place is not chmodded through.
+    UniqueFd made(::openat(dir.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (made.get() < 0) return CallErrnoStatus("open", path, errno);
+    if (::fchmod(made.get(), bits) != 0) return CallErrnoStatus("chmod", path, errno);
     return absl::OkStatus();
   }
 
   absl::Status RemoveDirectory(const std::string& path) override {
-    if (::rmdir(Resolve(path).c_str()) != 0) return CallErrnoStatus("rmdir", path, errno);
+    std::string name;
+    UniqueFd dir;
+    if (const int err = resolver_.OpenParent(path, &dir, &name); err != 0) {
+      return CallErrnoStatus("rmdir", path, err);
+    }
+    if (::unlinkat(dir.get(), name.c_str(), AT_REMOVEDIR) != 0) {
+      return CallErrnoStatus("rmdir", path, errno);
+    }
     return absl::OkStatus();
   }
 
   absl::StatusOr<std::unique_ptr<Lock>> TryLock(const std::string& path) override {
-    const int fd = ::open(Resolve(path).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) return CallErrnoStatus("open", path, errno);
-    FdCloser closer(fd);
+    UniqueFd fd(resolver_.Open(path, O_RDWR | O_CREAT | O_NONBLOCK | O_NOCTTY, 0600));
+    if (fd.get() < 0) return CallErrnoStatus("open", path, -fd.get());
     int result;
     do {
-      result = ::flock(fd, LOCK_EX | LOCK_NB);
+      result = ::flock(fd.get(), LOCK_EX | LOCK_NB);
     } while (result != 0 && errno == EINTR);
     if (result != 0) {
       const int err = errno;
@@ -228,23 +297,15 @@ class PosixFileSystem : public FileSystem {
       }
       return CallErrnoStatus("flock", path, err);
     }
-    return std::make_unique<PosixLock>(closer.Release());
+    return std::make_unique<PosixLock>(fd.Release());
+  }
+
+  absl::StatusOr<std::string> RealPath(const std::string& path) const override {
+    return resolver_.RealPath(path);
   }
 
  private:
-  std::string Resolve(const std::string& path) const {
-    if (root_.empty() || root_ == "/") return path;
-    // On the host "/.." is "/", so a leading ".." must not climb out of the root either.
-    boost::filesystem::path inside;
-    for (const boost::filesystem::path& part :
-         boost::filesystem::path(path).lexically_normal().relative_path()) {
-      if (inside.empty() && part == "..") continue;
-      inside /= part;
-    }
-    return (boost::filesystem::path(root_) / inside).string();
-  }
-
-  std::string root_;
+  RootResolver resolver_;
 };
 
 }  // namespace
@@ -254,8 +315,22 @@ bool FileSystem::Exists(const std::string& path) const {
   return info.ok() || !absl::IsNotFound(info.status());
 }
 
+absl::StatusOr<std::string> FileSystem::RealPath(const std::string& path) const {
+  if (path.empty() || path.front() != '/') {
+    return absl::InvalidArgumentError(StrCat(path, ": not an absolute path"));
+  }
+  return LexicallyNormal(path);
+}
+
 std::unique_ptr<FileSystem> NewPosixFileSystem(std::string root) {
-  return std::make_unique<PosixFileSystem>(std::move(root));
+  return std::make_unique<PosixFileSystem>(std::move(root), RootResolver::Method::kAuto);
+}
+
+std::unique_ptr<FileSystem> NewPosixFileSystemWithResolution(std::string root,
+                                                            RootResolution resolution) {
+  return std::make_unique<PosixFileSystem>(std::move(root), resolution == RootResolution::kWalk
+                                                                ? RootResolver::Method::kWalk
+                                                                : RootResolver::Method::kAuto);
 }
 
 }  // namespace handoff

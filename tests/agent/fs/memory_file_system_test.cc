@@ -238,7 +238,7 @@ TEST(FileSystemExistsTest, OtherErrorsCountAsExisting) {
   // A file system that cannot look answers "exists", so that nobody concludes "absent".
   class DeniedFileSystem : public FileSystem {
    public:
-    absl::StatusOr<std::string> ReadFile(const std::string&) const override {
+    absl::StatusOr<std::string> ReadFile(const std::string&, const ReadLimit&) const override {
       return absl::PermissionDeniedError("denied");
     }
     absl::StatusOr<FileInfo> Stat(const std::string& path) const override {

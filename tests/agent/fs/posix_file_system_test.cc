@@ -19,14 +19,15 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// Every test gets a fresh directory under /tmp, used as the file system's root and removed after.
-class PosixFileSystemTest : public ::testing::Test {
+// Every test gets a fresh directory under /tmp, used as the file system's root and removed after;
+// each runs with openat2 (where the kernel has it) and with the walk that stands in for it.
+class PosixFileSystemTest : public ::testing::TestWithParam<RootResolution> {
  protected:
   void SetUp() override {
     char pattern[] = "/tmp/handoff-posix-fs-XXXXXX";
     ASSERT_NE(::mkdtemp(pattern), nullptr) << "mkdtemp failed";
     root_ = pattern;
-    fs_ = NewPosixFileSystem(root_);
+    fs_ = NewPosixFileSystemWithResolution(root_, GetParam());
   }
 
   void TearDown() override {
@@ -78,7 +79,7 @@ FileInfo Attributes(unsigned mode, unsigned uid = ::geteuid(), unsigned gid = ::
   return info;
 }
 
-TEST_F(PosixFileSystemTest, ReadFileUnderTheRoot) {
+TEST_P(PosixFileSystemTest, ReadFileUnderTheRoot) {
   WriteFile("/etc/kubernetes/manifests/kube-controller-manager.yaml", "apiVersion: v1\n");
   absl::StatusOr<std::string> content =
       fs_->ReadFile("/etc/kubernetes/manifests/kube-controller-manager.yaml");
@@ -86,7 +87,7 @@ TEST_F(PosixFileSystemTest, ReadFileUnderTheRoot) {
   EXPECT_EQ(*content, "apiVersion: v1\n");
 }
 
-TEST_F(PosixFileSystemTest, ReadsLargeAndBinaryFilesWhole) {
+TEST_P(PosixFileSystemTest, ReadsLargeAndBinaryFilesWhole) {
   std::string content;
   for (int i = 0; i < 200000; ++i) content.push_back(static_cast<char>(i % 251));
   WriteFile("/var/lib/blob", content);
@@ -98,7 +99,7 @@ TEST_F(PosixFileSystemTest, ReadsLargeAndBinaryFilesWhole) {
   EXPECT_EQ(fs_->ReadFile("/empty").value_or("x"), "");
 }
 
-TEST_F(PosixFileSystemTest, ReadMissingFileIsNotFoundAndNamesTheHostPath) {
+TEST_P(PosixFileSystemTest, ReadMissingFileIsNotFoundAndNamesTheHostPath) {
   absl::Status status = fs_->ReadFile("/etc/kubernetes/manifests/etcd.yaml").status();
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(status.message(), "/etc/kubernetes/manifests/etcd.yaml: No such file or directory");
@@ -107,14 +108,14 @@ TEST_F(PosixFileSystemTest, ReadMissingFileIsNotFoundAndNamesTheHostPath) {
   EXPECT_EQ(fs_->ReadFile("/etc/file/child").status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(PosixFileSystemTest, ReadDirectoryIsAnError) {
+TEST_P(PosixFileSystemTest, ReadDirectoryIsAnError) {
   WriteFile("/etc/kubernetes/manifests/a.yaml", "a");
   absl::Status status = fs_->ReadFile("/etc/kubernetes/manifests").status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(status.message(), "/etc/kubernetes/manifests: is a directory, not a file");
 }
 
-TEST_F(PosixFileSystemTest, UnreadableFileIsPermissionDenied) {
+TEST_P(PosixFileSystemTest, UnreadableFileIsPermissionDenied) {
   if (::geteuid() == 0) GTEST_SKIP() << "root reads files whatever their mode";
   WriteFile("/etc/secret", "x", 0000);
   absl::Status status = fs_->ReadFile("/etc/secret").status();
@@ -123,7 +124,7 @@ TEST_F(PosixFileSystemTest, UnreadableFileIsPermissionDenied) {
   EXPECT_TRUE(fs_->Exists("/etc/secret"));
 }
 
-TEST_F(PosixFileSystemTest, ListDirectoryGivesSortedNames) {
+TEST_P(PosixFileSystemTest, ListDirectoryGivesSortedNames) {
   WriteFile("/etc/kubernetes/manifests/kube-scheduler.yaml", "");
   WriteFile("/etc/kubernetes/manifests/kube-apiserver.yaml", "");
   WriteFile("/etc/kubernetes/manifests/.kube-apiserver.yaml.tmp", "");
@@ -135,7 +136,7 @@ TEST_F(PosixFileSystemTest, ListDirectoryGivesSortedNames) {
                                   "kube-scheduler.yaml", "sub"));
 }
 
-TEST_F(PosixFileSystemTest, ListEmptyAndMissingDirectories) {
+TEST_P(PosixFileSystemTest, ListEmptyAndMissingDirectories) {
   std::filesystem::create_directories(root_ + "/etc/empty");
   absl::StatusOr<std::vector<std::string>> names = fs_->ListDirectory("/etc/empty");
   ASSERT_TRUE(names.ok()) << names.status();
@@ -147,7 +148,7 @@ TEST_F(PosixFileSystemTest, ListEmptyAndMissingDirectories) {
   EXPECT_EQ(fs_->ListDirectory("/etc/file").status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(PosixFileSystemTest, StatReportsModeAndKind) {
+TEST_P(PosixFileSystemTest, StatReportsModeAndKind) {
   WriteFile("/etc/kubernetes/manifests/kube-apiserver.yaml", "x", 0600);
   absl::StatusOr<FileInfo> info = fs_->Stat("/etc/kubernetes/manifests/kube-apiserver.yaml");
   ASSERT_TRUE(info.ok()) << info.status();
@@ -163,13 +164,13 @@ TEST_F(PosixFileSystemTest, StatReportsModeAndKind) {
   EXPECT_EQ(dir->mode, 0750u);
 }
 
-TEST_F(PosixFileSystemTest, StatMissingIsNotFound) {
+TEST_P(PosixFileSystemTest, StatMissingIsNotFound) {
   absl::Status status = fs_->Stat("/etc/nothing").status();
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(status.message(), "/etc/nothing: No such file or directory");
 }
 
-TEST_F(PosixFileSystemTest, ExistsLooksUnderTheRootOnly) {
+TEST_P(PosixFileSystemTest, ExistsLooksUnderTheRootOnly) {
   WriteFile("/etc/kubernetes/admin.conf", "x");
   EXPECT_TRUE(fs_->Exists("/etc/kubernetes/admin.conf"));
   EXPECT_TRUE(fs_->Exists("/etc/kubernetes"));
@@ -179,18 +180,22 @@ TEST_F(PosixFileSystemTest, ExistsLooksUnderTheRootOnly) {
   EXPECT_FALSE(fs_->Exists("/tmp"));
 }
 
-TEST_F(PosixFileSystemTest, DotDotDoesNotLeaveTheRoot) {
+TEST_P(PosixFileSystemTest, DotDotDoesNotLeaveTheRoot) {
   WriteFile("/etc/x", "inside");
   // As on the host, where "/.." is "/".
   EXPECT_EQ(fs_->ReadFile("/../etc/x").value_or(""), "inside");
   EXPECT_EQ(fs_->ReadFile("/etc/../../../etc/x").value_or(""), "inside");
+  // ".." follows what the path resolved to, as the kernel does: through a directory that does
+  // not exist there is nothing to come back from.
+  EXPECT_TRUE(absl::IsNotFound(fs_->ReadFile("/etc/./sub/../x").status()));
+  std::filesystem::create_directory(root_ + "/etc/sub");
   EXPECT_EQ(fs_->ReadFile("/etc/./sub/../x").value_or(""), "inside");
   // The root's parent (/tmp) holds the root directory itself; from inside it is not visible.
   const std::string root_name = root_.substr(root_.rfind('/') + 1);
   EXPECT_FALSE(fs_->Exists("/../" + root_name));
 }
 
-TEST_F(PosixFileSystemTest, RootWithTrailingSlashAndSlashRoot) {
+TEST_P(PosixFileSystemTest, RootWithTrailingSlashAndSlashRoot) {
   WriteFile("/etc/x", "content");
   std::unique_ptr<FileSystem> trailing = NewPosixFileSystem(root_ + "/");
   EXPECT_EQ(trailing->ReadFile("/etc/x").value_or(""), "content");
@@ -202,7 +207,7 @@ TEST_F(PosixFileSystemTest, RootWithTrailingSlashAndSlashRoot) {
 
 // The write side.
 
-TEST_F(PosixFileSystemTest, WriteFileGetsTheModeAskedForWhateverTheUmask) {
+TEST_P(PosixFileSystemTest, WriteFileGetsTheModeAskedForWhateverTheUmask) {
   WriteFile("/etc/kubernetes/manifests/etcd.yaml", "x");
   {
     ScopedUmask umask(0077);
@@ -218,7 +223,7 @@ TEST_F(PosixFileSystemTest, WriteFileGetsTheModeAskedForWhateverTheUmask) {
   EXPECT_EQ(fs_->Stat("/etc/kubernetes/manifests/b.yaml")->mode, 0600u);
 }
 
-TEST_F(PosixFileSystemTest, WriteFileOverAFileReplacesContentAndMode) {
+TEST_P(PosixFileSystemTest, WriteFileOverAFileReplacesContentAndMode) {
   WriteFile("/etc/x", "a much longer old content", 0644);
   ASSERT_TRUE(fs_->WriteFile("/etc/x", "new", Attributes(0600)).ok());
   EXPECT_EQ(fs_->ReadFile("/etc/x").value_or(""), "new");
@@ -232,7 +237,7 @@ TEST_F(PosixFileSystemTest, WriteFileOverAFileReplacesContentAndMode) {
   EXPECT_EQ(fs_->ReadFile("/etc/x").value_or("x"), "");
 }
 
-TEST_F(PosixFileSystemTest, WriteFileSetsTheOwnerOnlyAsRoot) {
+TEST_P(PosixFileSystemTest, WriteFileSetsTheOwnerOnlyAsRoot) {
   WriteFile("/etc/placeholder", "");
   ASSERT_TRUE(fs_->WriteFile("/etc/x", "x", Attributes(0640, 1234, 4321)).ok());
   struct stat st = RealStat("/etc/x");
@@ -246,13 +251,13 @@ TEST_F(PosixFileSystemTest, WriteFileSetsTheOwnerOnlyAsRoot) {
   EXPECT_EQ(st.st_mode & 07777, 0640u);
 }
 
-TEST_F(PosixFileSystemTest, WriteFileInAMissingDirectoryNamesTheCallAndPath) {
+TEST_P(PosixFileSystemTest, WriteFileInAMissingDirectoryNamesTheCallAndPath) {
   absl::Status status = fs_->WriteFile("/etc/missing/x.yaml", "x", Attributes(0600));
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(status.message(), "open /etc/missing/x.yaml: No such file or directory");
 }
 
-TEST_F(PosixFileSystemTest, SyncFileAndSyncDirectory) {
+TEST_P(PosixFileSystemTest, SyncFileAndSyncDirectory) {
   WriteFile("/etc/kubernetes/x", "x");
   EXPECT_TRUE(fs_->SyncFile("/etc/kubernetes/x").ok());
   EXPECT_TRUE(fs_->SyncDirectory("/etc/kubernetes").ok());
@@ -269,7 +274,7 @@ TEST_F(PosixFileSystemTest, SyncFileAndSyncDirectory) {
   EXPECT_EQ(status.message(), "open /etc/kubernetes/x: Not a directory");
 }
 
-TEST_F(PosixFileSystemTest, RenameReplacesTheTarget) {
+TEST_P(PosixFileSystemTest, RenameReplacesTheTarget) {
   WriteFile("/etc/.x.tmp", "new", 0600);
   WriteFile("/etc/x", "old", 0644);
   const ino_t inode = RealStat("/etc/.x.tmp").st_ino;
@@ -283,7 +288,7 @@ TEST_F(PosixFileSystemTest, RenameReplacesTheTarget) {
   EXPECT_EQ(status.message(), "rename /etc/.x.tmp to /etc/x: No such file or directory");
 }
 
-TEST_F(PosixFileSystemTest, RemoveFile) {
+TEST_P(PosixFileSystemTest, RemoveFile) {
   WriteFile("/etc/x", "x");
   ASSERT_TRUE(fs_->RemoveFile("/etc/x").ok());
   EXPECT_FALSE(fs_->Exists("/etc/x"));
@@ -293,7 +298,7 @@ TEST_F(PosixFileSystemTest, RemoveFile) {
   EXPECT_EQ(status.message(), "unlink /etc/x: No such file or directory");
 }
 
-TEST_F(PosixFileSystemTest, CreateDirectoryGetsTheModeAskedForWhateverTheUmask) {
+TEST_P(PosixFileSystemTest, CreateDirectoryGetsTheModeAskedForWhateverTheUmask) {
   {
     ScopedUmask umask(0077);
     ASSERT_TRUE(fs_->CreateDirectory("/etc", 0755).ok());
@@ -314,7 +319,7 @@ TEST_F(PosixFileSystemTest, CreateDirectoryGetsTheModeAskedForWhateverTheUmask) 
   EXPECT_EQ(status.message(), "mkdir /var/lib/handoff: No such file or directory");
 }
 
-TEST_F(PosixFileSystemTest, RemoveDirectoryOnlyWhenEmpty) {
+TEST_P(PosixFileSystemTest, RemoveDirectoryOnlyWhenEmpty) {
   WriteFile("/var/lib/handoff/tx/files/0", "backup");
   absl::Status status = fs_->RemoveDirectory("/var/lib/handoff/tx/files");
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
@@ -328,7 +333,7 @@ TEST_F(PosixFileSystemTest, RemoveDirectoryOnlyWhenEmpty) {
   EXPECT_EQ(status.message(), "rmdir /var/lib/handoff/tx: No such file or directory");
 }
 
-TEST_F(PosixFileSystemTest, TryLockIsExclusiveAcrossFileSystemsAndReleasedOnDestruction) {
+TEST_P(PosixFileSystemTest, TryLockIsExclusiveAcrossFileSystemsAndReleasedOnDestruction) {
   std::filesystem::create_directories(root_ + "/run/handoff");
   // flock(2) locks belong to the open file description, so two file systems in one process
   // exclude each other as two agents would.
@@ -352,13 +357,13 @@ TEST_F(PosixFileSystemTest, TryLockIsExclusiveAcrossFileSystemsAndReleasedOnDest
   EXPECT_TRUE(third.ok()) << third.status();
 }
 
-TEST_F(PosixFileSystemTest, TryLockInAMissingDirectoryNamesThePath) {
+TEST_P(PosixFileSystemTest, TryLockInAMissingDirectoryNamesThePath) {
   absl::Status status = fs_->TryLock("/run/handoff/lock").status();
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(status.message(), "open /run/handoff/lock: No such file or directory");
 }
 
-TEST_F(PosixFileSystemTest, WritesStayUnderTheRoot) {
+TEST_P(PosixFileSystemTest, WritesStayUnderTheRoot) {
   WriteFile("/etc/placeholder", "");
   ASSERT_TRUE(fs_->WriteFile("/../etc/x", "inside", Attributes(0600)).ok());
   EXPECT_EQ(fs_->ReadFile("/etc/x").value_or(""), "inside");
@@ -369,6 +374,12 @@ TEST_F(PosixFileSystemTest, WritesStayUnderTheRoot) {
   ASSERT_TRUE(fs_->RemoveFile("/etc/../etc/y").ok());
   EXPECT_FALSE(fs_->Exists("/etc/y"));
 }
+
+INSTANTIATE_TEST_SUITE_P(Resolutions, PosixFileSystemTest,
+                         ::testing::Values(RootResolution::kAuto, RootResolution::kWalk),
+                         [](const ::testing::TestParamInfo<RootResolution>& resolution) {
+                           return resolution.param == RootResolution::kAuto ? "Auto" : "Walk";
+                         });
 
 }  // namespace
 }  // namespace handoff
