@@ -36,8 +36,11 @@ constexpr char kDescription[] =
     "hold a stream; operators drive it with handoffctl. Every connection is mutual TLS with\n"
     "certificates from the handoff CA: agents O=handoff:agents, CN=<node>; operators\n"
     "O=handoff:operators. Progress and an audit history live in <state-dir>/coordinator.db;\n"
-    "after a crash it resumes, asking every agent for its node's state first.\n"
-    "Exit codes: 0 stopped on SIGTERM/SIGINT; 2 bad configuration or cannot serve.\n";
+    "after a crash it resumes, asking every agent for its node's state first. A database that\n"
+    "is empty, cut short, damaged or not handoff's is refused (exit 2) and left as it is:\n"
+    "restore it, or start once with --reset-damaged-state.\n"
+    "Exit codes: 0 stopped on SIGTERM/SIGINT; 2 bad configuration, a state database it cannot\n"
+    "trust, or cannot serve.\n";
 
 struct Options {
   std::string listen = "0.0.0.0:7450";
@@ -55,6 +58,7 @@ struct Options {
   std::string plan_timeout = "30s";
   std::string shutdown_grace = "10s";
   bool reflection = false;
+  bool reset_damaged_state = false;
 };
 
 absl::StatusOr<absl::Duration> PositiveDuration(const std::string& flag, const std::string& text) {
@@ -71,6 +75,38 @@ absl::StatusOr<std::string> ReadPem(const FileSystem& fs, const std::string& fla
   absl::StatusOr<std::string> text = fs.ReadFile(path);
   if (!text.ok()) return absl::InvalidArgumentError(StrCat(flag, ": ", text.status().message()));
   return text;
+}
+
+// The rollout's goal, pause, the move in flight and the history are in the database only: one the
+// store refuses is never replaced without the operator's word, and then kept beside the new one.
+absl::StatusOr<std::unique_ptr<store::Store>> OpenStore(const std::string& path, bool reset_damaged,
+                                                        Clock& clock) {
+  absl::StatusOr<std::unique_ptr<store::Store>> store = store::Store::Open(path);
+  if (store.ok()) {
+    if (reset_damaged) {
+      spdlog::info("--reset-damaged-state: {} is sound; it is used as it is", path);
+    }
+    return store;
+  }
+  if (!absl::IsDataLoss(store.status())) return store.status();
+  if (!reset_damaged) {
+    return absl::DataLossError(StrCat(
+        store.status().message(),
+        "\nThe coordinator does not start on a state it cannot trust; the file is left as it is. "
+        "Restore it from a backup, or start once with --reset-damaged-state to keep it beside "
+        "as ",
+        path,
+        ".damaged-<time> and begin with an empty state (the rollout's goal, pause and history "
+        "start anew; the agents report their nodes' states when they connect)."));
+  }
+  spdlog::warn("--reset-damaged-state: {}", std::string(store.status().message()));
+  absl::StatusOr<std::string> kept = store::SetAside(path, clock.Now());
+  if (!kept.ok()) return kept.status();
+  spdlog::warn(
+      "--reset-damaged-state: kept the damaged database as {} (with its -wal and -shm, if any); "
+      "starting with a new, empty state: the rollout's goal, pause and history start anew",
+      *kept);
+  return store::Store::Open(path);
 }
 
 int Fail(const absl::Status& status) {
@@ -133,7 +169,7 @@ int Run(const Options& options) {
         StrCat("another coordinator uses ", state_dir, ": ", lock.status().message())));
   }
   absl::StatusOr<std::unique_ptr<store::Store>> store =
-      store::Store::Open(StrCat(state_dir, "/coordinator.db"));
+      OpenStore(StrCat(state_dir, "/coordinator.db"), options.reset_damaged_state, *clock);
   if (!store.ok()) return Fail(store.status());
 
   std::unique_ptr<FactsSource> facts;
@@ -248,6 +284,11 @@ int RunCoordinator(int argc, const char* const* argv) {
                  "On SIGTERM, how long running calls get before they are cancelled")
       ->capture_default_str();
   app.add_flag("--reflection", options.reflection, "Serve gRPC server reflection");
+  app.add_flag("--reset-damaged-state", options.reset_damaged_state,
+               "If <state-dir>/coordinator.db is empty, cut short, damaged or not a handoff "
+               "database, keep it (and its -wal/-shm) beside as coordinator.db.damaged-<UTC time> "
+               "and start with a new, empty state instead of refusing to start. A sound database "
+               "is used as it is. Drop the flag once started");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "agent/engine/node_state.h"
 
 namespace handoff::store {
@@ -69,13 +70,25 @@ struct StoreOptions {
 
 // Errors name the database file, what failed and SQLite's message. Codes: kNotFound (the directory
 // does not exist), kPermissionDenied, kUnavailable (locked by another connection), kDataLoss (not
-// a handoff database, or damaged), kFailedPrecondition (newer schema), kResourceExhausted (disk
-// full), kInternal (anything else).
+// a handoff database, or damaged), kFailedPrecondition (newer schema, or not a regular file),
+// kResourceExhausted (disk full), kInternal (anything else).
 class Store {
  public:
-  // Opens (creating if missing) the database at `path` (its directory must exist), creates the
-  // schema on first use, and refuses a database written by a newer schema version (error names
-  // the file and both versions). The error for an unreadable or corrupt file names the file.
+  // Opens the database at `path` (its directory must exist).
+  //
+  // A missing file is created whole: the schema is built in a temporary file beside it, which is
+  // then linked into place, so that a crash while creating leaves no database or a complete empty
+  // one, never an empty or half-made file that a later start would take for a damaged one.
+  //
+  // An existing file must be a whole handoff database, because the rollout's goal, pause, the
+  // move in flight and the history live nowhere else: it is checked before anything is written
+  // to it and refused with kDataLoss, naming the file and the damage, when it is empty (a bad
+  // restore, a truncating copy), not a SQLite file, fails SQLite's integrity check (a truncated
+  // or overwritten file), holds no handoff schema, or holds a row that does not decode (the
+  // rollout, a node, or a history entry: named by its sequence). The file is left as it was.
+  // A database written by a newer schema version is refused with kFailedPrecondition (naming
+  // both versions). A write-ahead log <path>-wal without the database is refused with kDataLoss
+  // too: a new database beside it would take the old log's pages for its own.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
                                                      const StoreOptions& options);
@@ -94,6 +107,15 @@ class Store {
   // (limit > 0, else kInvalidArgument).
   virtual absl::StatusOr<std::vector<HistoryEntry>> History(int64_t after_sequence, int limit) = 0;
 };
+
+// Keeps a database Open refused beside it: renames `path`, then its -wal, -shm and -journal files
+// when present, to "<path>.damaged-<UTC time>" (and that name with -wal, -shm, -journal), so
+// that sqlite3 can still open the kept copy to save what it can; nothing is deleted. The
+// database goes first: a crash part way leaves a log without a database, which Open refuses,
+// never a database without its log, which Open might take for a sound, older one. The directory
+// is fsynced. Returns the new name of the database file (or of its log, when there was only a
+// log). kNotFound when none of the files exists. Call it only while no Store has the file open.
+absl::StatusOr<std::string> SetAside(const std::string& path, absl::Time now);
 
 }  // namespace handoff::store
 

@@ -3,7 +3,9 @@
 // part way through a commit.
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +25,7 @@ namespace handoff::store {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
@@ -106,9 +109,9 @@ HistoryEntry Entry(std::string kind, std::string message, int64_t unix_ms = 1000
 // A second connection to the same file, as another process would have.
 class RawDatabase {
  public:
-  explicit RawDatabase(const std::string& path) {
+  explicit RawDatabase(const std::string& path, int flags = SQLITE_OPEN_READWRITE) {
     sqlite3* raw = nullptr;
-    result_ = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
+    result_ = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
     db_.reset(raw);
     EXPECT_EQ(result_, SQLITE_OK) << path << ": " << sqlite3_errstr(result_);
   }
@@ -164,6 +167,30 @@ class SqliteStoreTest : public ::testing::Test {
   }
 
   void WriteFile(const std::string& content) { std::ofstream(path_, std::ios::binary) << content; }
+
+  // A closed database (its log checkpointed into the file) holding `entries` history entries,
+  // entry n's detail carrying the text "entry-<n>-payload" once.
+  void WriteLongHistory(int entries) {
+    std::unique_ptr<Store> store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    std::vector<HistoryEntry> history;
+    for (int n = 1; n <= entries; ++n) {
+      HistoryEntry entry = Entry("result", std::string(300, 'm'), n);
+      entry.detail_json = "{\"marker\":\"entry-" + std::to_string(n) + "-payload\"}";
+      history.push_back(entry);
+    }
+    ASSERT_TRUE(store->Commit(FullRollout(), history).ok());
+  }
+
+  // The names in the test's directory, sorted.
+  std::vector<std::string> DirectoryListing() const {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+      names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
   std::string ReadFile() {
     std::ifstream in(path_, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -437,8 +464,179 @@ TEST_F(SqliteStoreTest, RefusesAFileThatIsNotADatabase) {
   WriteFile(garbage);
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(Message(store.status()), AllOf(HasSubstr(path_), HasSubstr("not a database")));
+  EXPECT_THAT(Message(store.status()),
+              AllOf(HasSubstr(path_), HasSubstr("not a SQLite database"), HasSubstr("4096 bytes")));
   EXPECT_EQ(ReadFile(), garbage);
+}
+
+TEST_F(SqliteStoreTest, RefusesATextFileNamedAsTheDatabase) {
+  const std::string text = "rollout: r-1\ngoal: migrated\n";
+  WriteFile(text);
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Message(store.status()), AllOf(HasSubstr(path_), HasSubstr("not a SQLite database")));
+  EXPECT_EQ(ReadFile(), text);
+  EXPECT_THAT(DirectoryListing(), ElementsAre("coordinator.db"));
+}
+
+// A bad restore or a truncating copy: SQLite alone would take the empty file for a new database
+// and the rollout would start over without a word.
+TEST_F(SqliteStoreTest, RefusesAnEmptyFile) {
+  WriteFile("");
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Message(store.status()), AllOf(HasSubstr(path_), HasSubstr("empty (0 bytes)")));
+  EXPECT_EQ(ReadFile(), "");
+  EXPECT_THAT(DirectoryListing(), ElementsAre("coordinator.db"));
+}
+
+TEST_F(SqliteStoreTest, RefusesADatabaseCutInHalf) {
+  WriteLongHistory(200);
+  const std::string whole = ReadFile();
+  ASSERT_GT(whole.size(), 16u * 4096u) << "the history must span many pages";
+  const std::string half = whole.substr(0, whole.size() / 2);
+  WriteFile(half);
+
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
+  EXPECT_THAT(Message(store.status()), HasSubstr(path_));
+  EXPECT_EQ(ReadFile(), half);
+}
+
+TEST_F(SqliteStoreTest, RefusesAHistoryEntryOfTheWrongType) {
+  WriteLongHistory(5);
+  {
+    RawDatabase raw(path_);
+    ASSERT_EQ(raw.Execute("UPDATE history SET unix_ms = 'yesterday' WHERE sequence = 4"), "");
+  }
+  const std::string before = ReadFile();
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Message(store.status()),
+              AllOf(HasSubstr(path_), HasSubstr("history entry 4's time is not a number")));
+  EXPECT_EQ(ReadFile(), before);
+}
+
+// Bytes overwritten inside a history entry leave SQLite's pages well formed; only decoding the
+// entry finds them, and that is done at open, not when `handoffctl history` reaches the entry.
+TEST_F(SqliteStoreTest, RefusesHistoryBytesOverwrittenInTheFile) {
+  WriteLongHistory(20);
+  std::string bytes = ReadFile();
+  const std::string marker = "entry-7-payload";
+  const size_t at = bytes.find(marker);
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_EQ(bytes.find(marker, at + 1), std::string::npos);
+  bytes.replace(at + 8, 7, "\xff\xfe\xfd\x80\x81\x82\x83");
+  WriteFile(bytes);
+
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Message(store.status()),
+              AllOf(HasSubstr(path_), HasSubstr("history entry 7's detail is not UTF-8")));
+  EXPECT_EQ(ReadFile(), bytes);
+
+  bytes.replace(at + 8, 7, "\"}]{!:,");  // still UTF-8, no longer JSON
+  WriteFile(bytes);
+  store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Message(store.status()), HasSubstr("history entry 7's detail is not JSON"));
+  EXPECT_EQ(ReadFile(), bytes);
+}
+
+TEST_F(SqliteStoreTest, RefusesASqliteDatabaseWithoutTables) {
+  {
+    RawDatabase raw(path_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    ASSERT_EQ(raw.Execute("PRAGMA user_version = 7"), "");
+  }
+  const std::string before = ReadFile();
+  ASSERT_FALSE(before.empty());
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Message(store.status()), AllOf(HasSubstr(path_), HasSubstr("without any table")));
+  EXPECT_EQ(ReadFile(), before);
+}
+
+TEST_F(SqliteStoreTest, RefusesALogWithoutItsDatabase) {
+  std::ofstream(path_ + "-wal", std::ios::binary) << std::string(100, 'w');
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Message(store.status()),
+              AllOf(HasSubstr(path_ + "-wal"), HasSubstr("moved or deleted without it")));
+  EXPECT_THAT(DirectoryListing(), ElementsAre("coordinator.db-wal"));
+}
+
+TEST_F(SqliteStoreTest, CreatesTheDatabaseWholeAndLeavesNoTemporaryFile) {
+  ASSERT_NE(OpenStore(), nullptr);
+  // The store was closed: SQLite removed its log; the temporary file was linked and removed.
+  EXPECT_THAT(DirectoryListing(), ElementsAre("coordinator.db"));
+  struct stat info {};
+  ASSERT_EQ(::stat(path_.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  RawDatabase raw(path_);
+  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "1");
+}
+
+TEST_F(SqliteStoreTest, StoresHistoryTextAsUtf8) {
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  HistoryEntry entry = Entry("result", "bad \xff byte, ok \xc3\xa9, cut \xe2\x82");
+  entry.actor = "CN=\xc0\x80";  // an overlong NUL
+  absl::StatusOr<std::vector<HistoryEntry>> stored = store->Commit(FullRollout(), {entry});
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ((*stored)[0].message,
+            "bad \xef\xbf\xbd byte, ok \xc3\xa9, cut \xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ((*stored)[0].actor, "CN=\xef\xbf\xbd\xef\xbf\xbd");
+  store.reset();
+
+  // What the store wrote, it opens again.
+  std::unique_ptr<Store> reopened = OpenStore();
+  ASSERT_NE(reopened, nullptr);
+  ExpectSameHistory(AllHistory(*reopened), *stored);
+}
+
+TEST_F(SqliteStoreTest, SetAsideKeepsTheDatabaseAndItsLogsUnderOneName) {
+  const absl::Time now = absl::FromUnixSeconds(1714564800);  // 2024-05-01T12:00:00Z
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::ofstream(path_ + suffix, std::ios::binary) << "content of" << suffix;
+  }
+  absl::StatusOr<std::string> kept = SetAside(path_, now);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  const std::string expected = path_ + ".damaged-20240501T120000Z";
+  EXPECT_EQ(*kept, expected);
+  EXPECT_THAT(DirectoryListing(),
+              ElementsAre("coordinator.db.damaged-20240501T120000Z",
+                          "coordinator.db.damaged-20240501T120000Z-shm",
+                          "coordinator.db.damaged-20240501T120000Z-wal"));
+  path_ = expected;
+  EXPECT_EQ(ReadFile(), "content of");
+
+  // A second reset within the same second keeps both.
+  path_ = dir_ + "/coordinator.db";
+  WriteFile("second");
+  kept = SetAside(path_, now);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(*kept, expected + "-2");
+  path_ = *kept;
+  EXPECT_EQ(ReadFile(), "second");
+
+  path_ = dir_ + "/coordinator.db";
+  EXPECT_EQ(SetAside(path_, now).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(SqliteStoreTest, AfterSetAsideANewDatabaseStarts) {
+  WriteFile("");
+  ASSERT_EQ(Store::Open(path_).status().code(), absl::StatusCode::kDataLoss);
+  absl::StatusOr<std::string> kept = SetAside(path_, absl::FromUnixSeconds(0));
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_FALSE(loaded->has_value());
+  struct stat info {};
+  ASSERT_EQ(::stat(kept->c_str(), &info), 0);
+  EXPECT_EQ(info.st_size, 0);
 }
 
 TEST_F(SqliteStoreTest, ReportsAMissingDirectory) {
@@ -451,7 +649,7 @@ TEST_F(SqliteStoreTest, ReportsAMissingDirectory) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/missing"));
 }
 
-TEST_F(SqliteStoreTest, LoadReportsAnUnknownNodeState) {
+TEST_F(SqliteStoreTest, OpenReportsAnUnknownNodeState) {
   {
     std::unique_ptr<Store> store = OpenStore();
     ASSERT_NE(store, nullptr);
@@ -461,12 +659,12 @@ TEST_F(SqliteStoreTest, LoadReportsAnUnknownNodeState) {
     RawDatabase raw(path_);
     ASSERT_EQ(raw.Execute("UPDATE nodes SET state = 'sideways' WHERE name = 'cp-1'"), "");
   }
-  std::unique_ptr<Store> store = OpenStore();
-  ASSERT_NE(store, nullptr);
-  absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
-  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(Message(loaded.status()),
+  const std::string before = ReadFile();
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Message(store.status()),
               AllOf(HasSubstr(path_), HasSubstr("cp-1"), HasSubstr("'sideways'")));
+  EXPECT_EQ(ReadFile(), before);
 }
 
 }  // namespace
