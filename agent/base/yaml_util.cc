@@ -46,6 +46,10 @@ bool LooksNumeric(std::string_view text) {
   return std::regex_match(digits, kNumber);
 }
 
+constexpr std::string_view kAliasReason =
+    ": through aliases a few bytes can stand for millions of nodes, and no file handoff reads "
+    "needs them; write the value out in full";
+
 // Thrown by LimitChecker to stop the parser at the first refusal; caught in CheckYamlLimits.
 struct LimitReached {};
 
@@ -64,10 +68,8 @@ class LimitChecker : public YAML::EventHandler {
 
   void OnAnchor(const YAML::Mark& mark, const std::string& name) override {
     if (limits_.allow_aliases) return;
-    Refuse(mark, StrCat("YAML anchors and aliases are not accepted (&", name,
-                        " defines an anchor): an alias makes a few bytes stand for a copy of "
-                        "another part of the file, so a small file can expand to millions of "
-                        "nodes, and no file handoff reads needs one; write the value out in full"));
+    Refuse(mark, StrCat("YAML anchors and aliases are not accepted (&", name, " defines an anchor)",
+                        kAliasReason));
   }
 
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
@@ -82,10 +84,7 @@ class LimitChecker : public YAML::EventHandler {
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
     if (!limits_.allow_aliases) {
       Refuse(mark, StrCat("YAML anchors and aliases are not accepted (", AliasText(mark),
-                          " repeats another part of the file): an alias makes a few bytes stand "
-                          "for a copy of another part of the file, so a small file can expand "
-                          "to millions of nodes, and no file handoff reads needs one; write the "
-                          "value out in full"));
+                          " repeats an anchor)", kAliasReason));
     }
     auto it = anchored_.find(anchor);
     if (it == anchored_.end()) {
