@@ -45,12 +45,21 @@ Json PlainScalar(const std::string& text) {
   return Json(text);
 }
 
-absl::StatusOr<std::vector<Json>> Expand(Json document, std::string_view source, int line) {
+// Lists of lists nest this deep at most (a List in an array is two); deeper input is refused
+// rather than recursed through.
+constexpr int kMaxListNesting = 16;
+
+absl::StatusOr<std::vector<Json>> Expand(Json document, std::string_view source, int line,
+                                         int depth = 0) {
   std::vector<Json> objects;
   if (document.is_null()) return objects;
+  if (depth > kMaxListNesting) {
+    return absl::InvalidArgumentError(StrCat(source, ":", line, ": lists nest deeper than ",
+                                             kMaxListNesting, " levels; expected objects"));
+  }
   if (document.is_array()) {
     for (Json& item : document) {
-      absl::StatusOr<std::vector<Json>> nested = Expand(std::move(item), source, line);
+      absl::StatusOr<std::vector<Json>> nested = Expand(std::move(item), source, line, depth + 1);
       if (!nested.ok()) return nested.status();
       objects.insert(objects.end(), nested->begin(), nested->end());
     }
@@ -66,7 +75,7 @@ absl::StatusOr<std::vector<Json>> Expand(Json document, std::string_view source,
       return absl::InvalidArgumentError(
           StrCat(source, ":", line, ": ", kind, ".items must be a list"));
     }
-    return Expand(std::move(document["items"]), source, line);
+    return Expand(std::move(document["items"]), source, line, depth + 1);
   }
   objects.push_back(std::move(document));
   return objects;
@@ -135,15 +144,10 @@ absl::StatusOr<std::vector<Json>> ParseObjects(std::string_view text, std::strin
     }
     return Expand(std::move(document), source, 1);
   }
-  std::vector<YAML::Node> documents;
-  try {
-    documents = YAML::LoadAll(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
-  }
-  for (const YAML::Node& document : documents) {
-    if (!document.IsDefined() || document.IsNull()) continue;
+  // Anchors, aliases, deep nesting and huge documents are refused before any tree is built.
+  absl::StatusOr<std::vector<YAML::Node>> documents = LoadYamlDocuments(text, source);
+  if (!documents.ok()) return documents.status();
+  for (const YAML::Node& document : *documents) {
     absl::StatusOr<std::vector<Json>> expanded =
         Expand(YamlNodeToJson(document), source, document.Mark().line + 1);
     if (!expanded.ok()) return expanded.status();

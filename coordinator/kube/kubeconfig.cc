@@ -29,14 +29,36 @@ class Parser {
     return absl::InvalidArgumentError(StrCat(path_, ": ", field, ": ", what));
   }
 
-  // A scalar field of a map: nullopt when absent (or null), an error when not a scalar.
+  // A string field of a map: nullopt when absent (or null), an error when not a string. As
+  // client-go decodes the file (YAML 1.1 to JSON, then into its types), a plain 5 or yes is a
+  // number or a boolean there, which a string field refuses.
   absl::StatusOr<std::optional<std::string>> Scalar(const YAML::Node& map, const char* key,
                                                     std::string_view field) const {
     if (!map.IsMap()) return std::optional<std::string>();
     const YAML::Node value = map[key];
     if (!value.IsDefined() || value.IsNull()) return std::optional<std::string>();
-    if (!value.IsScalar()) return Error(field, "must be a string");
+    const JsonScalarType type = JsonTypeOf(value);
+    if (value.IsScalar() && type == JsonScalarType::kNull) return std::optional<std::string>();
+    if (!value.IsScalar() || type != JsonScalarType::kString) {
+      return Error(field, StrCat("must be a string, found ", DescribeYamlNode(value),
+                                 value.IsScalar() ? StrCat("; quote it: \"", value.Scalar(), "\"")
+                                                  : std::string()));
+    }
     return std::optional<std::string>(value.Scalar());
+  }
+
+  // A boolean field of a map: nullopt when absent (or null), an error when not a boolean.
+  absl::StatusOr<std::optional<bool>> Bool(const YAML::Node& map, const char* key,
+                                           std::string_view field) const {
+    if (!map.IsMap()) return std::optional<bool>();
+    const YAML::Node value = map[key];
+    if (!value.IsDefined() || value.IsNull()) return std::optional<bool>();
+    const JsonScalarType type = JsonTypeOf(value);
+    if (value.IsScalar() && type == JsonScalarType::kNull) return std::optional<bool>();
+    if (!value.IsScalar() || type != JsonScalarType::kBool) {
+      return Error(field, StrCat("must be true or false, found ", DescribeYamlNode(value)));
+    }
+    return std::optional<bool>(IsYamlTrue(value));
   }
 
   // The `inner` map of the entry of list `list` whose name is `name`.
@@ -113,7 +135,11 @@ class Parser {
 absl::StatusOr<ClusterCredentials> ParseKubeconfig(std::string_view text, const std::string& path,
                                                    const std::string& context,
                                                    const KubeconfigFileReader& read_file) {
-  absl::StatusOr<YAML::Node> loaded = LoadYaml(text, path);
+  // client-go reads kubeconfigs with aliases, and a hand-written one may share an entry that way;
+  // they are accepted here with their expansion bounded (YamlLimits), as nothing else needs.
+  YamlLimits limits;
+  limits.allow_aliases = true;
+  absl::StatusOr<YAML::Node> loaded = LoadYaml(text, path, limits);
   if (!loaded.ok()) return loaded.status();
   const YAML::Node& root = *loaded;
   if (!root.IsMap()) {
@@ -190,14 +216,10 @@ absl::StatusOr<ClusterCredentials> ParseKubeconfig(std::string_view text, const 
       *cluster, "certificate-authority", "certificate-authority-data", StrCat(cluster_prefix, "."));
   if (!ca.ok()) return ca.status();
   credentials.ca_pem = *ca;
-  absl::StatusOr<std::optional<std::string>> insecure = parser.Scalar(
+  absl::StatusOr<std::optional<bool>> insecure = parser.Bool(
       *cluster, "insecure-skip-tls-verify", StrCat(cluster_prefix, ".insecure-skip-tls-verify"));
   if (!insecure.ok()) return insecure.status();
-  if (insecure->has_value() && **insecure != "false") {
-    if (**insecure != "true") {
-      return parser.Error(StrCat(cluster_prefix, ".insecure-skip-tls-verify"),
-                          "must be true or false");
-    }
+  if (insecure->value_or(false)) {
     if (!credentials.ca_pem.empty()) {
       // kubectl refuses this combination too: it is never what was meant.
       return parser.Error(StrCat(cluster_prefix, ".insecure-skip-tls-verify"),

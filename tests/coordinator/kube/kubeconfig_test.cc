@@ -247,6 +247,48 @@ TEST_F(KubeconfigTest, InsecureTogetherWithACaIsAnError) {
             "with a certificate authority; remove one of them");
 }
 
+TEST_F(KubeconfigTest, FieldsAreTypedAsClientGoTypesThem) {
+  // A quoted "true" is a string, which client-go's bool field refuses; a YAML 1.1 yes is true.
+  EXPECT_EQ(Message(Parse("clusters:\n- name: a\n  cluster: {server: 'https://a', "
+                          "insecure-skip-tls-verify: \"true\"}\n"
+                          "contexts:\n- name: x\n  context: {cluster: a}\ncurrent-context: x\n")
+                        .status()),
+            "/home/op/.kube/config: clusters[\"a\"].cluster.insecure-skip-tls-verify: must be "
+            "true or false, found a string");
+  absl::StatusOr<ClusterCredentials> yes =
+      Parse("clusters:\n- name: a\n  cluster: {server: 'https://a', insecure-skip-tls-verify: "
+            "yes}\ncontexts:\n- name: x\n  context: {cluster: a}\ncurrent-context: x\n");
+  ASSERT_TRUE(yes.ok()) << yes.status();
+  EXPECT_TRUE(yes->insecure_skip_tls_verify);
+  EXPECT_EQ(Message(Parse("clusters:\n- name: a\n  cluster: {server: 'https://a'}\n"
+                          "users:\n- name: u\n  user: {token: 12345}\n"
+                          "contexts:\n- name: x\n  context: {cluster: a, user: u}\n"
+                          "current-context: x\n")
+                        .status()),
+            "/home/op/.kube/config: users[\"u\"].user.token: must be a string, found a number; "
+            "quote it: \"12345\"");
+}
+
+TEST_F(KubeconfigTest, AliasesAreExpandedWithinBounds) {
+  // client-go accepts aliases; a hand-written kubeconfig may share an entry that way.
+  absl::StatusOr<ClusterCredentials> credentials =
+      Parse("clusters:\n- name: a\n  cluster: &c {server: 'https://a:6443', "
+            "insecure-skip-tls-verify: true}\n- name: b\n  cluster: *c\n"
+            "contexts:\n- name: x\n  context: {cluster: b}\ncurrent-context: x\n");
+  ASSERT_TRUE(credentials.ok()) << credentials.status();
+  EXPECT_EQ(credentials->server, "https://a:6443");
+
+  std::string bomb = "current-context: x\nbomb:\n  l0: &l0 [a, a, a, a, a, a, a, a, a, a]\n";
+  for (int level = 1; level < 9; ++level) {
+    const std::string previous = "*l" + std::to_string(level - 1);
+    bomb += "  l" + std::to_string(level) + ": &l" + std::to_string(level) + " [";
+    for (int i = 0; i < 10; ++i) bomb += (i == 0 ? "" : ", ") + previous;
+    bomb += "]\n";
+  }
+  EXPECT_THAT(Message(Parse(bomb).status()),
+              HasSubstr(": aliases expand the document past 100000 nodes"));
+}
+
 TEST_F(KubeconfigTest, SyntaxErrorNamesTheLine) {
   absl::StatusOr<ClusterCredentials> credentials = Parse("clusters:\n  - name: [\n");
   EXPECT_THAT(Message(credentials.status()), HasSubstr("/home/op/.kube/config:3:"));

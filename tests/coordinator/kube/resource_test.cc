@@ -103,5 +103,22 @@ TEST(JsonYamlTest, DocumentsListsAndArrays) {
               HasSubstr("expected a Kubernetes object"));
 }
 
+TEST(JsonYamlTest, AliasesAndDeepNestingAreRefused) {
+  EXPECT_THAT(std::string(ParseObjects("kind: A\n---\nkind: &k B\nx: *k\n", "seed.yaml")
+                              .status()
+                              .message()),
+              HasSubstr("seed.yaml:3:7: YAML anchors and aliases are not accepted (&k"));
+  EXPECT_THAT(
+      std::string(ParseObjects(std::string(200, '[') + std::string(200, ']'), "deep.json")
+                      .status()
+                      .message()),
+      HasSubstr("deep.json:1: lists nest deeper than 16 levels"));
+  EXPECT_THAT(std::string(ParseObjects("a: " + std::string(200, '[') + std::string(200, ']'),
+                                       "deep.yaml")
+                              .status()
+                              .message()),
+              HasSubstr("deep.yaml:1:103: the document nests deeper than 100 levels"));
+}
+
 }  // namespace
 }  // namespace handoff::kube
