@@ -45,6 +45,7 @@ struct OpenSslFree {
   void operator()(GENERAL_NAME* p) const { GENERAL_NAME_free(p); }
   void operator()(GENERAL_NAMES* p) const { GENERAL_NAMES_free(p); }
   void operator()(char* p) const { OPENSSL_free(p); }
+  void operator()(STACK_OF(X509) * p) const { sk_X509_pop_free(p, X509_free); }
 };
 template <typename T>
 using Owned = std::unique_ptr<T, OpenSslFree>;
@@ -84,6 +85,26 @@ absl::StatusOr<Owned<X509>> ParseCertificate(const std::string& pem, std::string
         StrCat(what, " is not a PEM certificate (-----BEGIN CERTIFICATE-----): ", OpenSslErrors()));
   }
   return certificate;
+}
+
+// Every certificate of `pem`, in order; InvalidArgument when there is none.
+absl::StatusOr<std::vector<Owned<X509>>> ParseCertificates(const std::string& pem,
+                                                           std::string_view what) {
+  absl::StatusOr<Owned<BIO>> bio = ReadBio(pem);
+  if (!bio.ok()) return bio.status();
+  std::vector<Owned<X509>> certificates;
+  while (true) {
+    Owned<X509> certificate(PEM_read_bio_X509(bio->get(), nullptr, nullptr, nullptr));
+    if (certificate == nullptr) break;
+    certificates.push_back(std::move(certificate));
+  }
+  if (certificates.empty()) {
+    return absl::InvalidArgumentError(
+        StrCat(what, " is not a PEM certificate (-----BEGIN CERTIFICATE-----): ", OpenSslErrors()));
+  }
+  // The read that ended the loop queued "no start line".
+  ERR_clear_error();
+  return certificates;
 }
 
 absl::StatusOr<Owned<EVP_PKEY>> ParsePrivateKey(const std::string& pem, std::string_view what) {
@@ -526,28 +547,102 @@ absl::StatusOr<CertificateInfo> InspectCertificate(const std::string& pem) {
 
 absl::Status VerifyCertificate(const std::string& ca_pem, const std::string& certificate_pem,
                                absl::Time at) {
+  return VerifyChain(ca_pem, certificate_pem, at, KeyUsage::kAny);
+}
+
+absl::Status VerifyChain(const std::string& ca_pem, const std::string& chain_pem, absl::Time at,
+                         KeyUsage usage) {
   ERR_clear_error();
-  absl::StatusOr<Owned<X509>> ca = ParseCertificate(ca_pem, "the CA certificate");
-  if (!ca.ok()) return ca.status();
-  absl::StatusOr<Owned<X509>> certificate = ParseCertificate(certificate_pem, "the certificate");
-  if (!certificate.ok()) return certificate.status();
+  absl::StatusOr<std::vector<Owned<X509>>> cas = ParseCertificates(ca_pem, "the CA certificate");
+  if (!cas.ok()) return cas.status();
+  absl::StatusOr<std::vector<Owned<X509>>> chain = ParseCertificates(chain_pem, "the certificate");
+  if (!chain.ok()) return chain.status();
+  X509* leaf = chain->front().get();
+
   Owned<X509_STORE> store(X509_STORE_new());
   Owned<X509_STORE_CTX> context(X509_STORE_CTX_new());
-  if (store == nullptr || context == nullptr) return OpenSslError("allocating an X509 store");
-  if (X509_STORE_add_cert(store.get(), ca->get()) != 1 ||
-      X509_STORE_CTX_init(context.get(), store.get(), certificate->get(), nullptr) != 1) {
+  Owned<STACK_OF(X509)> untrusted(sk_X509_new_null());
+  if (store == nullptr || context == nullptr || untrusted == nullptr) {
+    return OpenSslError("allocating an X509 store");
+  }
+  std::vector<std::string> ca_names;
+  for (const Owned<X509>& ca : *cas) {
+    if (X509_STORE_add_cert(store.get(), ca.get()) != 1) return OpenSslError("adding the CA");
+    ca_names.push_back(StrCat("CN=", Describe(ca.get()).common_name));
+  }
+  // The peer's intermediates, if any, only lead to a trust anchor of `ca_pem`; never one.
+  for (size_t i = 1; i < chain->size(); ++i) {
+    if (sk_X509_push(untrusted.get(), (*chain)[i].get()) == 0) {
+      return OpenSslError("collecting the chain");
+    }
+    X509_up_ref((*chain)[i].get());
+  }
+  if (X509_STORE_CTX_init(context.get(), store.get(), leaf, untrusted.get()) != 1) {
     return OpenSslError("setting up verification");
   }
   X509_STORE_CTX_set_time(context.get(), 0, absl::ToTimeT(at));
-  if (X509_verify_cert(context.get()) != 1) {
-    const int error = X509_STORE_CTX_get_error(context.get());
-    ERR_clear_error();
-    return absl::FailedPreconditionError(
-        StrCat("the certificate CN=", Describe(certificate->get()).common_name,
-               " does not verify against the CA CN=", Describe(ca->get()).common_name, " at ",
-               Timestamp(at), ": ", X509_verify_cert_error_string(error)));
+  // The purposes a TLS stack checks: a server verifying a client asks for sslclient, and so on.
+  if (usage != KeyUsage::kAny &&
+      X509_STORE_CTX_set_purpose(context.get(), usage == KeyUsage::kClientAuth
+                                                    ? X509_PURPOSE_SSL_CLIENT
+                                                    : X509_PURPOSE_SSL_SERVER) != 1) {
+    return OpenSslError("setting the purpose");
   }
-  return absl::OkStatus();
+  if (X509_verify_cert(context.get()) == 1) return absl::OkStatus();
+
+  const int error = X509_STORE_CTX_get_error(context.get());
+  ERR_clear_error();
+  const CertificateInfo leaf_info = Describe(leaf);
+  std::string reason = X509_verify_cert_error_string(error);
+  X509* failed = X509_STORE_CTX_get_current_cert(context.get());
+  const CertificateInfo failed_info = failed != nullptr ? Describe(failed) : leaf_info;
+  const std::string failed_name = StrCat(
+      failed == nullptr || failed == leaf ? "" : (failed_info.ca ? "the CA " : "the certificate "),
+      "CN=", failed_info.common_name);
+  switch (error) {
+    case X509_V_ERR_CERT_HAS_EXPIRED:
+    case X509_V_ERR_CERT_NOT_YET_VALID:
+    case X509_V_ERR_ERROR_IN_CERT_NOT_BEFORE_FIELD:
+    case X509_V_ERR_ERROR_IN_CERT_NOT_AFTER_FIELD:
+      StrAppend(&reason, " (", failed_name, " is valid from ", Timestamp(failed_info.not_before),
+                " to ", Timestamp(failed_info.not_after), ")");
+      break;
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+    case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+    case X509_V_ERR_CERT_SIGNATURE_FAILURE:
+    case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT: {
+      // The issuer's name is in the certificate; a CA made anew keeps the old one's name but not
+      // its key, which is worth saying, since the names then read the same.
+      std::string issuer;
+      const X509_NAME* issuer_name = X509_get_issuer_name(failed != nullptr ? failed : leaf);
+      const int index = X509_NAME_get_index_by_NID(issuer_name, NID_commonName, -1);
+      if (index >= 0) {
+        const ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(issuer_name, index));
+        issuer.assign(reinterpret_cast<const char*>(ASN1_STRING_get0_data(data)),
+                      static_cast<size_t>(ASN1_STRING_length(data)));
+      }
+      const bool same_name =
+          std::find(ca_names.begin(), ca_names.end(), StrCat("CN=", issuer)) != ca_names.end();
+      StrAppend(&reason, " (", failed_name,
+                " was issued by ", same_name ? "another CA named " : "", "CN=", issuer,
+                same_name ? ", with another key: was the CA made anew?" : ", not by this CA",
+                ")");
+      break;
+    }
+    case X509_V_ERR_INVALID_PURPOSE:
+      StrAppend(&reason, " (", failed_name,
+                " is not for TLS ", usage == KeyUsage::kClientAuth ? "clients" : "servers",
+                ": extendedKeyUsage lacks ",
+                usage == KeyUsage::kClientAuth ? "clientAuth" : "serverAuth", ")");
+      break;
+    default:
+      if (failed != nullptr && failed != leaf) StrAppend(&reason, " (", failed_name, ")");
+      break;
+  }
+  return absl::FailedPreconditionError(
+      StrCat("the certificate CN=", leaf_info.common_name, " does not verify against the CA ",
+             StrJoin(ca_names, ", "), " at ", Timestamp(at), ": ", reason));
 }
 
 absl::Status CheckKeyPair(const KeyPair& pair) {

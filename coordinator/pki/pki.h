@@ -64,9 +64,22 @@ struct CertificateInfo {
 // The first certificate of `pem`. InvalidArgument when there is none.
 absl::StatusOr<CertificateInfo> InspectCertificate(const std::string& pem);
 
-// OK when `certificate_pem` is signed by `ca_pem` (the only trust anchor) and both are valid at
-// `at`. InvalidArgument when a PEM does not parse; FailedPrecondition with OpenSSL's reason
-// ("certificate signature failure", "certificate has expired") when the chain does not verify.
+// The extendedKeyUsage VerifyChain requires of the certificate, as a TLS stack would.
+enum class KeyUsage { kAny, kClientAuth, kServerAuth };
+
+// OK when the first certificate of `chain_pem` chains to a certificate of `ca_pem` (each one
+// there a trust anchor; the certificates after the first in `chain_pem` are untrusted
+// intermediates, as a TLS peer sends them), every certificate on the way is valid at `at`, and
+// the first allows `usage`. InvalidArgument when a PEM does not parse. FailedPrecondition
+// otherwise, with OpenSSL's reason and what a person needs to act on it: "the certificate CN=cp-1
+// does not verify against the CA CN=handoff-ca at <at>: certificate has expired (CN=cp-1 is valid
+// from <notBefore> to <notAfter>)"; for a certificate of another CA, the issuer it names (and,
+// when that is this CA's name, that the CA was made anew); the CA itself when it is the one
+// that failed.
+absl::Status VerifyChain(const std::string& ca_pem, const std::string& chain_pem, absl::Time at,
+                         KeyUsage usage);
+
+// VerifyChain for any usage.
 absl::Status VerifyCertificate(const std::string& ca_pem, const std::string& certificate_pem,
                                absl::Time at);
 

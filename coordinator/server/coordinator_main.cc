@@ -16,6 +16,7 @@
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"
+#include "coordinator/pki/pki.h"
 #include "coordinator/server/cluster_facts.h"
 #include "coordinator/server/coordinator_server.h"
 #include "coordinator/server/rollout_controller.h"
@@ -109,6 +110,35 @@ absl::StatusOr<std::unique_ptr<store::Store>> OpenStore(const std::string& path,
   return store::Store::Open(path);
 }
 
+// How early a coming expiry of the coordinator's certificate is worth a warning at each start.
+constexpr absl::Duration kExpiryWarning = absl::Hours(24 * 30);
+
+// A certificate every client would refuse is a configuration error, named with its file and
+// dates here rather than as handshakes failing on the agents' side.
+absl::Status CheckOwnCertificate(const Options& options, const std::string& ca,
+                                 const std::string& cert, const std::string& key, absl::Time now) {
+  if (absl::Status pair = pki::CheckKeyPair(pki::KeyPair{cert, key}); !pair.ok()) {
+    return absl::InvalidArgumentError(
+        StrCat("--key ", options.key, " with --cert ", options.cert, ": ", pair.message()));
+  }
+  if (absl::Status verified = pki::VerifyChain(ca, cert, now, pki::KeyUsage::kServerAuth);
+      !verified.ok()) {
+    return absl::InvalidArgumentError(
+        StrCat("--cert ", options.cert, " with --ca ", options.ca, ": ", verified.message(),
+               "; agents and operators would refuse it: issue a new one "
+               "(handoffctl certs issue --coordinator)"));
+  }
+  absl::StatusOr<pki::CertificateInfo> info = pki::InspectCertificate(cert);
+  if (info.ok() && info->not_after - now < kExpiryWarning) {
+    spdlog::warn(
+        "--cert {}: the coordinator's certificate expires at {} (in {}); agents and operators "
+        "will refuse it from then on: issue a new one (handoffctl certs issue --coordinator)",
+        options.cert, absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", info->not_after, absl::UTCTimeZone()),
+        absl::FormatDuration(absl::Trunc(info->not_after - now, absl::Minutes(1))));
+  }
+  return absl::OkStatus();
+}
+
 int Fail(const absl::Status& status) {
   std::cerr << "handoff-coordinator: " << status.message() << "\n";
   return kExitConfig;
@@ -159,6 +189,10 @@ int Run(const Options& options) {
   if (!cert.ok()) return Fail(cert.status());
   absl::StatusOr<std::string> key = ReadPem(*fs, "--key", std::filesystem::absolute(options.key));
   if (!key.ok()) return Fail(key.status());
+  if (absl::Status usable = CheckOwnCertificate(options, *ca, *cert, *key, clock->Now());
+      !usable.ok()) {
+    return Fail(usable);
+  }
 
   const std::string state_dir = std::filesystem::absolute(options.state_dir).lexically_normal();
   absl::Status made = EnsureDirectory(*fs, state_dir, 0700);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "agent/base/strings.h"
+#include "coordinator/server/client_certificate_check.h"
 #include "coordinator/server/peer_identity.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -475,14 +476,19 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
   server->services_ = std::make_unique<Services>(controller);
 
-  grpc::SslServerCredentialsOptions tls(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  tls.pem_root_certs = options.ca_pem;
-  tls.pem_key_cert_pairs.push_back({options.key_pem, options.cert_pem});
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ClientCheckingServerCredentials(
+          options.ca_pem, options.cert_pem, options.key_pem, [](const absl::Status& refused) {
+            // The handshake ends before any call, so this is the only trace of it here; the
+            // client sees only a closed connection.
+            spdlog::warn("refused a client's TLS certificate: {}", std::string(refused.message()));
+          });
+  if (!credentials.ok()) return credentials.status();
 
   grpc::EnableDefaultHealthCheckService(true);
   if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::SslServerCredentials(tls), &server->port_);
+  builder.AddListeningPort(options.listen, *credentials, &server->port_);
   // Agents ping every 10 s on idle streams (proto/rpc/channel.cc); the server's default policy
   // would answer such pings with GOAWAY "too_many_pings".
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
@@ -494,8 +500,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->server_ = builder.BuildAndStart();
   if (!server->server_ || server->port_ == 0) {
     return absl::UnavailableError(
-        StrCat("cannot listen on ", options.listen,
-               " (in use, not a local address, or the TLS certificate and key do not match)"));
+        StrCat("cannot listen on ", options.listen, " (in use, or not a local address)"));
   }
   server->server_->GetHealthCheckService()->SetServingStatus(true);
   return server;

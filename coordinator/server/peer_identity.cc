@@ -20,6 +20,18 @@ std::string Describe(const PeerIdentity& identity) {
       identity.organizations.empty() ? "" : StrCat(", O=", StrJoin(identity.organizations, ",")));
 }
 
+// A certificate is one party's: one in both groups could act as an agent and approve its own
+// moves as an operator, and the audit history could not say which it was.
+absl::Status CheckOneRole(const PeerIdentity& identity) {
+  if (InGroup(identity, kAgentsGroup) && InGroup(identity, kOperatorsGroup)) {
+    return absl::PermissionDeniedError(
+        StrCat("certificate ", Describe(identity), " is in both O=", kAgentsGroup, " and O=",
+               kOperatorsGroup, "; a certificate is either an agent's or an operator's, so it is "
+               "refused for both: issue one of each (handoffctl certs issue --node or --operator)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<PeerIdentity> IdentityOf(const grpc::AuthContext& context) {
@@ -39,6 +51,7 @@ absl::StatusOr<PeerIdentity> IdentityOf(const grpc::AuthContext& context) {
 }
 
 absl::Status AuthorizeAgent(const PeerIdentity& identity, const std::string& claimed_node) {
+  if (absl::Status one_role = CheckOneRole(identity); !one_role.ok()) return one_role;
   if (!InGroup(identity, kAgentsGroup)) {
     return absl::PermissionDeniedError(
         StrCat("certificate ", Describe(identity), " is not an agent's (O=", kAgentsGroup, ")"));
@@ -52,6 +65,7 @@ absl::Status AuthorizeAgent(const PeerIdentity& identity, const std::string& cla
 }
 
 absl::Status AuthorizeOperator(const PeerIdentity& identity) {
+  if (absl::Status one_role = CheckOneRole(identity); !one_role.ok()) return one_role;
   if (!InGroup(identity, kOperatorsGroup)) {
     return absl::PermissionDeniedError(StrCat("certificate ", Describe(identity),
                                               " is not an operator's (O=", kOperatorsGroup, ")"));

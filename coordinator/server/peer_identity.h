@@ -1,5 +1,6 @@
 // Who is calling: the subject of the client certificate the TLS handshake verified, and what it
-// may do. Agents are O=handoff:agents with CN = their node; operators are O=handoff:operators.
+// may do. Agents are O=handoff:agents with CN = their node; operators are O=handoff:operators; a
+// certificate in both groups may act as neither.
 #ifndef HANDOFF_COORDINATOR_SERVER_PEER_IDENTITY_H_
 #define HANDOFF_COORDINATOR_SERVER_PEER_IDENTITY_H_
 
@@ -24,9 +25,9 @@ struct PeerIdentity {
 absl::StatusOr<PeerIdentity> IdentityOf(const grpc::AuthContext& context);
 
 // An agent may register only as the node its certificate names. PermissionDenied otherwise,
-// naming both.
+// naming both, and for a certificate that is in both groups (it is refused for either role).
 absl::Status AuthorizeAgent(const PeerIdentity& identity, const std::string& claimed_node);
-// PermissionDenied unless the certificate is an operator's.
+// PermissionDenied unless the certificate is an operator's, and only an operator's.
 absl::Status AuthorizeOperator(const PeerIdentity& identity);
 
 }  // namespace handoff::server

@@ -279,7 +279,8 @@ TEST(IssueCertificateTest, CertificateFromAnotherCaDoesNotVerify) {
   EXPECT_EQ(verified.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(verified.message(),
             "the certificate CN=cp-1 does not verify against the CA CN=handoff-ca at "
-            "2023-11-14T22:13:20Z: unable to get local issuer certificate");
+            "2023-11-14T22:13:20Z: unable to get local issuer certificate (CN=cp-1 was issued by "
+            "another CA named CN=handoff-ca, with another key: was the CA made anew?)");
 }
 
 TEST(IssueCertificateTest, EveryCertificateHasAFreshKeyAndSerial) {
@@ -411,9 +412,72 @@ TEST(VerifyCertificateTest, ChecksTheChainAndTheTime) {
   EXPECT_EQ(expired.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(expired.message(),
             "the certificate CN=cp-1 does not verify against the CA CN=handoff-ca at "
-            "2023-11-15T00:13:20Z: certificate has expired");
+            "2023-11-15T00:13:20Z: certificate has expired (CN=cp-1 is valid from "
+            "2023-11-14T22:08:20Z to 2023-11-14T23:13:20Z)");
   EXPECT_EQ(VerifyCertificate("junk", agent->certificate_pem, kNow).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(VerifyChainTest, NamesTheWindowOfACertificateNotYetValid) {
+  const KeyPair ca = NewCa();
+  CertificateRequest request = AgentRequest("cp-1");
+  request.validity = absl::Hours(1);
+  absl::StatusOr<KeyPair> agent = IssueCertificate(ca, request, kNow + absl::Hours(2));
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::Status early =
+      VerifyChain(ca.certificate_pem, agent->certificate_pem, kNow, KeyUsage::kClientAuth);
+  EXPECT_EQ(early.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(early.message(),
+            "the certificate CN=cp-1 does not verify against the CA CN=handoff-ca at "
+            "2023-11-14T22:13:20Z: certificate is not yet valid (CN=cp-1 is valid from "
+            "2023-11-15T00:08:20Z to 2023-11-15T01:13:20Z)");
+}
+
+TEST(VerifyChainTest, NamesTheCaWhenTheCaIsOutOfItsWindow) {
+  const KeyPair ca = NewCa(absl::Hours(2));
+  absl::StatusOr<KeyPair> agent = IssueCertificate(ca, AgentRequest("cp-1"), kNow);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::Status late = VerifyChain(ca.certificate_pem, agent->certificate_pem,
+                                  kNow + absl::Hours(3), KeyUsage::kClientAuth);
+  EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(late.message(),
+              HasSubstr("certificate has expired (the CA CN=handoff-ca is valid from "
+                        "2023-11-14T22:08:20Z to 2023-11-15T00:13:20Z)"));
+}
+
+TEST(VerifyChainTest, ChecksTheUsageATlsStackWould) {
+  const KeyPair ca = NewCa();
+  absl::StatusOr<KeyPair> agent = IssueCertificate(ca, AgentRequest("cp-1"), kNow);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  EXPECT_TRUE(
+      VerifyChain(ca.certificate_pem, agent->certificate_pem, kNow, KeyUsage::kClientAuth).ok());
+  absl::Status as_server =
+      VerifyChain(ca.certificate_pem, agent->certificate_pem, kNow, KeyUsage::kServerAuth);
+  EXPECT_EQ(as_server.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(as_server.message(),
+              HasSubstr("unsuitable certificate purpose (CN=cp-1 is not for TLS servers: "
+                        "extendedKeyUsage lacks serverAuth)"));
+}
+
+TEST(VerifyChainTest, TrustsEveryCaOfABundleAndNamesAForeignIssuer) {
+  const KeyPair ca = NewCa();
+  absl::StatusOr<KeyPair> other = CreateCertificateAuthority("handoff-next-ca", kNow, absl::Hours(9));
+  ASSERT_TRUE(other.ok()) << other.status();
+  absl::StatusOr<KeyPair> agent = IssueCertificate(*other, AgentRequest("cp-1"), kNow);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  EXPECT_TRUE(VerifyChain(ca.certificate_pem + other->certificate_pem, agent->certificate_pem,
+                          kNow, KeyUsage::kClientAuth)
+                  .ok());
+  absl::Status foreign =
+      VerifyChain(ca.certificate_pem, agent->certificate_pem, kNow, KeyUsage::kClientAuth);
+  EXPECT_EQ(foreign.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(foreign.message(),
+              HasSubstr("(CN=cp-1 was issued by CN=handoff-next-ca, not by this CA)"));
+  // A certificate the peer sends after its own is never a trust anchor.
+  EXPECT_EQ(VerifyChain(ca.certificate_pem, agent->certificate_pem + other->certificate_pem, kNow,
+                        KeyUsage::kClientAuth)
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(CheckKeyPairTest, MatchesOnlyItsOwnKey) {

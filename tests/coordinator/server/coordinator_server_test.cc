@@ -9,17 +9,22 @@
 #include <thread>
 #include <vector>
 
+#include "coordinator/pki/pki.h"
 #include "gmock/gmock.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "gtest/gtest.h"
 #include "handoff/v1/handoff.grpc.pb.h"
 #include "proto/rpc/channel.h"
+#include "spdlog/sinks/base_sink.h"
+#include "spdlog/spdlog.h"
 
 namespace handoff::server {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string ReadTls(const std::string& name) {
   std::ifstream in(std::string(HANDOFF_TESTDATA_DIR) + "/handoff-tls/" + name);
@@ -70,8 +75,10 @@ class CoordinatorServerTest : public ::testing::Test {
   }
 
   grpc::Status CallNodes(const std::string& identity, pb::NodesResponse* response) {
-    auto stub =
-        pb::OperatorService::NewStub(rpc::CreateSecureChannel(address_, ClientTlsFor(identity)));
+    return CallNodes(ClientTlsFor(identity), response);
+  }
+  grpc::Status CallNodes(const rpc::ClientTls& tls, pb::NodesResponse* response) {
+    auto stub = pb::OperatorService::NewStub(rpc::CreateSecureChannel(address_, tls));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     return stub->Nodes(&context, pb::NodesRequest(), response);
@@ -81,8 +88,11 @@ class CoordinatorServerTest : public ::testing::Test {
   // status the stream ended with.
   grpc::Status Register(const std::string& identity, const std::string& node,
                         pb::CoordinatorMessage* first) {
-    auto stub =
-        pb::AgentService::NewStub(rpc::CreateSecureChannel(address_, ClientTlsFor(identity)));
+    return Register(ClientTlsFor(identity), node, first);
+  }
+  grpc::Status Register(const rpc::ClientTls& tls, const std::string& node,
+                        pb::CoordinatorMessage* first) {
+    auto stub = pb::AgentService::NewStub(rpc::CreateSecureChannel(address_, tls));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     auto stream = stub->Connect(&context);
@@ -164,6 +174,33 @@ TEST_F(CoordinatorServerTest, AnOperatorCertificateCannotRegisterAsAnAgent) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
 }
 
+TEST_F(CoordinatorServerTest, ACertificateInBothOrganisationsIsRefusedForBothRoles) {
+  // Signed by the test CA, so the handshake passes; only the authorisation can refuse it.
+  pki::CertificateRequest request;
+  request.common_name = "cp-1";
+  request.organizations = {"handoff:agents", "handoff:operators"};
+  request.client = true;
+  absl::StatusOr<pki::KeyPair> both = pki::IssueCertificate(
+      pki::KeyPair{ReadTls("ca.crt"), ReadTls("ca.key")}, request, absl::Now());
+  ASSERT_TRUE(both.ok()) << both.status();
+  const rpc::ClientTls tls{ReadTls("ca.crt"), both->certificate_pem, both->private_key_pem,
+                           "localhost"};
+
+  pb::NodesResponse nodes;
+  grpc::Status as_operator = CallNodes(tls, &nodes);
+  EXPECT_EQ(as_operator.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(as_operator.error_message(),
+              AllOf(HasSubstr("CN=cp-1"), HasSubstr("in both O=handoff:agents and "
+                                                    "O=handoff:operators"),
+                    HasSubstr("refused for both")));
+
+  pb::CoordinatorMessage first;
+  grpc::Status as_agent = Register(tls, "cp-1", &first);
+  EXPECT_EQ(as_agent.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(as_agent.error_message(), HasSubstr("in both O=handoff:agents"));
+  EXPECT_FALSE(controller_->Status().nodes(0).connected());
+}
+
 TEST_F(CoordinatorServerTest, StatusWithoutWatchSendsOneStatusAndEnds) {
   auto channel = rpc::CreateSecureChannel(address_, ClientTlsFor("operator"));
   auto stub = pb::OperatorService::NewStub(channel);
@@ -223,6 +260,198 @@ TEST_F(CoordinatorServerTest, ShutdownEndsEveryWatchAtOnceWithUnavailable) {
     EXPECT_EQ(ended.error_message(), "the coordinator is shutting down");
   }
   shutdown.join();
+}
+
+// The coordinator's log, as a test reads it.
+class CapturingSink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  std::string text() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return text_;
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& message) override {
+    text_.append(message.payload.data(), message.payload.size());
+    text_ += "\n";
+  }
+  void flush_() override {}
+
+ private:
+  std::string text_;
+};
+
+// Client certificates that are wrong in time or origin, made for this test by coordinator/pki
+// around the wall clock (the TLS stacks read it): the handshake refuses them, and the
+// coordinator's log says why.
+class ClientCertificateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    now_ = absl::Now();
+    absl::StatusOr<pki::KeyPair> ca =
+        pki::CreateCertificateAuthority("handoff-ca", now_ - absl::Hours(48), absl::Hours(240));
+    ASSERT_TRUE(ca.ok()) << ca.status();
+    ca_ = *ca;
+    pki::CertificateRequest server;
+    server.common_name = "handoff-coordinator";
+    server.ip_addresses = {"127.0.0.1"};
+    server.server = true;
+    const pki::KeyPair coordinator = Issue(ca_, server, now_);
+
+    std::string pattern = std::filesystem::path(::testing::TempDir()) / "server-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    absl::StatusOr<std::unique_ptr<store::Store>> store =
+        store::Store::Open(dir_ + "/coordinator.db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    ControllerOptions options;
+    options.nodes = {"cp-1"};
+    absl::StatusOr<std::unique_ptr<RolloutController>> controller =
+        RolloutController::Create(*store_, clock_, options);
+    ASSERT_TRUE(controller.ok()) << controller.status();
+    controller_ = *std::move(controller);
+
+    previous_logger_ = spdlog::default_logger();
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink_));
+    ServerOptions server_options;
+    server_options.listen = "127.0.0.1:0";
+    server_options.ca_pem = ca_.certificate_pem;
+    server_options.cert_pem = coordinator.certificate_pem;
+    server_options.key_pem = coordinator.private_key_pem;
+    absl::StatusOr<std::unique_ptr<CoordinatorServer>> started =
+        CoordinatorServer::Start(*controller_, server_options);
+    ASSERT_TRUE(started.ok()) << started.status();
+    server_ = *std::move(started);
+    address_ = "127.0.0.1:" + std::to_string(server_->port());
+  }
+
+  void TearDown() override {
+    server_.reset();
+    if (previous_logger_) spdlog::set_default_logger(previous_logger_);
+    controller_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  static pki::KeyPair Issue(const pki::KeyPair& ca, const pki::CertificateRequest& request,
+                            absl::Time at) {
+    absl::StatusOr<pki::KeyPair> issued = pki::IssueCertificate(ca, request, at);
+    EXPECT_TRUE(issued.ok()) << issued.status();
+    return issued.ok() ? *issued : pki::KeyPair{};
+  }
+
+  // An agent certificate for cp-1 issued by `ca` as if at `at`, valid for `validity`.
+  static pki::KeyPair Agent(const pki::KeyPair& ca, absl::Time at, absl::Duration validity) {
+    pki::CertificateRequest request;
+    request.common_name = "cp-1";
+    request.organizations = {"handoff:agents"};
+    request.client = true;
+    request.validity = validity;
+    return Issue(ca, request, at);
+  }
+
+  grpc::Status Register(const pki::KeyPair& agent) {
+    rpc::ClientTls tls{ca_.certificate_pem, agent.certificate_pem, agent.private_key_pem, ""};
+    auto stub = pb::AgentService::NewStub(rpc::CreateSecureChannel(address_, tls));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    auto stream = stub->Connect(&context);
+    pb::AgentMessage hello;
+    hello.mutable_hello()->set_node_name("cp-1");
+    hello.mutable_hello()->mutable_report()->set_state(pb::NODE_STATE_IN_TREE);
+    stream->Write(hello);
+    pb::CoordinatorMessage first;
+    const bool welcomed = stream->Read(&first) && first.has_welcome();
+    context.TryCancel();
+    grpc::Status status = stream->Finish();
+    return welcomed ? grpc::Status::OK : status;
+  }
+
+  absl::Time now_;
+  pki::KeyPair ca_;
+  std::string dir_;
+  FakeClock clock_{absl::FromUnixSeconds(1800000000)};
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<RolloutController> controller_;
+  std::shared_ptr<spdlog::logger> previous_logger_;
+  std::shared_ptr<CapturingSink> sink_ = std::make_shared<CapturingSink>();
+  std::unique_ptr<CoordinatorServer> server_;
+  std::string address_;
+};
+
+TEST_F(ClientCertificateTest, AValidCertificateIsWelcomed) {
+  grpc::Status status = Register(Agent(ca_, now_, absl::Hours(1)));
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_THAT(sink_->text(), Not(HasSubstr("refused")));
+}
+
+TEST_F(ClientCertificateTest, AnExpiredCertificateIsRefusedAndTheLogSaysWhen) {
+  const pki::KeyPair expired = Agent(ca_, now_ - absl::Hours(24), absl::Hours(1));
+  grpc::Status status = Register(expired);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  absl::StatusOr<pki::CertificateInfo> info = pki::InspectCertificate(expired.certificate_pem);
+  ASSERT_TRUE(info.ok());
+  EXPECT_THAT(sink_->text(),
+              AllOf(HasSubstr("refused a client's TLS certificate: the certificate CN=cp-1"),
+                    HasSubstr("certificate has expired (CN=cp-1 is valid from " +
+                              absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", info->not_before,
+                                               absl::UTCTimeZone()) +
+                              " to " +
+                              absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", info->not_after,
+                                               absl::UTCTimeZone()))));
+  EXPECT_FALSE(controller_->Status().nodes(0).connected());
+}
+
+TEST_F(ClientCertificateTest, ACertificateNotYetValidIsRefusedAndTheLogSaysSo) {
+  grpc::Status status = Register(Agent(ca_, now_ + absl::Hours(24), absl::Hours(1)));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  EXPECT_THAT(sink_->text(), HasSubstr("certificate is not yet valid (CN=cp-1 is valid from"));
+}
+
+TEST_F(ClientCertificateTest, ACertificateOfAnotherCaIsRefusedAndTheLogNamesItsIssuer) {
+  absl::StatusOr<pki::KeyPair> other =
+      pki::CreateCertificateAuthority("someone-else-ca", now_, absl::Hours(24));
+  ASSERT_TRUE(other.ok()) << other.status();
+  grpc::Status status = Register(Agent(*other, now_, absl::Hours(1)));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  EXPECT_THAT(sink_->text(), HasSubstr("was issued by CN=someone-else-ca, not by this CA"));
+}
+
+TEST_F(ClientCertificateTest, AServerCertificateIsNoClientCertificate) {
+  pki::CertificateRequest request;
+  request.common_name = "cp-1";
+  request.organizations = {"handoff:agents"};
+  request.server = true;
+  grpc::Status status = Register(Issue(ca_, request, now_));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  EXPECT_THAT(sink_->text(), HasSubstr("is not for TLS clients"));
+}
+
+TEST(CoordinatorServerStartTest, RefusesAKeyThatIsNotTheCertificates) {
+  FakeClock clock;
+  std::string pattern = std::filesystem::path(::testing::TempDir()) / "server-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  const std::string dir = pattern;
+  absl::StatusOr<std::unique_ptr<store::Store>> store = store::Store::Open(dir + "/coordinator.db");
+  ASSERT_TRUE(store.ok()) << store.status();
+  ControllerOptions options;
+  options.nodes = {"cp-1"};
+  absl::StatusOr<std::unique_ptr<RolloutController>> controller =
+      RolloutController::Create(**store, clock, options);
+  ASSERT_TRUE(controller.ok()) << controller.status();
+  ServerOptions server_options;
+  server_options.listen = "127.0.0.1:0";
+  server_options.ca_pem = ReadTls("ca.crt");
+  server_options.cert_pem = ReadTls("coordinator.crt");
+  server_options.key_pem = ReadTls("cp-1.key");
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
+      CoordinatorServer::Start(**controller, server_options);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(server.status().message(), HasSubstr("does not belong to the certificate"));
+  controller->reset();
+  store->reset();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
