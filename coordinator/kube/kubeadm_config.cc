@@ -65,6 +65,18 @@ absl::StatusOr<YAML::Node> ChildMap(YAML::Node parent, const std::string& key,
   return YAML::Node(parent[key]);
 }
 
+// OK when `node` is absent, null or what the decoder takes for a string.
+absl::Status CheckString(const YAML::Node& node, const std::string& path) {
+  if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();
+  const JsonScalarType type = JsonTypeOf(node);
+  if (node.IsScalar() && (type == JsonScalarType::kString || type == JsonScalarType::kNull)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      StrCat("ClusterConfiguration: ", path, " must be a string, found ", DescribeYamlNode(node),
+             node.IsScalar() ? StrCat("; quote it: \"", node.Scalar(), "\"") : std::string()));
+}
+
 // extraArgs of one component, in either form.
 class ExtraArgs {
  public:
@@ -79,6 +91,29 @@ class ExtraArgs {
       return absl::InvalidArgumentError(
           StrCat("ClusterConfiguration: ", path_, ".extraArgs must be ",
                  list_form_ ? "a list of {name, value} (v1beta4)" : "a map (v1beta3)"));
+    }
+    // kubeadm decodes the values into strings (YAML 1.1 to JSON first): an unquoted 2 or true is
+    // a number or a boolean there, and kubeadm refuses the whole ClusterConfiguration.
+    if (!list_form_) {
+      for (const auto& entry : args) {
+        absl::Status value =
+            CheckString(entry.second, StrCat(path_, ".extraArgs[\"", entry.first.Scalar(), "\"]"));
+        if (!value.ok()) return value;
+      }
+      return absl::OkStatus();
+    }
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string item = StrCat(path_, ".extraArgs[", i, "]");
+      if (!args[i].IsMap()) {
+        return absl::InvalidArgumentError(StrCat("ClusterConfiguration: ", item,
+                                                 " must be a map with name and value, found ",
+                                                 DescribeYamlNode(args[i])));
+      }
+      for (const char* key : {"name", "value"}) {
+        const YAML::Node& map = args[i];
+        absl::Status field = CheckString(map[key], StrCat(item, ".", key));
+        if (!field.ok()) return field;
+      }
     }
     return absl::OkStatus();
   }

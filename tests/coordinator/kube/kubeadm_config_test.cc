@@ -235,6 +235,36 @@ TEST(KubeadmConfigTest, Errors) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(KubeadmConfigTest, ValuesKubeadmWouldNotDecodeAreRefused) {
+  EXPECT_EQ(Message(PlanClusterConfiguration("apiVersion: kubeadm.k8s.io/v1beta3\n"
+                                             "kind: ClusterConfiguration\n"
+                                             "controllerManager:\n  extraArgs: {v: 2}\n",
+                                             {})
+                        .status()),
+            "ClusterConfiguration: controllerManager.extraArgs[\"v\"] must be a string, found a "
+            "number; quote it: \"2\"");
+  EXPECT_EQ(Message(PlanClusterConfiguration("apiVersion: kubeadm.k8s.io/v1beta4\n"
+                                             "kind: ClusterConfiguration\n"
+                                             "apiServer:\n  extraArgs:\n  - name: v\n"
+                                             "    value: [2]\n",
+                                             {})
+                        .status()),
+            "ClusterConfiguration: apiServer.extraArgs[0].value must be a string, found a list");
+  EXPECT_EQ(Message(PlanClusterConfiguration("apiVersion: kubeadm.k8s.io/v1beta4\n"
+                                             "kind: ClusterConfiguration\n"
+                                             "apiServer:\n  extraArgs:\n  - v=2\n",
+                                             {})
+                        .status()),
+            "ClusterConfiguration: apiServer.extraArgs[0] must be a map with name and value, "
+            "found a string");
+  EXPECT_THAT(Message(PlanClusterConfiguration("apiVersion: kubeadm.k8s.io/v1beta3\n"
+                                               "kind: ClusterConfiguration\n"
+                                               "apiServer: &a {}\ncontrollerManager: *a\n",
+                                               {})
+                          .status()),
+              HasSubstr(":3:12: YAML anchors and aliases are not accepted (&a"));
+}
+
 TEST(KubeadmConfigTest, ApplyAgainstTheFakeServerWithAConflict) {
   FakeCluster cluster;
   std::unique_ptr<KubeClient> client = cluster.Client();
