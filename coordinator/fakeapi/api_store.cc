@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <variant>
 
 #include "agent/base/strings.h"
@@ -19,7 +20,9 @@ using kube::StringAt;
 ApiResponse Reply(int status, const Json& body) {
   ApiResponse response;
   response.status = status;
-  response.body = body.dump();
+  // Messages quote names and selectors from the URL, which may hold any bytes; Go's encoder
+  // writes invalid UTF-8 as U+FFFD, and nlohmann's would throw.
+  response.body = body.dump(-1, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace);
   return response;
 }
 
@@ -103,6 +106,51 @@ std::optional<ApiResponse> BadLeaseTime(const Json& lease) {
                         "\" as \".000000\""));
   }
   return std::nullopt;
+}
+
+// Where `text` first nests arrays and objects deeper than `max_depth`: the offset of the bracket
+// that goes one level too deep, or std::nullopt. One pass, no recursion, strings skipped; for
+// text that is valid JSON up to that point this is the depth the parser would reach.
+std::optional<size_t> FindNestingBeyond(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
+// summarizeData in k8s.io/apiserver/pkg/endpoints/handlers/rest.go: how a decode error quotes
+// the body it could not decode.
+std::string SummarizeBody(std::string_view body) {
+  constexpr size_t kMaxLength = 30;
+  if (body.empty()) return "<empty>";
+  const std::string_view head = body.substr(0, kMaxLength);
+  const std::string more = body.size() > kMaxLength ? " ..." : "";
+  if (body.front() == '{') return StrCat(head, more);
+  std::string hex;
+  for (char c : head) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    hex.push_back(kDigits[static_cast<unsigned char>(c) >> 4]);
+    hex.push_back(kDigits[static_cast<unsigned char>(c) & 0xf]);
+  }
+  return StrCat(hex, more);
 }
 
 // The label selector terms kube-apiserver accepts in their simple forms.
@@ -423,7 +471,12 @@ bool ApiStore::Allowed(const Access& access) const {
 
 ApiResponse ApiStore::Handle(const ApiRequest& request) {
   std::lock_guard<std::mutex> lock(mutex_);
-  ApiResponse response = HandleLocked(request);
+  ApiResponse response;
+  try {
+    response = HandleLocked(request);
+  } catch (const std::exception& e) {
+    response = Error(500, "InternalError", StrCat("Internal error occurred: ", e.what()));
+  }
   log_.push_back(RequestRecord{request.method, request.path,
                                request.user ? request.user->name : std::string(), response.status});
   return response;
@@ -543,7 +596,21 @@ ApiResponse ApiStore::HandleLocked(const ApiRequest& request) {
     return Reply(200, status);
   }
 
-  // POST and PUT carry an object.
+  // POST and PUT carry an object. The body's size is checked first, then its depth, then it is
+  // parsed, in the order kube-apiserver reads (limitedReadBody) and decodes it.
+  if (request.body_too_large || request.body.size() > kMaxRequestBodyBytes) {
+    return Error(413, "RequestEntityTooLarge",
+                 StrCat("Request entity too large: limit is ", kMaxRequestBodyBytes));
+  }
+  if (std::optional<size_t> at = FindNestingBeyond(request.body, kMaxJsonDepth)) {
+    // The decoder's error when it cannot even find apiVersion and kind (transformDecodeError in
+    // handlers/rest.go around Go's scanner error).
+    return Error(400, "BadRequest",
+                 StrCat("the object provided is unrecognized (must be of type ", type.kind,
+                        "): couldn't get version/kind; json parse error: invalid character '",
+                        request.body[*at], "' exceeded max depth (", SummarizeBody(request.body),
+                        ")"));
+  }
   Json object = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (object.is_discarded() || !object.is_object()) {
     return Error(400, "BadRequest",

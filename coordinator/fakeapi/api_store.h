@@ -8,6 +8,8 @@
 //   - one resourceVersion counter for every write, as etcd's revision;
 //   - errors as metav1.Status bodies with the real messages, reasons and details (422 Invalid
 //     with the kind and the field's cause, DELETE's Success with the uid);
+//   - bodies longer than kMaxRequestBodyBytes get 413, bodies nested deeper than kMaxJsonDepth 400
+//     (kube-apiserver's limit is deeper; README.md);
 //   - Lease acquireTime/renewTime must be MicroTime (six fractional digits, Z), else 400 as the
 //     real decoder answers;
 //   - authorization per user and verb (403 with the real message), 401 for failed authentication;
@@ -19,6 +21,7 @@
 #ifndef HANDOFF_COORDINATOR_FAKEAPI_API_STORE_H_
 #define HANDOFF_COORDINATOR_FAKEAPI_API_STORE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -47,11 +50,31 @@ struct UserInfo {
 
 inline constexpr std::string_view kAnonymousUser = "system:anonymous";
 
+// kube-apiserver refuses a write whose body is longer than this with 413 RequestEntityTooLarge
+// ("Request entity too large: limit is 3145728"): MaxRequestBodyBytes in
+// k8s.io/apiserver/pkg/server/config.go NewConfig, twice etcd's 1.5 MiB request limit because
+// JSON shrinks when stored as protobuf; enforced by limitedReadBody in
+// k8s.io/apiserver/pkg/endpoints/handlers/rest.go.
+inline constexpr size_t kMaxRequestBodyBytes = 3 * 1024 * 1024;
+
+// Request bodies nested deeper than this (arrays and objects) are refused with 400 before they
+// are parsed. kube-apiserver's decoder (Go's encoding/json, maxNestingDepth in
+// src/encoding/json/scanner.go) allows 10000 levels; the fake allows fewer because nlohmann-json
+// copies and prints a document recursively, one stack frame per level. Measured per level
+// (printing, the deepest): 113 bytes at -O3, 830 bytes with GCC's ASan at -O0, 9.4 KB with
+// clang's ASan at -O0 (the fuzzing build). At 512 levels that is at most 4.8 MB, within the
+// 8 MiB stack of a main thread; the server's own thread has more (fake_api_server.cc). Objects
+// handoff and Kubernetes write nest fewer than 30 levels.
+inline constexpr int kMaxJsonDepth = 512;
+
 struct ApiRequest {
   std::string method;                        // GET, POST, PUT, DELETE, PATCH
   std::string path;                          // decoded: "/api/v1/namespaces/kube-system/pods/x"
   std::map<std::string, std::string> query;  // decoded: {"labelSelector": "a=b"}
   std::string body;
+  // The HTTP layer stopped reading the body past kMaxRequestBodyBytes: `body` is empty, and a
+  // write (POST, PUT) gets 413 once authenticated and authorized, as kube-apiserver answers.
+  bool body_too_large = false;
   // std::nullopt: authentication failed (an unknown token): 401. Anonymous requests carry
   // system:anonymous, which the default policy denies.
   std::optional<UserInfo> user;
@@ -89,6 +112,8 @@ class ApiStore {
   ApiStore(const ApiStore&) = delete;
   ApiStore& operator=(const ApiStore&) = delete;
 
+  // Never throws: a failure inside the handler is a 500 InternalError Status, as kube-apiserver's
+  // panic recovery answers.
   ApiResponse Handle(const ApiRequest& request);
 
   // --- Setup and inspection (no authorization, no fault injection, not logged) ---
