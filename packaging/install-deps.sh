@@ -20,6 +20,8 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libsqlite3-dev           # the coordinator's rollout state and audit history
   libgtest-dev libgmock-dev
+  # The fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizers' runtimes.
+  clang-14 libclang-rt-14-dev
   # The real upstream components of `handoffctl sandbox --cluster real` and the tests labelled
   # "real" (tests/real/components.sh builds the rest with Go and pip): etcd for kube-apiserver, a
   # venv for the fake AWS (moto).
