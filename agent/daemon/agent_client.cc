@@ -6,6 +6,8 @@
 #include <random>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace handoff {
 namespace {
 
@@ -91,18 +93,29 @@ void AgentClient::Shutdown() {
   work_changed_.notify_all();
 }
 
-void AgentClient::Run() {
+absl::Status AgentClient::Run() {
   worker_ = std::thread(&AgentClient::WorkerLoop, this);
   std::mt19937_64 random(options_.jitter_seed != 0 ? options_.jitter_seed : std::random_device()());
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   ReconnectBackoff backoff(options_.reconnect_initial, options_.reconnect_max);
   logger_->info("connecting to the coordinator at {} as node {}", options_.coordinator,
                 agent_.options().node_name);
+  absl::Status stopped_by;
   while (!shutdown_.Requested()) {
     bool welcomed = false;
     const grpc::Status status = Session(&welcomed);
     if (options_.on_stream_end) options_.on_stream_end(status);
     if (shutdown_.Requested()) break;
+    stopped_by = Refusal(status);
+    if (stopped_by.ok() && !welcomed && options_.check_credentials &&
+        (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         status.error_code() == grpc::StatusCode::UNKNOWN)) {
+      stopped_by = options_.check_credentials();
+    }
+    if (!stopped_by.ok()) {
+      logger_->error("{}", std::string(stopped_by.message()));
+      break;
+    }
     if (welcomed) backoff.Reset();
     // Whole milliseconds, so that the log reads "retrying in 1.43s".
     const absl::Duration wait = absl::Trunc(backoff.Next(unit(random)), absl::Milliseconds(1));
@@ -116,6 +129,25 @@ void AgentClient::Run() {
   work_changed_.notify_all();
   worker_.join();
   logger_->info("disconnected from the coordinator; stopped");
+  return stopped_by;
+}
+
+absl::Status AgentClient::Refusal(const grpc::Status& status) const {
+  const grpc::StatusCode code = status.error_code();
+  if (code != grpc::StatusCode::PERMISSION_DENIED && code != grpc::StatusCode::UNAUTHENTICATED) {
+    return absl::OkStatus();
+  }
+  // The coordinator decides on the certificate alone, so the same certificate is refused again:
+  // retrying would only hide the reason in a log that grows forever.
+  return absl::Status(
+      static_cast<absl::StatusCode>(code),
+      absl::StrCat("the coordinator at ", options_.coordinator, " refused node ",
+                   agent_.options().node_name, " (", CodeName(code), "): ", status.error_message(),
+                   "; not retrying: the same certificate would be refused again",
+                   options_.certificate_description.empty()
+                       ? std::string()
+                       : absl::StrCat(" (", options_.certificate_description, ")"),
+                   ". Give the agent its node's agent certificate (O=handoff:agents, CN=<node>)"));
 }
 
 grpc::Status AgentClient::Session(bool* welcomed) {
@@ -318,11 +350,43 @@ void AgentClient::CloseForShutdown() {
   if (context_ != nullptr) context_->TryCancel();
 }
 
+std::string AgentClient::LikelyConnectFailureCause(const std::string& message) const {
+  // gRPC puts the TLS stack's and the socket's words in the message; nothing else tells a
+  // refused certificate from a network problem.
+  if (message.find("certificate verify failed") != std::string::npos) {
+    return absl::StrCat(
+        "this agent refused the coordinator's certificate: it does not verify against ",
+        options_.ca_description.empty() ? std::string("the agent's CA (--ca)")
+                                        : options_.ca_description,
+        " (expired, not yet valid, or issued by another CA)");
+  }
+  if (message.find("Peer name") != std::string::npos ||
+      message.find("not in peer certificate") != std::string::npos) {
+    return "the coordinator's certificate does not name the address dialed (see --server-name)";
+  }
+  if (message.find("Connection refused") != std::string::npos) {
+    return "nothing listens there (is the coordinator running, on that port?)";
+  }
+  if (message.find("Socket closed") != std::string::npos ||
+      message.find("Connection reset") != std::string::npos ||
+      message.find("handshake") != std::string::npos) {
+    // TLS 1.3: the client's side of the handshake is over before the server checks the client's
+    // certificate, so a refusal arrives as the connection closing.
+    return absl::StrCat(
+        "it closed the connection during the TLS handshake, most likely refusing this agent's "
+        "certificate",
+        options_.certificate_description.empty()
+            ? std::string()
+            : absl::StrCat(" (", options_.certificate_description, ")"),
+        "; the coordinator's log names the reason");
+  }
+  return "";
+}
+
 void AgentClient::LogStreamEnd(const grpc::Status& status, bool welcomed, absl::Duration retry_in) {
   const std::string retry = absl::FormatDuration(retry_in);
   const std::string code = CodeName(status.error_code());
   switch (status.error_code()) {
-    case grpc::StatusCode::PERMISSION_DENIED:
     case grpc::StatusCode::FAILED_PRECONDITION:
       logger_->error("the coordinator at {} refused node {} ({}): {}; retrying in {}",
                      options_.coordinator, agent_.options().node_name, code, status.error_message(),
@@ -336,7 +400,16 @@ void AgentClient::LogStreamEnd(const grpc::Status& status, bool welcomed, absl::
       }
       break;
     case grpc::StatusCode::UNAVAILABLE:
-      logger_->warn("cannot reach the coordinator at {} ({}: {}); retrying in {}",
+    case grpc::StatusCode::UNKNOWN:
+      if (!welcomed) {
+        const std::string cause = LikelyConnectFailureCause(status.error_message());
+        logger_->warn("cannot reach the coordinator at {}{} ({}: {}); retrying in {}",
+                      options_.coordinator, cause.empty() ? "" : ": " + cause, code,
+                      status.error_message(), retry);
+        return;
+      }
+      if (status.error_code() == grpc::StatusCode::UNKNOWN) break;
+      logger_->warn("lost the coordinator at {} ({}: {}); reconnecting in {}",
                     options_.coordinator, code, status.error_message(), retry);
       return;
     case grpc::StatusCode::OK:

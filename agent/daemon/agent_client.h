@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "agent/daemon/node_agent.h"
 #include "agent/daemon/shutdown.h"
@@ -40,6 +41,15 @@ struct AgentClientOptions {
   uint64_t jitter_seed = 0;
   // Called (on Run's thread) with the status of every stream that ended, before the backoff.
   std::function<void(const grpc::Status&)> on_stream_end;
+  // Called (on Run's thread) when a connection failed before the coordinator welcomed the agent;
+  // an error stops Run with it. The daemon checks there that the agent's certificate is still
+  // valid: one that expired while the agent ran fails every handshake from then on.
+  std::function<absl::Status()> check_credentials;
+  // For log lines that must say which certificates a failed handshake may be about: the
+  // agent's own ("/etc/handoff/agent.crt: CN=cp-1, issued by CN=handoff-ca, valid until ...")
+  // and the CA it verifies the coordinator with ("/etc/handoff/ca.crt"). "" leaves them out.
+  std::string certificate_description;
+  std::string ca_description;
 };
 
 // Threads: Run() reads the stream on the calling thread; a worker thread it owns carries out
@@ -50,7 +60,9 @@ struct AgentClientOptions {
 // Protocol (handoff.proto, AgentService): on every connect AgentHello first, then Welcome is
 // awaited; the stream is then served until it ends (error, deadline, the coordinator going
 // away or refusing the agent), and the agent reconnects with exponential backoff and jitter,
-// reset after each Welcome. A command whose id finished is answered with its stored result; one
+// reset after each Welcome. A coordinator that refuses the agent's identity (PERMISSION_DENIED:
+// not an agent's certificate, another node's name; UNAUTHENTICATED) would refuse it again: Run
+// stops and returns that refusal instead of retrying. A command whose id finished is answered with its stored result; one
 // running or queued is answered once, when done. Commands queued but not started when a stream
 // ends are dropped (never carried out; the coordinator sees them neither running nor finished).
 // A result whose stream is gone is kept by the NodeAgent and goes out in the next hello's
@@ -65,9 +77,11 @@ class AgentClient {
   AgentClient(const AgentClient&) = delete;
   AgentClient& operator=(const AgentClient&) = delete;
 
-  // Connects and serves until Shutdown(). Returns once the command running at shutdown has
-  // finished (a move is a transaction) and the stream is closed. Call once.
-  void Run();
+  // Connects and serves until Shutdown() (then OK), until the coordinator refuses the agent's
+  // identity (PERMISSION_DENIED or UNAUTHENTICATED: that status, with the coordinator's reason),
+  // or until check_credentials fails (its error). Returns once the running command has finished
+  // (a move is a transaction) and the stream is closed. Call once.
+  absl::Status Run();
 
   // Stops accepting commands and drops the queued ones; a running command finishes, its result
   // is sent, and the stream is closed (half-closed, then cancelled after close_grace). Returns at
@@ -86,6 +100,10 @@ class AgentClient {
   bool SendResult(const v1::CommandResult& result);
   void CloseForShutdown();
   void LogStreamEnd(const grpc::Status& status, bool welcomed, absl::Duration retry_in);
+  // The refusal that stops Run, for a stream that ended with `status`; OK for anything retried.
+  absl::Status Refusal(const grpc::Status& status) const;
+  // What most likely made a connection fail before a welcome, from gRPC's message; "" if unsure.
+  std::string LikelyConnectFailureCause(const std::string& message) const;
 
   std::unique_ptr<v1::AgentService::Stub> stub_;
   NodeAgent& agent_;

@@ -1,6 +1,10 @@
 #include "agent/daemon/certificate.h"
 
 #include <memory>
+#include <string>
+
+#include "agent/base/strings.h"
+#include "coordinator/pki/pki.h"
 
 #include "openssl/err.h"
 #include "openssl/evp.h"
@@ -64,6 +68,26 @@ absl::Status CheckKeyMatchesCertificate(std::string_view cert_pem, std::string_v
     return absl::InvalidArgumentError("the key does not belong to the certificate");
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckClientCertificate(std::string_view cert_pem, std::string_view ca_pem,
+                                    absl::Time now) {
+  return pki::VerifyChain(std::string(ca_pem), std::string(cert_pem), now,
+                          pki::KeyUsage::kClientAuth);
+}
+
+std::string DescribeCertificate(std::string_view cert_pem) {
+  absl::StatusOr<pki::CertificateInfo> info = pki::InspectCertificate(std::string(cert_pem));
+  if (!info.ok()) return "";
+  return StrCat("CN=", info->common_name, ", issued by CN=", info->issuer_common_name,
+                ", valid until ",
+                absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", info->not_after, absl::UTCTimeZone()));
+}
+
+absl::StatusOr<absl::Time> CertificateNotAfter(std::string_view cert_pem) {
+  absl::StatusOr<pki::CertificateInfo> info = pki::InspectCertificate(std::string(cert_pem));
+  if (!info.ok()) return info.status();
+  return info->not_after;
 }
 
 }  // namespace handoff

@@ -3,6 +3,8 @@
 #include <csignal>
 #include <mutex>
 
+#include "absl/strings/str_cat.h"
+#include "agent/daemon/certificate.h"
 #include "agent/daemon/log_stream.h"
 #include "agent/daemon/shutdown.h"
 #include "agent/daemon/signal_watcher.h"
@@ -19,6 +21,25 @@ const char* SignalName(int signal) {
     default:
       return "signal";
   }
+}
+
+// How early a coming expiry of the agent's certificate is worth a warning at each start.
+constexpr absl::Duration kExpiryWarning = absl::Hours(24 * 30);
+
+// The coordinator verifies the agent's certificate at every handshake, and refuses it with no
+// more than a closed connection on the agent's side; the same check here names the file and
+// the dates.
+absl::Status CheckCertificate(const DaemonConfig& config, absl::Time now) {
+  absl::Status usable = CheckClientCertificate(config.tls.cert_pem, config.tls.ca_pem, now);
+  if (usable.ok()) return usable;
+  return absl::Status(
+      usable.code(),
+      absl::StrCat(config.cert_file.empty() ? std::string("--cert") : config.cert_file,
+                   " with the CA ", config.ca_file.empty() ? std::string("--ca") : config.ca_file,
+                   ": ", usable.message(),
+                   "; the coordinator refuses it: give the agent a certificate valid now, signed "
+                   "by the handoff CA (handoffctl certs issue --node ",
+                   config.agent.node_name, "), and check this host's clock"));
 }
 
 }  // namespace
@@ -44,6 +65,19 @@ absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
   });
   if (!watcher.ok()) return watcher.status();
 
+  if (absl::Status usable = CheckCertificate(config, host.clock.Now()); !usable.ok()) {
+    return usable;
+  }
+  const std::string certificate =
+      absl::StrCat(config.cert_file.empty() ? std::string("--cert") : config.cert_file, ": ",
+                   DescribeCertificate(config.tls.cert_pem));
+  if (absl::StatusOr<absl::Time> not_after = CertificateNotAfter(config.tls.cert_pem);
+      not_after.ok() && *not_after - host.clock.Now() < kExpiryWarning) {
+    logger->warn("the agent's certificate expires soon; the coordinator refuses it from then on "
+                 "({}): issue a new one (handoffctl certs issue --node {})",
+                 certificate, config.agent.node_name);
+  }
+
   LogStream log(logger);
   logger->info("handoff-agent {} starting for node {} (moves {})", config.agent.agent_version,
                config.agent.node_name,
@@ -63,18 +97,23 @@ absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
   std::unique_ptr<Sleeper> sleeper = NewRealSleeper();
   AgentClientOptions client_options = config.client;
   client_options.coordinator = config.coordinator;
+  client_options.certificate_description = certificate;
+  client_options.ca_description = config.ca_file.empty() ? "--ca" : config.ca_file;
+  client_options.check_credentials = [&config, &host] {
+    return CheckCertificate(config, host.clock.Now());
+  };
   AgentClient agent_client(channel, **agent, *sleeper, logger, client_options);
   {
     std::lock_guard<std::mutex> lock(mutex);
     client = &agent_client;
     if (stop) agent_client.Shutdown();
   }
-  agent_client.Run();
+  absl::Status ended = agent_client.Run();
   {
     std::lock_guard<std::mutex> lock(mutex);
     client = nullptr;
   }
-  return absl::OkStatus();
+  return ended;
 }
 
 }  // namespace handoff

@@ -18,15 +18,24 @@ namespace handoff {
 struct DaemonConfig {
   std::string coordinator;  // "host:port"
   rpc::ClientTls tls;       // PEM contents; the certificate's CN is agent.node_name
+  // Where tls.ca_pem and tls.cert_pem were read from, for messages ("" names the flags).
+  std::string ca_file;
+  std::string cert_file;
   NodeAgentOptions agent;
   AgentClientOptions client;
 };
 
 // Runs the agent until SIGTERM or SIGINT: takes both signals on a thread of its own (they are
-// blocked first, so call this before anything else has started a thread), opens the command log
-// and recovers a move the agent was killed in, dials the coordinator and serves it. On a signal
-// it accepts no more commands, lets a running one finish, closes the stream and returns OK.
-// Errors: the signals cannot be taken, or the command log cannot be read. Borrows `host`.
+// blocked first, so call this before anything else has started a thread), checks that the
+// coordinator would accept the agent's certificate (it chains to the CA and is valid now, by
+// host.clock), opens the command log and recovers a move the agent was killed in, dials the
+// coordinator and serves it. On a signal it accepts no more commands, lets a running one finish,
+// closes the stream and returns OK.
+// Errors, each a reason to stop rather than retry: the signals cannot be taken; the certificate
+// does not chain to the CA or is outside its validity window, at start or when a connection
+// fails later (FailedPrecondition naming the file and the dates); the command log cannot be
+// read; the coordinator refused the agent's identity (PermissionDenied or Unauthenticated with
+// its reason). Borrows `host`.
 absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
                             std::shared_ptr<spdlog::logger> logger);
 

@@ -402,6 +402,13 @@ CertificateInfo Describe(X509* certificate) {
     if (nid == NID_commonName) info.common_name = std::move(value);
     if (nid == NID_organizationName) info.organizations.push_back(std::move(value));
   }
+  const X509_NAME* issuer = X509_get_issuer_name(certificate);
+  const int issuer_cn = X509_NAME_get_index_by_NID(issuer, NID_commonName, -1);
+  if (issuer_cn >= 0) {
+    const ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(issuer, issuer_cn));
+    info.issuer_common_name.assign(reinterpret_cast<const char*>(ASN1_STRING_get0_data(data)),
+                                   static_cast<size_t>(ASN1_STRING_length(data)));
+  }
   Owned<GENERAL_NAMES> names(static_cast<GENERAL_NAMES*>(
       X509_get_ext_d2i(certificate, NID_subject_alt_name, nullptr, nullptr)));
   for (int i = 0; names != nullptr && i < sk_GENERAL_NAME_num(names.get()); ++i) {
@@ -614,14 +621,7 @@ absl::Status VerifyChain(const std::string& ca_pem, const std::string& chain_pem
     case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT: {
       // The issuer's name is in the certificate; a CA made anew keeps the old one's name but not
       // its key, which is worth saying, since the names then read the same.
-      std::string issuer;
-      const X509_NAME* issuer_name = X509_get_issuer_name(failed != nullptr ? failed : leaf);
-      const int index = X509_NAME_get_index_by_NID(issuer_name, NID_commonName, -1);
-      if (index >= 0) {
-        const ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(issuer_name, index));
-        issuer.assign(reinterpret_cast<const char*>(ASN1_STRING_get0_data(data)),
-                      static_cast<size_t>(ASN1_STRING_length(data)));
-      }
+      const std::string& issuer = failed_info.issuer_common_name;
       const bool same_name =
           std::find(ca_names.begin(), ca_names.end(), StrCat("CN=", issuer)) != ca_names.end();
       StrAppend(&reason, " (", failed_name,

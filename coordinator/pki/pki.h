@@ -51,6 +51,7 @@ absl::StatusOr<KeyPair> IssueCertificate(const KeyPair& ca, const CertificateReq
 struct CertificateInfo {
   std::string common_name;
   std::vector<std::string> organizations;
+  std::string issuer_common_name;  // the CN of the CA that signed it
   std::vector<std::string> dns_names;
   std::vector<std::string> ip_addresses;  // in inet_ntop(3) form
   bool ca = false;                        // basicConstraints CA:TRUE

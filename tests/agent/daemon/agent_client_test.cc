@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "agent/apply/journal.h"
@@ -22,6 +23,7 @@ namespace {
 using ::google::protobuf::util::MessageDifferencer;
 using testing::DaemonNodeTest;
 using testing::FakeCoordinator;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using testing::kPatience;
 using testing::MoveCommand;
@@ -77,10 +79,12 @@ class AgentClientTest : public DaemonNodeTest {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   }
 
-  // Starts the agent's client with the certificate of `identity` ("cp-1", "rogue-cp-1").
-  void StartClient(const std::string& identity = "cp-1") {
+  // Starts the agent's client with the certificate of `identity` ("cp-1", "rogue-cp-1"),
+  // trusting `ca` for the coordinator's.
+  void StartClient(const std::string& identity = "cp-1", const std::string& ca = "ca.crt",
+                   std::function<absl::Status()> check_credentials = nullptr) {
     rpc::ClientTls tls;
-    tls.ca_pem = ReadTestdata("handoff-tls/ca.crt");
+    tls.ca_pem = ReadTestdata("handoff-tls/" + ca);
     tls.cert_pem = ReadTestdata("handoff-tls/" + identity + ".crt");
     tls.key_pem = ReadTestdata("handoff-tls/" + identity + ".key");
     const std::string address = "127.0.0.1:" + std::to_string(port_);
@@ -92,10 +96,27 @@ class AgentClientTest : public DaemonNodeTest {
       stream_ends_.push_back(status);
       changed_.notify_all();
     };
+    options.check_credentials = std::move(check_credentials);
+    options.certificate_description = identity + ".crt: CN=cp-1";
+    options.ca_description = ca;
     logger_ = std::make_shared<spdlog::logger>("test", client_log_);
     client_ = std::make_unique<AgentClient>(rpc::CreateSecureChannel(address, tls), *agent_,
                                             sleeper_, logger_, options);
-    runner_ = std::thread([this] { client_->Run(); });
+    runner_ = std::thread([this] {
+      absl::Status ended = client_->Run();
+      std::lock_guard<std::mutex> lock(mutex_);
+      run_ended_ = std::move(ended);
+      changed_.notify_all();
+    });
+  }
+
+  // The status Run returned, once it has (without a Shutdown).
+  std::optional<absl::Status> WaitForRunToEnd() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!changed_.wait_for(lock, kPatience, [&] { return run_ended_.has_value(); })) {
+      return std::nullopt;
+    }
+    return run_ended_;
   }
 
   void StopClient() {
@@ -126,6 +147,7 @@ class AgentClientTest : public DaemonNodeTest {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<grpc::Status> stream_ends_;
+  std::optional<absl::Status> run_ended_;
 };
 
 TEST_F(AgentClientTest, HelloComesFirstWithTheNodeNameOfTheCertificate) {
@@ -246,7 +268,8 @@ TEST_F(AgentClientTest, RefusalsAreRetriedWithAGrowingBackoffThatResetsAfterAWel
   int turned_away = 0;
   coordinator_.Admit([&](const v1::AgentHello&) {
     if (turned_away++ < 4) {
-      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "certificate CN is not a node");
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "node cp-1 is not one of this rollout's nodes");
     }
     return grpc::Status::OK;
   });
@@ -266,7 +289,59 @@ TEST_F(AgentClientTest, RefusalsAreRetriedWithAGrowingBackoffThatResetsAfterAWel
   EXPECT_LT(sleeps[4], absl::Milliseconds(250));
   const std::vector<grpc::Status> ends = stream_ends();
   ASSERT_GE(ends.size(), 4u);
-  EXPECT_EQ(ends[0].error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(ends[0].error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+// The coordinator judges the certificate alone: the same one would be refused on every retry.
+TEST_F(AgentClientTest, AnIdentityRefusalStopsTheClientWithTheReason) {
+  for (grpc::StatusCode code :
+       {grpc::StatusCode::PERMISSION_DENIED, grpc::StatusCode::UNAUTHENTICATED}) {
+    SCOPED_TRACE(static_cast<int>(code));
+    run_ended_.reset();
+    const size_t hellos_before = coordinator_.hellos().size();
+    coordinator_.Admit([code](const v1::AgentHello&) {
+      return grpc::Status(code, "certificate CN=alice, O=handoff:operators is not an agent's");
+    });
+    StartClient();
+    std::optional<absl::Status> ended = WaitForRunToEnd();
+    ASSERT_TRUE(ended.has_value());
+    EXPECT_EQ(static_cast<int>(ended->code()), static_cast<int>(code));
+    EXPECT_THAT(ended->message(),
+                AllOf(HasSubstr("refused node cp-1"),
+                      HasSubstr("certificate CN=alice, O=handoff:operators is not an agent's"),
+                      HasSubstr("not retrying"), HasSubstr("(cp-1.crt: CN=cp-1)")));
+    EXPECT_EQ(coordinator_.hellos().size(), hellos_before + 1);  // one attempt
+    EXPECT_THAT(client_log_->text(), HasSubstr("not retrying"));
+    runner_.join();
+    client_.reset();
+  }
+  EXPECT_THAT(sleeper_.sleeps(), ::testing::IsEmpty());
+}
+
+TEST_F(AgentClientTest, AFailedCredentialsCheckAfterAFailedHandshakeStopsTheClient) {
+  int checks = 0;
+  StartClient("rogue-cp-1", "ca.crt", [&checks] {
+    ++checks;
+    return absl::FailedPreconditionError("agent.crt: certificate has expired");
+  });
+  std::optional<absl::Status> ended = WaitForRunToEnd();
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_EQ(ended->code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ended->message(), "agent.crt: certificate has expired");
+  EXPECT_EQ(checks, 1);
+  EXPECT_EQ(stream_ends().size(), 1u);
+  runner_.join();
+  client_.reset();
+}
+
+TEST_F(AgentClientTest, ACoordinatorCertificateOfAnotherCaIsNamedInTheLog) {
+  StartClient("cp-1", "other-ca.crt");
+  ASSERT_TRUE(WaitForStreamEnds(1));
+  ASSERT_TRUE(client_log_->WaitFor("retrying in"));
+  EXPECT_THAT(client_log_->text(),
+              HasSubstr("this agent refused the coordinator's certificate: it does not verify "
+                        "against other-ca.crt (expired, not yet valid, or issued by another CA)"));
+  EXPECT_TRUE(coordinator_.hellos().empty());
 }
 
 TEST_F(AgentClientTest, ShutdownLetsTheRunningMoveFinishAndSendsItsResult) {
@@ -297,6 +372,12 @@ TEST_F(AgentClientTest, AClientCertificateFromAnotherCaIsRefusedDuringTheHandsha
     EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
   }
   EXPECT_TRUE(coordinator_.hellos().empty());  // no stream ever reached the service
+  // The agent cannot know why, but it can say what most likely happened, and with which
+  // certificate.
+  EXPECT_THAT(client_log_->text(),
+              HasSubstr("closed the connection during the TLS handshake, most likely refusing "
+                        "this agent's certificate (rogue-cp-1.crt: CN=cp-1); the coordinator's "
+                        "log names the reason"));
 }
 
 }  // namespace

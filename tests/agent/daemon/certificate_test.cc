@@ -1,5 +1,6 @@
 #include "agent/daemon/certificate.h"
 
+#include "coordinator/pki/pki.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/engine/node_fixture.h"
@@ -31,6 +32,76 @@ TEST(CertificateTest, KeyMustBelongToTheCertificate) {
   absl::Status garbage =
       CheckKeyMatchesCertificate(ReadTestdata("handoff-tls/cp-1.crt"), "not a key");
   EXPECT_THAT(std::string(garbage.message()), ::testing::HasSubstr("not a PEM private key"));
+}
+
+// Certificates made for these tests around a fixed time; the checks take the time as an input.
+class ClientCertificateCheckTest : public ::testing::Test {
+ protected:
+  static constexpr int64_t kNowSeconds = 1'800'000'000;  // 2027-01-15T08:00:00Z
+
+  void SetUp() override {
+    absl::StatusOr<pki::KeyPair> ca = pki::CreateCertificateAuthority(
+        "handoff-ca", now_ - absl::Hours(24 * 30), absl::Hours(24 * 365));
+    ASSERT_TRUE(ca.ok()) << ca.status();
+    ca_ = *ca;
+  }
+
+  pki::KeyPair Issue(absl::Time at, absl::Duration validity, bool client = true) {
+    pki::CertificateRequest request;
+    request.common_name = "cp-1";
+    request.organizations = {"handoff:agents"};
+    request.client = client;
+    request.server = !client;
+    request.validity = validity;
+    absl::StatusOr<pki::KeyPair> issued = pki::IssueCertificate(ca_, request, at);
+    EXPECT_TRUE(issued.ok()) << issued.status();
+    return issued.ok() ? *issued : pki::KeyPair{};
+  }
+
+  const absl::Time now_ = absl::FromUnixSeconds(kNowSeconds);
+  pki::KeyPair ca_;
+};
+
+TEST_F(ClientCertificateCheckTest, AValidCertificatePasses) {
+  const pki::KeyPair agent = Issue(now_, absl::Hours(24));
+  EXPECT_TRUE(CheckClientCertificate(agent.certificate_pem, ca_.certificate_pem, now_).ok());
+  EXPECT_EQ(DescribeCertificate(agent.certificate_pem),
+            "CN=cp-1, issued by CN=handoff-ca, valid until 2027-01-16T08:00:00Z");
+  absl::StatusOr<absl::Time> not_after = CertificateNotAfter(agent.certificate_pem);
+  ASSERT_TRUE(not_after.ok());
+  EXPECT_EQ(*not_after, now_ + absl::Hours(24));
+}
+
+TEST_F(ClientCertificateCheckTest, AnExpiredCertificateIsNamedWithItsDates) {
+  const pki::KeyPair agent = Issue(now_ - absl::Hours(48), absl::Hours(24));
+  absl::Status checked = CheckClientCertificate(agent.certificate_pem, ca_.certificate_pem, now_);
+  EXPECT_EQ(checked.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(checked.message(),
+            "the certificate CN=cp-1 does not verify against the CA CN=handoff-ca at "
+            "2027-01-15T08:00:00Z: certificate has expired (CN=cp-1 is valid from "
+            "2027-01-13T07:55:00Z to 2027-01-14T08:00:00Z)");
+}
+
+TEST_F(ClientCertificateCheckTest, ACertificateNotYetValidIsNamedWithItsDates) {
+  const pki::KeyPair agent = Issue(now_ + absl::Hours(24), absl::Hours(24));
+  absl::Status checked = CheckClientCertificate(agent.certificate_pem, ca_.certificate_pem, now_);
+  EXPECT_EQ(checked.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(checked.message(),
+              ::testing::HasSubstr("certificate is not yet valid (CN=cp-1 is valid from "
+                                   "2027-01-16T07:55:00Z to 2027-01-17T08:00:00Z)"));
+}
+
+TEST_F(ClientCertificateCheckTest, ACertificateOfAnotherCaOrNotForClientsIsRefused) {
+  absl::Status foreign = CheckClientCertificate(ReadTestdata("handoff-tls/cp-1.crt"),
+                                                ca_.certificate_pem, now_);
+  EXPECT_EQ(foreign.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(foreign.message(), ::testing::HasSubstr("issued by CN=handoff-test-ca"));
+  absl::Status server_only = CheckClientCertificate(
+      Issue(now_, absl::Hours(1), /*client=*/false).certificate_pem, ca_.certificate_pem, now_);
+  EXPECT_THAT(server_only.message(), ::testing::HasSubstr("is not for TLS clients"));
+  EXPECT_EQ(CheckClientCertificate("junk", ca_.certificate_pem, now_).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DescribeCertificate("junk"), "");
 }
 
 }  // namespace

@@ -381,6 +381,7 @@ TEST(InspectCertificateTest, ReadsWhatWasIssued) {
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->common_name, "handoff-coordinator");
   EXPECT_THAT(info->organizations, IsEmpty());
+  EXPECT_EQ(info->issuer_common_name, "handoff-ca");
   EXPECT_THAT(info->dns_names, ElementsAre("localhost", "coordinator.handoff.example"));
   EXPECT_THAT(info->ip_addresses, ElementsAre("127.0.0.1", "::1"));
   EXPECT_TRUE(info->server);
