@@ -42,6 +42,13 @@ Applier::Applier(Host host, Settings settings, ApplyOptions options, std::ostrea
       verifier_(host.processes, host.health, host.clock, options_.verify_options) {}
 
 absl::StatusOr<std::unique_ptr<FileSystem::Lock>> Applier::Lock() {
+  // The CLI checks this with the settings file's name; checked again here, before the first
+  // thing is created, for every other way an Applier is made.
+  absl::Status state_dir = CheckStateDir(settings_.paths, "settings", &host_.fs);
+  if (!state_dir.ok()) {
+    return absl::FailedPreconditionError(
+        StrCat(state_dir.message(), " (nothing was created or written)"));
+  }
   if (!host_.fs.Exists(settings_.paths.state_dir)) {
     absl::Status dir = EnsureDirectory(host_.fs, settings_.paths.state_dir, 0700);
     if (!dir.ok()) return dir;
@@ -335,14 +342,15 @@ absl::Status Applier::Restore(const Journal& journal, size_t entries_touched, bo
     const JournalEntry& entry = journal.entries[k];
     std::optional<std::string> backup;
     if (entry.existed) {
-      absl::StatusOr<std::string> content = host_.fs.ReadFile(BackupPath(state_dir, journal.id, k));
+      absl::StatusOr<std::string> content =
+          host_.fs.ReadFile(BackupPath(state_dir, journal.id, k), kChangedFileRead);
       if (!content.ok()) {
         errors.push_back(StrCat(entry.path, ": backup unreadable: ", content.status().message()));
         continue;
       }
       backup = *content;
     }
-    absl::StatusOr<std::string> current = host_.fs.ReadFile(entry.path);
+    absl::StatusOr<std::string> current = host_.fs.ReadFile(entry.path, kChangedFileRead);
     const bool absent = !current.ok() && absl::IsNotFound(current.status());
     const bool unchanged = backup ? (current.ok() && *current == *backup) : absent;
     // A temp file left by an interrupted write is a dotfile the kubelet ignores; remove it anyway.
@@ -377,7 +385,13 @@ absl::Status Applier::Restore(const Journal& journal, size_t entries_touched, bo
 absl::StatusOr<std::vector<std::string>> Applier::Recover() {
   absl::StatusOr<std::unique_ptr<FileSystem::Lock>> lock = Lock();
   if (!lock.ok()) return lock.status();
-  return RecoverLocked();
+  absl::StatusOr<std::vector<std::string>> recovered = RecoverLocked();
+  // Under the lock recovery has begun: however it fails, it is not a refusal with nothing
+  // done, which FailedPrecondition means to the caller.
+  if (!recovered.ok() && absl::IsFailedPrecondition(recovered.status())) {
+    return absl::InternalError(recovered.status().message());
+  }
+  return recovered;
 }
 
 absl::StatusOr<std::vector<std::string>> Applier::RecoverLocked() {
@@ -452,11 +466,11 @@ absl::StatusOr<ApplyReport> Applier::Rollback() {
     FileChange change;
     change.path = entry.path;
     change.component = entry.component;
-    absl::StatusOr<std::string> current_content = host_.fs.ReadFile(entry.path);
+    absl::StatusOr<std::string> current_content = host_.fs.ReadFile(entry.path, kChangedFileRead);
     if (current_content.ok()) change.before = *current_content;
     if (entry.existed) {
       absl::StatusOr<std::string> backup =
-          host_.fs.ReadFile(BackupPath(settings_.paths.state_dir, last->id, k));
+          host_.fs.ReadFile(BackupPath(settings_.paths.state_dir, last->id, k), kChangedFileRead);
       if (!backup.ok()) return backup.status();
       change.after = *backup;
     }

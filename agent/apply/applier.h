@@ -69,14 +69,18 @@ class Applier {
   Applier(Host host, Settings settings, ApplyOptions options, std::ostream& log);
 
   // Moves the node to `target`. Refuses with an error (nothing written) when another apply holds
-  // the lock, when the node is inconsistent or `target` not adjacent, when a file a new manifest
-  // mounts is missing, or when an unfinished transaction cannot be recovered. A move that fails
+  // the lock, when the state dir is one the kubelet reads (FailedPrecondition for both), when the
+  // node is inconsistent or `target` not adjacent, when a file a new manifest mounts is missing,
+  // or when an unfinished transaction cannot be recovered. A move that fails
   // verification is undone: the report's `failure` (and `rollback_failure`) then say why.
   absl::StatusOr<ApplyReport> Apply(NodeState target);
 
   // Finds transactions left "started" by a crash and undoes each, so the node is wholly in its
   // state before that transaction; also clears directories of transactions that never started.
   // Returns the ids recovered. Verifies the restored components when options.verify is set.
+  // FailedPrecondition only when it refused with nothing done: another holder has the lock, or
+  // the state dir is one the kubelet reads (CheckStateDir). Any other error came from the
+  // recovery itself, and the node needs an operator.
   absl::StatusOr<std::vector<std::string>> Recover();
 
   // Undoes the last committed transaction (as a new, journaled transaction of its own).

@@ -116,7 +116,7 @@ absl::StatusOr<std::vector<Journal>> ListTransactions(const FileSystem& fs,
   for (const std::string& id : *ids) {
     if (StartsWith(id, ".")) continue;
     const std::string path = JournalPath(state_dir, id);
-    absl::StatusOr<std::string> text = fs.ReadFile(path);
+    absl::StatusOr<std::string> text = fs.ReadFile(path, kJournalRead);
     absl::StatusOr<Journal> journal =
         text.ok() ? Journal::Parse(*text, path) : absl::StatusOr<Journal>(text.status());
     if (!journal.ok()) {

@@ -178,7 +178,7 @@ class Commands {
     Settings settings;
     if (!options.settings_file.empty()) {
       std::unique_ptr<FileSystem> fs = open_root_("");
-      absl::StatusOr<std::string> text = fs->ReadFile(options.settings_file);
+      absl::StatusOr<std::string> text = fs->ReadFile(options.settings_file, kSettingsRead);
       if (!text.ok()) return text.status();
       absl::StatusOr<Settings> parsed = ParseSettings(*text, options.settings_file);
       if (!parsed.ok()) return parsed.status();
@@ -192,6 +192,14 @@ class Commands {
       settings.k8s_version = *version;
     }
     if (!options.ccm_image.empty()) settings.ccm.image = options.ccm_image;
+    // Before any command opens (let alone creates) the state dir: one the kubelet reads would
+    // turn handoff's own files into broken manifests.
+    std::unique_ptr<FileSystem> node = open_root_(options.root);
+    absl::Status state_dir = CheckStateDir(
+        settings.paths,
+        options.settings_file.empty() ? std::string("the default settings") : options.settings_file,
+        node.get());
+    if (!state_dir.ok()) return state_dir;
     return settings;
   }
 
@@ -257,7 +265,7 @@ class Commands {
       options.version = *parsed;
     }
     std::unique_ptr<FileSystem> fs = open_root_("");
-    absl::StatusOr<std::string> text = fs->ReadFile(file);
+    absl::StatusOr<std::string> text = fs->ReadFile(file, kLeaderMigrationConfigRead);
     if (!text.ok()) return Refuse(text.status());
     lm::LintResult result = lm::Lint(*text, options);
     for (const lm::Problem& problem : result.problems) {
@@ -330,6 +338,11 @@ class Commands {
   int Recover(const NodeOptions& node, const ChangeOptions& change) {
     return WithApplier(node, change, [&](Applier& applier) {
       absl::StatusOr<std::vector<std::string>> recovered = applier.Recover();
+      // FailedPrecondition: refused before anything was done (another holder of the lock, a
+      // state dir the kubelet reads), as apply would be.
+      if (!recovered.ok() && absl::IsFailedPrecondition(recovered.status())) {
+        return Refuse(recovered.status());
+      }
       if (!recovered.ok()) {
         err_ << "handoff-agent: " << recovered.status().message() << "\n";
         return kExitNeedsAttention;
@@ -411,7 +424,7 @@ class Commands {
     for (auto [flag, path, content] : {std::tuple{"--ca", &run.ca, &config.tls.ca_pem},
                                        std::tuple{"--cert", &run.cert, &config.tls.cert_pem},
                                        std::tuple{"--key", &run.key, &config.tls.key_pem}}) {
-      absl::StatusOr<std::string> text = host_files->ReadFile(*path);
+      absl::StatusOr<std::string> text = host_files->ReadFile(*path, kPemRead);
       if (!text.ok()) {
         return Refuse(absl::InvalidArgumentError(
             StrCat("cannot read ", flag, ": ", text.status().message())));

@@ -103,7 +103,7 @@ absl::StatusOr<CommandLog> CommandLog::Open(FileSystem& fs, const std::string& s
     // AtomicReplace's temp files are dotfiles; a crash may leave one behind.
     if (StartsWith(name, ".") || !EndsWith(name, kSuffix)) continue;
     const std::string path = StrCat(log.directory_, "/", name);
-    absl::StatusOr<std::string> text = fs.ReadFile(path);
+    absl::StatusOr<std::string> text = fs.ReadFile(path, kCommandRecordRead);
     if (!text.ok()) return text.status();
     absl::StatusOr<CommandRecord> record = Parse(*text, path);
     if (!record.ok()) return record.status();

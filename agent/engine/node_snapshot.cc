@@ -8,8 +8,9 @@ namespace {
 
 // Reads a file that may be absent: nullopt when absent, an error for anything else.
 absl::StatusOr<std::optional<std::string>> ReadOptional(const FileSystem& fs,
-                                                        const std::string& path) {
-  absl::StatusOr<std::string> content = fs.ReadFile(path);
+                                                        const std::string& path,
+                                                        const ReadLimit& limit) {
+  absl::StatusOr<std::string> content = fs.ReadFile(path, limit);
   if (content.ok()) return std::optional<std::string>(*std::move(content));
   if (absl::IsNotFound(content.status())) return std::optional<std::string>();
   return content.status();
@@ -47,13 +48,29 @@ absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const FileSystem& fs, const NodePa
   for (const std::string& name : *names) {
     if (StartsWith(name, ".")) continue;  // the kubelet skips dotfiles
     const std::string path = JoinPath(paths.manifest_dir, name);
-    absl::StatusOr<FileInfo> info = fs.Stat(path);
-    if (!info.ok()) return info.status();
-    if (info->is_directory) continue;
-    absl::StatusOr<std::string> content = fs.ReadFile(path);
-    if (!content.ok()) return content.status();
     ManifestFile file;
     file.path = path;
+    absl::StatusOr<FileInfo> info = fs.Stat(path);
+    if (!info.ok() && absl::IsNotFound(info.status())) {
+      // Listed but not there: a symlink to nothing (inside --root, a link to a host path the
+      // copy lacks). The kubelet skips it; handoff names it rather than guess what it was.
+      file.parse_error =
+          StrCat(info.status().message(), "; listed but not there: a symlink to nothing?");
+      snapshot.manifests.push_back(std::move(file));
+      continue;
+    }
+    if (!info.ok()) return info.status();
+    if (info->is_directory) continue;
+    // A FIFO, a device, a socket, or a file too large to be a manifest: ReadFile refuses each
+    // without opening it for reading (a FIFO would block, /dev/zero never end). It is a broken
+    // entry of the directory, named with the reason, as a file that does not parse is.
+    absl::StatusOr<std::string> content = fs.ReadFile(path, kStaticPodManifestRead);
+    if (!content.ok() && absl::IsFailedPrecondition(content.status())) {
+      file.parse_error = std::string(content.status().message());
+      snapshot.manifests.push_back(std::move(file));
+      continue;
+    }
+    if (!content.ok()) return content.status();
     file.content = *std::move(content);
     absl::StatusOr<StaticPod> pod = StaticPod::Parse(file.content, path);
     if (pod.ok()) {
@@ -64,15 +81,17 @@ absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const FileSystem& fs, const NodePa
     snapshot.manifests.push_back(std::move(file));
   }
   if (!paths.kubelet_flags_file.empty()) {
-    absl::StatusOr<std::optional<std::string>> flags = ReadOptional(fs, paths.kubelet_flags_file);
+    absl::StatusOr<std::optional<std::string>> flags =
+        ReadOptional(fs, paths.kubelet_flags_file, kKubeletFlagsRead);
     if (!flags.ok()) return flags.status();
     snapshot.kubelet_flags = *std::move(flags);
   }
   absl::StatusOr<std::optional<std::string>> config =
-      ReadOptional(fs, paths.leader_migration_config);
+      ReadOptional(fs, paths.leader_migration_config, kLeaderMigrationConfigRead);
   if (!config.ok()) return config.status();
   snapshot.leader_migration_config = *std::move(config);
-  absl::StatusOr<std::optional<std::string>> record = ReadOptional(fs, MigrationRecordPath(paths));
+  absl::StatusOr<std::optional<std::string>> record =
+      ReadOptional(fs, MigrationRecordPath(paths), kMigrationRecordRead);
   if (!record.ok()) return record.status();
   snapshot.migration_record = *std::move(record);
 
@@ -96,7 +115,8 @@ absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const FileSystem& fs, const NodePa
   }
   for (const std::string& host : referenced) {
     if (snapshot.referenced_files.count(host)) continue;
-    absl::StatusOr<std::optional<std::string>> content = ReadOptional(fs, host);
+    absl::StatusOr<std::optional<std::string>> content =
+        ReadOptional(fs, host, kLeaderMigrationConfigRead);
     if (!content.ok()) return content.status();
     snapshot.referenced_files[host] = *std::move(content);
   }

@@ -26,8 +26,10 @@ inline constexpr std::string_view kKubelet = "kubelet";
 struct ManifestFile {
   std::string path;
   std::string content;
-  std::optional<StaticPod> pod;  // nullopt when the file does not parse as a pod
-  std::string parse_error;
+  // nullopt when the file does not parse as a pod, or is no file to parse: a FIFO, a device, a
+  // socket, one over the manifest size limit (kStaticPodManifestRead), or a symlink to nothing.
+  std::optional<StaticPod> pod;
+  std::string parse_error;  // why `pod` is nullopt, naming the file
 };
 
 struct NodeSnapshot {
@@ -50,8 +52,10 @@ std::string MigrationRecordPath(const NodePaths& paths);
 std::optional<std::string> HostPathOf(const StaticPod& pod, size_t container,
                                       std::string_view container_path);
 
-// Reads the node. Fails only when the manifest directory cannot be listed or a present file
-// cannot be read; content problems are left to Classify.
+// Reads the node, each kind of file within its size limit (read_limit.h). Fails only when the
+// manifest directory cannot be listed or a present file cannot be read; content problems are
+// left to Classify, and so is an entry of the manifest directory that is no file to read (a
+// broken entry, named with the reason, never opened for reading).
 absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const FileSystem& fs, const NodePaths& paths);
 
 }  // namespace handoff

@@ -6,6 +6,7 @@
 
 #include "agent/base/strings.h"
 #include "agent/base/yaml_util.h"
+#include "agent/fs/host_path.h"
 
 namespace handoff {
 namespace {
@@ -231,6 +232,57 @@ absl::StatusOr<Settings> ParseSettings(std::string_view text, std::string_view s
     return absl::InvalidArgumentError(StrJoin(reader.problems(), "\n"));
   }
   return settings;
+}
+
+absl::Status CheckStateDir(const NodePaths& paths, std::string_view source,
+                           const FileSystem* fs) {
+  const std::string& state_dir = paths.state_dir;
+  auto refuse = [&](std::string_view what) {
+    return absl::InvalidArgumentError(
+        StrCat(source, ": paths.stateDir: ", state_dir, " ", what,
+               "; give handoff a directory of its own, e.g. /var/lib/handoff"));
+  };
+  if (state_dir.empty() || state_dir.front() != '/') return refuse("is not an absolute path");
+  struct KubeletDir {
+    std::string path;
+    std::string_view what;
+  };
+  std::vector<KubeletDir> kubelet_dirs;
+  if (!paths.manifest_dir.empty()) {
+    kubelet_dirs.push_back(
+        {paths.manifest_dir,
+         "the static pod manifest directory (paths.manifestDir), where the kubelet loads every "
+         "file: handoff's lock, journal and backups would be taken for broken manifests"});
+  }
+  if (!paths.kubelet_flags_file.empty()) {
+    kubelet_dirs.push_back(
+        {ParentPath(paths.kubelet_flags_file),
+         "the kubelet's own directory, which holds its flags file (paths.kubeletFlagsFile)"});
+  }
+  const std::string normal_state = LexicallyNormal(state_dir);
+  for (const KubeletDir& dir : kubelet_dirs) {
+    if (dir.path.empty() || dir.path.front() != '/') continue;
+    const std::string normal_dir = LexicallyNormal(dir.path);
+    // "/" would hold every state dir: a flags file at the top is no kubelet directory.
+    if (normal_dir == "/") continue;
+    if (IsSameOrBelow(normal_state, normal_dir)) {
+      return refuse(StrCat(normal_state == normal_dir ? "is " : "is inside ", normal_dir, ", ",
+                           dir.what));
+    }
+    if (fs == nullptr) continue;
+    // The same after symlinks: a state dir reached through a link into the manifest dir (or a
+    // manifest dir that is itself a link) puts the files in the same place.
+    absl::StatusOr<std::string> real_state = fs->RealPath(normal_state);
+    absl::StatusOr<std::string> real_dir = fs->RealPath(normal_dir);
+    if (!real_state.ok() || !real_dir.ok() || *real_dir == "/") continue;
+    if (IsSameOrBelow(*real_state, *real_dir)) {
+      return refuse(StrCat("resolves to ", *real_state, ", ",
+                           *real_state == *real_dir ? "which is " : "inside ", normal_dir,
+                           *real_dir == normal_dir ? "" : StrCat(" (", *real_dir, ")"), ", ",
+                           dir.what));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace handoff

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/base/kube_version.h"
+#include "agent/fs/file_system.h"
 
 namespace handoff {
 
@@ -74,6 +75,16 @@ absl::StatusOr<HealthUrl> ParseHealthUrl(std::string_view url);
 // Parses a settings file. Unknown keys are errors that name the file and the key path, so a typo
 // never silently falls back to a default.
 absl::StatusOr<Settings> ParseSettings(std::string_view text, std::string_view source);
+
+// Refuses a state dir (paths.stateDir) where the kubelet would find handoff's files, before
+// anything is made in it: one that is, or lies inside, the static pod manifest directory (the
+// kubelet loads every file there, so the lock, journal and backups would be taken for broken
+// manifests), or the directory of the kubelet's flags file (the kubelet's own directory,
+// /var/lib/kubelet on kubeadm). Also a state dir that is not absolute. The paths are compared
+// lexically normal and, when `fs` is given, also as fs->RealPath resolves their symlinks (inside
+// its root). InvalidArgument naming `source` (the settings file) and paths.stateDir.
+absl::Status CheckStateDir(const NodePaths& paths, std::string_view source,
+                           const FileSystem* fs = nullptr);
 
 }  // namespace handoff
 

@@ -116,8 +116,8 @@ class PosixFileSystem : public FileSystem {
     // Bounded by the limit, not by st_size: a file that grows while it is read, or one whose
     // size the kernel does not know (/proc), stops one byte past the limit.
     while (content.size() <= limit.max_bytes) {
-      const size_t want =
-          static_cast<size_t>(std::min<uint64_t>(sizeof(buffer), limit.max_bytes + 1 - content.size()));
+      const size_t want = static_cast<size_t>(
+          std::min<uint64_t>(sizeof(buffer), limit.max_bytes + 1 - content.size()));
       const ssize_t n = ::read(fd.get(), buffer, want);
       if (n == 0) break;
       if (n < 0) {
@@ -264,7 +264,8 @@ class PosixFileSystem : public FileSystem {
     }
     // mkdir(2) applies the umask; the directory gets the mode asked for. Through a descriptor
     // opened without following, so that a symlink put in its place is not chmodded through.
-    UniqueFd made(::openat(dir.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd made(
+        ::openat(dir.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (made.get() < 0) return CallErrnoStatus("open", path, errno);
     if (::fchmod(made.get(), bits) != 0) return CallErrnoStatus("chmod", path, errno);
     return absl::OkStatus();

@@ -29,8 +29,8 @@ absl::Status CheckReadSize(std::string_view path, uint64_t size, const ReadLimit
   const std::string limit_text =
       close ? StrCat(FormatByteSize(limit.max_bytes), " (", limit.max_bytes, " bytes)")
             : FormatByteSize(limit.max_bytes);
-  return absl::FailedPreconditionError(
-      StrCat(path, ": ", size_text, " is larger than the ", limit_text, " limit for a ", limit.kind));
+  return absl::FailedPreconditionError(StrCat(path, ": ", size_text, " is larger than the ",
+                                              limit_text, " limit for a ", limit.kind));
 }
 
 }  // namespace handoff

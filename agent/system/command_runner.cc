@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -101,6 +103,100 @@ int OpenPidFd(pid_t pid) {
 #endif
 }
 
+// What the supervisor needs, prepared before fork (after it, in a child of a threaded process,
+// only async-signal-safe calls are allowed: another thread may have held the allocator's lock).
+struct Supervision {
+  char* const* exec_argv;
+  int dev_null;
+  int output;
+  int exec_error;
+  sigset_t no_signals;
+  sigset_t awaited;  // SIGCHLD, and the signals that ask it to stop
+  pid_t agent;
+};
+
+// Ends this process as the command ended: the same exit code, or death by the same signal.
+[[noreturn]] void ExitAs(int status) {
+  if (WIFSIGNALED(status)) {
+    const int death = WTERMSIG(status);
+    // The command dumped its core already if it was to; the supervisor's would only mislead.
+    const rlimit no_core = {0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::signal(death, SIG_DFL);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, death);
+    ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+    ::kill(::getpid(), death);
+    ::_exit(128 + death);
+  }
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
+}
+
+// The child of fork: the leader of a new process group that runs the command as its own child
+// and stays to watch the agent. PR_SET_PDEATHSIG alone would kill only this process, and a
+// shell's children (or a restart script's) would outlive the agent; so the parent's death
+// signal comes here, and the supervisor kills the whole group, the command and whatever it
+// started. Only async-signal-safe calls (and execvp, as before the supervisor).
+[[noreturn]] void Supervise(const Supervision& supervision) {
+  // Its own process group, so a timeout, or the agent's death, kills whatever the command
+  // started too.
+  ::setpgid(0, 0);
+  // Blocked before the death signal is asked for, so that it waits in sigwaitinfo; SIGCHLD back
+  // to its default, as a parent that ignored it would have children reaped unseen.
+  ::sigprocmask(SIG_SETMASK, &supervision.awaited, nullptr);
+  ::signal(SIGCHLD, SIG_DFL);
+  // Sent when the thread that forked dies: that thread waits in Run until the command is over,
+  // so this comes only when the agent dies (or is killed).
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // The agent may have died between fork and prctl; then no signal would ever come.
+  if (::getppid() != supervision.agent) ::_exit(128 + SIGKILL);
+
+  const pid_t command = ::fork();
+  if (command < 0) {
+    const int error = errno;
+    (void)!::write(supervision.exec_error, &error, sizeof(error));
+    ::_exit(127);
+  }
+  if (command == 0) {
+    // A daemon blocks signals to take them on one thread (sigwait); the command must not
+    // inherit that mask, nor an ignored SIGPIPE.
+    ::sigprocmask(SIG_SETMASK, &supervision.no_signals, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::dup2(supervision.dev_null, STDIN_FILENO);
+    ::dup2(supervision.output, STDOUT_FILENO);
+    ::dup2(supervision.output, STDERR_FILENO);
+    ::execvp(supervision.exec_argv[0], supervision.exec_argv);
+    int error = errno;
+    (void)!::write(supervision.exec_error, &error, sizeof(error));
+    ::_exit(127);
+  }
+  // The agent sees the end of its output and of the exec error pipe only once the command's
+  // copies are the last ones.
+  ::close(supervision.output);
+  ::close(supervision.exec_error);
+  ::close(supervision.dev_null);
+
+  while (true) {
+    siginfo_t info;
+    const int received = ::sigwaitinfo(&supervision.awaited, &info);
+    if (received < 0) continue;
+    if (received == SIGCHLD) {
+      int status = 0;
+      if (::waitpid(command, &status, WNOHANG) == command) ExitAs(status);
+      continue;
+    }
+    if (::getppid() != supervision.agent) {
+      // The agent is gone (the death signal): so is everything it started, this included.
+      ::kill(0, SIGKILL);
+      ::_exit(128 + SIGKILL);
+    }
+    // Someone else asked the supervisor to stop (a terminal, a service manager's stop): the
+    // command decides what that means, as it would have without a supervisor.
+    ::kill(command, received);
+  }
+}
+
 class ProcessCommandRunner : public CommandRunner {
  public:
   absl::Status Run(const std::vector<std::string>& argv, absl::Duration timeout) override {
@@ -127,23 +223,21 @@ class ProcessCommandRunner : public CommandRunner {
     // Carries execvp's errno to the parent; closed by a successful exec (O_CLOEXEC).
     if (absl::Status s = MakePipe(exec_error_read, exec_error_write); !s.ok()) return s;
 
+    Supervision supervision;
+    supervision.exec_argv = exec_argv.data();
+    supervision.dev_null = dev_null.get();
+    supervision.output = output_write.get();
+    supervision.exec_error = exec_error_write.get();
+    supervision.no_signals = no_signals;
+    sigemptyset(&supervision.awaited);
+    for (int awaited : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&supervision.awaited, awaited);
+    // Taken before fork: the child compares it with getppid() to learn whether the agent died
+    // before it asked to be told.
+    supervision.agent = ::getpid();
+
     const pid_t pid = ::fork();
     if (pid < 0) return ErrnoError(errno, StrCat(command, ": fork"));
-    if (pid == 0) {
-      // Its own process group, so a timeout kills whatever the command started too.
-      ::setpgid(0, 0);
-      // A daemon blocks signals to take them on one thread (sigwait); the command must not
-      // inherit that mask, nor an ignored SIGPIPE.
-      ::sigprocmask(SIG_SETMASK, &no_signals, nullptr);
-      ::signal(SIGPIPE, SIG_DFL);
-      ::dup2(dev_null.get(), STDIN_FILENO);
-      ::dup2(output_write.get(), STDOUT_FILENO);
-      ::dup2(output_write.get(), STDERR_FILENO);
-      ::execvp(exec_argv[0], exec_argv.data());
-      int error = errno;
-      (void)!::write(exec_error_write.get(), &error, sizeof(error));
-      ::_exit(127);
-    }
+    if (pid == 0) Supervise(supervision);
     // Also in the parent: kill(-pid) must work even before the child has run setpgid.
     ::setpgid(pid, pid);
     output_write.Reset();

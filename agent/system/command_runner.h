@@ -16,11 +16,14 @@ class CommandRunner {
   virtual ~CommandRunner() = default;
   // Runs argv[0] (looked up in PATH) without a shell; OK when it exits 0 within `timeout`.
   // Otherwise an error with the command line, the exit status or signal, and the last lines of
-  // its output. A command still running at the timeout is killed.
+  // its output. A command still running at the timeout is killed, with every process it started
+  // (its process group); so is one still running when the agent dies, even by SIGKILL.
   virtual absl::Status Run(const std::vector<std::string>& argv, absl::Duration timeout) = 0;
 };
 
-// fork/exec with stdout and stderr captured.
+// fork/exec with stdout and stderr captured. The child of fork is a small supervisor, the
+// leader of the command's process group, that waits for the command and, told by
+// PR_SET_PDEATHSIG that the agent died, kills the whole group.
 std::unique_ptr<CommandRunner> NewProcessCommandRunner();
 
 }  // namespace handoff

@@ -144,6 +144,44 @@ TEST_F(ApplierTest, SecondApplyWhileOneRunsIsRefused) {
   EXPECT_TRUE(MakeApplier().Apply(NodeState::kPrepared).ok());
 }
 
+// `recover` under another holder of the lock did nothing: a refusal, as for apply, not a
+// recovery that failed and needs an operator.
+TEST_F(ApplierTest, RecoverWhileAnotherHoldsTheLockIsARefusal) {
+  ASSERT_TRUE(EnsureDirectory(fs_, "/var/lib/handoff").ok());
+  absl::StatusOr<std::unique_ptr<FileSystem::Lock>> held = fs_.TryLock("/var/lib/handoff/lock");
+  ASSERT_TRUE(held.ok());
+  const std::map<std::string, std::string> before = fs_.Files();
+  absl::StatusOr<std::vector<std::string>> recovered = MakeApplier().Recover();
+  EXPECT_EQ(recovered.status().code(), absl::StatusCode::kFailedPrecondition) << recovered.status();
+  EXPECT_THAT(std::string(recovered.status().message()),
+              HasSubstr("another handoff-agent is changing this node"));
+  EXPECT_EQ(fs_.Files(), before);
+}
+
+// A state dir the kubelet reads is refused before its lock file is made: the lock would
+// otherwise show up as a broken manifest in every later status.
+TEST_F(ApplierTest, StateDirInTheManifestDirIsRefusedBeforeAnythingIsCreated) {
+  for (const char* state_dir : {"/etc/kubernetes/manifests", "/etc/kubernetes/manifests/handoff",
+                                "/etc/kubernetes/../kubernetes/manifests/", "/var/lib/kubelet"}) {
+    SCOPED_TRACE(state_dir);
+    Settings settings = KubeadmSettings();
+    settings.paths.state_dir = state_dir;
+    const int calls = fs_.write_calls();
+    const std::map<std::string, std::string> before = fs_.Files();
+    Applier applier(Host{fs_, kubelet_, kubelet_, clock_, kubelet_}, settings, ApplyOptions{},
+                    log_);
+    for (const absl::Status& status :
+         {applier.Apply(NodeState::kPrepared).status(), applier.Recover().status(),
+          applier.Rollback().status()}) {
+      EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+      EXPECT_THAT(std::string(status.message()),
+                  AllOf(HasSubstr("paths.stateDir"), HasSubstr("nothing was created")));
+    }
+    EXPECT_EQ(fs_.write_calls(), calls);
+    EXPECT_EQ(fs_.Files(), before);
+  }
+}
+
 TEST_F(ApplierTest, WrongArgvIsRolledBackAndTheRollbackVerified) {
   MustApply(NodeState::kPrepared);
   const std::map<std::string, std::string> prepared = fs_.Files();
