@@ -303,7 +303,7 @@ absl::StatusOr<ClusterCredentials> ParseKubeconfig(std::string_view text, const 
 
 absl::StatusOr<ClusterCredentials> LoadKubeconfig(const FileSystem& fs, const std::string& path,
                                                   const std::string& context) {
-  absl::StatusOr<std::string> text = fs.ReadFile(path);
+  absl::StatusOr<std::string> text = fs.ReadFile(path, kKubeconfigRead);
   if (!text.ok()) {
     return absl::Status(text.status().code(),
                         StrCat("cannot read the kubeconfig ", path, ": ", text.status().message(),
@@ -311,7 +311,7 @@ absl::StatusOr<ClusterCredentials> LoadKubeconfig(const FileSystem& fs, const st
                                "/etc/kubernetes/admin.conf)"));
   }
   return ParseKubeconfig(*text, path, context,
-                         [&fs](const std::string& file) { return fs.ReadFile(file); });
+                         [&fs](const std::string& file) { return fs.ReadFile(file, kPemRead); });
 }
 
 absl::StatusOr<CertificateSubject> ParseCertificateSubject(std::string_view pem) {
