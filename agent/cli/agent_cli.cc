@@ -73,8 +73,9 @@ void AddChangeOptions(CLI::App& command, ChangeOptions& options) {
 
 void AddNodeOptions(CLI::App& command, NodeOptions& options) {
   command.add_option("--root", options.root,
-                     "Directory that host paths are taken under (default /; a copy of a node's "
-                     "files for rehearsal)");
+                     "Directory that host paths are resolved inside, as in a chroot: symlinks "
+                     "and .. never lead out of it (default /; a copy of a node's files for "
+                     "rehearsal)");
   command.add_option("--settings", options.settings_file,
                      "Settings file (YAML): paths, target version, cloud-controller-manager image "
                      "and flags, Leader Migration options; see README");
@@ -151,8 +152,9 @@ void AddRunOptions(CLI::App& command, RunOptions& options) {
                      "This node's name (default: the CN of --cert). The coordinator accepts a node "
                      "only as its certificate's CN, so a different name is refused at start");
   command.add_option("--root", options.root,
-                     "Directory that host paths are taken under (default /; a copy of a node's "
-                     "files for rehearsal)");
+                     "Directory that host paths are resolved inside, as in a chroot: symlinks "
+                     "and .. never lead out of it (default /; a copy of a node's files for "
+                     "rehearsal)");
   command.add_option("--settings", options.settings_file,
                      "Settings file (YAML) for this node's paths (manifest dir, kubelet flags "
                      "file, state dir); versions, images and controllers come from the "
