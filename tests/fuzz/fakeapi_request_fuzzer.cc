@@ -23,7 +23,11 @@ constexpr size_t kMaxRequests = 16;
 constexpr char kSeed[] = R"(apiVersion: coordination.k8s.io/v1
 kind: Lease
 metadata: {name: kube-controller-manager, namespace: kube-system}
-spec: {holderIdentity: cp-1_0, leaseDurationSeconds: 15, acquireTime: "2024-01-01T00:00:00.000000Z", renewTime: "2024-01-01T00:00:10.000000Z"}
+spec:
+  holderIdentity: cp-1_0
+  leaseDurationSeconds: 15
+  acquireTime: "2024-01-01T00:00:00.000000Z"
+  renewTime: "2024-01-01T00:00:10.000000Z"
 ---
 apiVersion: v1
 kind: Node

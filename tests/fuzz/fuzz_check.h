@@ -22,11 +22,11 @@ namespace handoff::fuzz {
 
 // `detail` is anything a std::string can be made from (absl::string_view included: Debian's
 // abseil keeps its own string_view), evaluated only on failure.
-#define FUZZ_CHECK(condition, detail)                                               \
-  do {                                                                              \
-    if (!(condition)) {                                                             \
+#define FUZZ_CHECK(condition, detail)                                                    \
+  do {                                                                                   \
+    if (!(condition)) {                                                                  \
       ::handoff::fuzz::CheckFailed(__FILE__, __LINE__, #condition, std::string(detail)); \
-    }                                                                               \
+    }                                                                                    \
   } while (false)
 
 #endif  // HANDOFF_TESTS_FUZZ_FUZZ_CHECK_H_

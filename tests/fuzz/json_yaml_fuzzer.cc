@@ -35,7 +35,8 @@ void FuzzOne(std::string_view text) {
     } catch (const Json::type_error&) {
       serializable = false;
     }
-    FUZZ_CHECK(serializable, "an object that cannot be written as JSON (not UTF-8): " + Show(object));
+    FUZZ_CHECK(serializable,
+               "an object that cannot be written as JSON (not UTF-8): " + Show(object));
     const std::string yaml = JsonToYaml(object);
     absl::StatusOr<std::vector<Json>> reparsed = ParseObjects(yaml, "emitted.yaml");
     FUZZ_CHECK(reparsed.ok(), reparsed.status().ToString() + "\nemitted:\n" + yaml);

@@ -16,7 +16,8 @@ KubeletFlagsFile Reparse(const KubeletFlagsFile& file) {
   const std::string emitted = file.Emit();
   absl::StatusOr<KubeletFlagsFile> reparsed = KubeletFlagsFile::Parse(emitted, "emitted.env");
   FUZZ_CHECK(reparsed.ok(), std::string(reparsed.status().message()) + "; emitted:\n" + emitted);
-  FUZZ_CHECK(reparsed->flags().items() == file.flags().items(), "flags differ; emitted:\n" + emitted);
+  FUZZ_CHECK(reparsed->flags().items() == file.flags().items(),
+             "flags differ; emitted:\n" + emitted);
   FUZZ_CHECK(reparsed->Emit() == emitted, "Emit is not a fixed point; emitted:\n" + emitted);
   return *std::move(reparsed);
 }
