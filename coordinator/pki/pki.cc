@@ -618,13 +618,19 @@ absl::Status VerifyChain(const std::string& ca_pem, const std::string& chain_pem
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
     case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
     case X509_V_ERR_CERT_SIGNATURE_FAILURE:
-    case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT: {
+    case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+    case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN: {
+      // The certificate whose issuer is not trusted: the one that failed, except when the peer
+      // sent its own CA along (a TLS client does, when that CA is in its trust store) and OpenSSL
+      // stops at that CA, whose issuer is itself.
+      const bool sent_its_ca = error == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN;
+      const CertificateInfo& subject = sent_its_ca ? leaf_info : failed_info;
       // The issuer's name is in the certificate; a CA made anew keeps the old one's name but not
       // its key, which is worth saying, since the names then read the same.
-      const std::string& issuer = failed_info.issuer_common_name;
+      const std::string& issuer = subject.issuer_common_name;
       const bool same_name =
           std::find(ca_names.begin(), ca_names.end(), StrCat("CN=", issuer)) != ca_names.end();
-      StrAppend(&reason, " (", failed_name,
+      StrAppend(&reason, " (", sent_its_ca ? StrCat("CN=", leaf_info.common_name) : failed_name,
                 " was issued by ", same_name ? "another CA named " : "", "CN=", issuer,
                 same_name ? ", with another key: was the CA made anew?" : ", not by this CA",
                 ")");

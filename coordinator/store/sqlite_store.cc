@@ -714,13 +714,19 @@ absl::Status CheckSchema(const Connection& connection) {
 // build machine; a coordinator's history holds a few entries per move.
 absl::Status CheckIntegrity(const Connection& connection) {
   // At most 5 problems: the first names the damage, the rest only confirm it.
+  // A file cut short may fail the check itself (reading the schema, say) rather than make it
+  // report.
+  auto damaged = [](const absl::Status& status) {
+    if (!absl::IsDataLoss(status)) return status;
+    return absl::DataLossError(StrCat(status.message(), ": the file is damaged or cut short"));
+  };
   absl::StatusOr<Statement> check =
       connection.Prepare("PRAGMA integrity_check(5)", "check the database's integrity");
-  if (!check.ok()) return check.status();
+  if (!check.ok()) return damaged(check.status());
   std::vector<std::string> problems;
   while (true) {
     absl::StatusOr<bool> row = check->Step();
-    if (!row.ok()) return row.status();
+    if (!row.ok()) return damaged(row.status());
     if (!*row) break;
     problems.push_back(check->Text(0));
   }

@@ -19,6 +19,7 @@
 namespace handoff::pki {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -474,11 +475,15 @@ TEST(VerifyChainTest, TrustsEveryCaOfABundleAndNamesAForeignIssuer) {
   EXPECT_EQ(foreign.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(foreign.message(),
               HasSubstr("(CN=cp-1 was issued by CN=handoff-next-ca, not by this CA)"));
-  // A certificate the peer sends after its own is never a trust anchor.
-  EXPECT_EQ(VerifyChain(ca.certificate_pem, agent->certificate_pem + other->certificate_pem, kNow,
-                        KeyUsage::kClientAuth)
-                .code(),
-            absl::StatusCode::kFailedPrecondition);
+  // A certificate the peer sends after its own is never a trust anchor (a TLS client sends its
+  // CA along when that CA is in its own trust store).
+  absl::Status sent_its_ca = VerifyChain(
+      ca.certificate_pem, agent->certificate_pem + other->certificate_pem, kNow,
+      KeyUsage::kClientAuth);
+  EXPECT_EQ(sent_its_ca.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(sent_its_ca.message(),
+              AllOf(HasSubstr("self-signed certificate in certificate chain"),
+                    HasSubstr("(CN=cp-1 was issued by CN=handoff-next-ca, not by this CA)")));
 }
 
 TEST(CheckKeyPairTest, MatchesOnlyItsOwnKey) {

@@ -499,7 +499,8 @@ TEST_F(SqliteStoreTest, RefusesADatabaseCutInHalf) {
 
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
-  EXPECT_THAT(Message(store.status()), HasSubstr(path_));
+  EXPECT_THAT(Message(store.status()),
+              AllOf(HasSubstr(path_), HasSubstr("the file is damaged or cut short")));
   EXPECT_EQ(ReadFile(), half);
 }
 
