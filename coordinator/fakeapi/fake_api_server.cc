@@ -48,7 +48,8 @@ constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 constexpr size_t kReadChunk = 64 * 1024;
 // Received bytes a connection holds before it is read no further: one request at most, plus
 // slack for the start of a pipelined next one.
-const size_t kMaxBufferedInput = HttpLimits().max_header_bytes + kMaxRequestBodyBytes + kReadChunk;
+constexpr size_t kMaxBufferedInput =
+    HttpLimits().max_header_bytes + kMaxRequestBodyBytes + kReadChunk;
 
 constexpr uint64_t kListenerId = 0;
 constexpr uint64_t kWakeId = 1;

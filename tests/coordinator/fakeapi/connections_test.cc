@@ -238,6 +238,20 @@ TEST(FakeApiServerConnectionsTest, ASilentConnectionIsClosed) {
   EXPECT_TRUE(silent.closed());
 }
 
+TEST(FakeApiServerConnectionsTest, AStalledTlsHandshakeIsClosed) {
+  ApiStore store;
+  FakeApiServerOptions options;
+  options.cert_file = ::handoff::testing::Testdata("kube-tls/server.crt");
+  options.key_file = ::handoff::testing::Testdata("kube-tls/server.key");
+  options.read_header_timeout = absl::Milliseconds(200);
+  absl::StatusOr<std::unique_ptr<FakeApiServer>> server = FakeApiServer::Start(store, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  RawClient stalled((*server)->port());
+  ASSERT_TRUE(stalled.Send("\x16\x03\x01"));  // the start of a ClientHello
+  EXPECT_EQ(stalled.ReadUntilClosed(), "");
+  EXPECT_TRUE(stalled.closed());
+}
+
 TEST(FakeApiServerConnectionsTest, AnIdleKeepAliveConnectionIsClosed) {
   FakeApiServerOptions options;
   options.idle_timeout = absl::Milliseconds(200);
