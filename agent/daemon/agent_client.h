@@ -62,8 +62,8 @@ struct AgentClientOptions {
 // away or refusing the agent), and the agent reconnects with exponential backoff and jitter,
 // reset after each Welcome. A coordinator that refuses the agent's identity (PERMISSION_DENIED:
 // not an agent's certificate, another node's name; UNAUTHENTICATED) would refuse it again: Run
-// stops and returns that refusal instead of retrying. A command whose id finished is answered with its stored result; one
-// running or queued is answered once, when done. Commands queued but not started when a stream
+// stops and returns that refusal instead of retrying. A command whose id finished is answered
+// with its stored result; one running or queued is answered once, when done. Commands queued but not started when a stream
 // ends are dropped (never carried out; the coordinator sees them neither running nor finished).
 // A result whose stream is gone is kept by the NodeAgent and goes out in the next hello's
 // recent_results; a running command's result follows on the next stream once it is done.

@@ -26,8 +26,9 @@ absl::Status CheckOneRole(const PeerIdentity& identity) {
   if (InGroup(identity, kAgentsGroup) && InGroup(identity, kOperatorsGroup)) {
     return absl::PermissionDeniedError(
         StrCat("certificate ", Describe(identity), " is in both O=", kAgentsGroup, " and O=",
-               kOperatorsGroup, "; a certificate is either an agent's or an operator's, so it is "
-               "refused for both: issue one of each (handoffctl certs issue --node or --operator)"));
+               kOperatorsGroup,
+               "; a certificate is either an agent's or an operator's, so it is refused for both: "
+               "issue one of each (handoffctl certs issue --node or --operator)"));
   }
   return absl::OkStatus();
 }

@@ -232,6 +232,14 @@ TEST_F(TrustTest, ASoundDatabaseIsUsedAsItIsEvenWithTheFlag) {
   EXPECT_EQ((*loaded)->rollout_id, "r-1");
 }
 
+TEST_F(TrustTest, HelpNamesTheFlagThatStartsAfresh) {
+  std::string log;
+  EXPECT_EQ(RunToExit({HANDOFF_COORDINATOR_BIN, "--help"}, &log), 0);
+  EXPECT_THAT(log, AllOf(HasSubstr("--reset-damaged-state"),
+                         HasSubstr("coordinator.db.damaged-<UTC time>"),
+                         HasSubstr("A sound database is used as it is")));
+}
+
 // Certificates issued by the test CA as if at `at`.
 pki::KeyPair IssueWithTestCa(const pki::CertificateRequest& request, absl::Time at) {
   absl::StatusOr<pki::KeyPair> issued = pki::IssueCertificate(
@@ -255,10 +263,11 @@ TEST_F(TrustTest, ACoordinatorWithAnExpiredCertificateDoesNotStart) {
                                              cluster_.dir() + "/coordinator.key"),
                              &log);
   EXPECT_EQ(code, 2) << log;
-  EXPECT_THAT(log, AllOf(HasSubstr("--cert " + cluster_.dir() + "/coordinator.crt with --ca"),
-                         HasSubstr("certificate has expired (CN=handoff-coordinator is valid from " +
-                                   Timestamp(issued_at - absl::Minutes(5)) + " to " +
-                                   Timestamp(issued_at + absl::Minutes(30)) + ")")));
+  EXPECT_THAT(log,
+              AllOf(HasSubstr("--cert " + cluster_.dir() + "/coordinator.crt with --ca"),
+                    HasSubstr("certificate has expired (CN=handoff-coordinator is valid from " +
+                              Timestamp(issued_at - absl::Minutes(5)) + " to " +
+                              Timestamp(issued_at + absl::Minutes(30)) + ")")));
 }
 
 class IdentityTest : public ::testing::Test {

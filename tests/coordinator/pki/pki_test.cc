@@ -463,7 +463,8 @@ TEST(VerifyChainTest, ChecksTheUsageATlsStackWould) {
 
 TEST(VerifyChainTest, TrustsEveryCaOfABundleAndNamesAForeignIssuer) {
   const KeyPair ca = NewCa();
-  absl::StatusOr<KeyPair> other = CreateCertificateAuthority("handoff-next-ca", kNow, absl::Hours(9));
+  absl::StatusOr<KeyPair> other =
+      CreateCertificateAuthority("handoff-next-ca", kNow, absl::Hours(9));
   ASSERT_TRUE(other.ok()) << other.status();
   absl::StatusOr<KeyPair> agent = IssueCertificate(*other, AgentRequest("cp-1"), kNow);
   ASSERT_TRUE(agent.ok()) << agent.status();
