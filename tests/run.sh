@@ -3,7 +3,7 @@
 # components (tests/real/components.sh: etcd, kube-apiserver and kube-controller-manager 1.26,
 # aws-cloud-controller-manager 1.27, the fake AWS), build with warnings as errors and run every
 # test, the ones labelled "real" against those components included; then the same under
-# AddressSanitizer and UndefinedBehaviorSanitizer.
+# AddressSanitizer and UndefinedBehaviorSanitizer; then the fuzz targets (tests/fuzz) for a while.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,3 +42,14 @@ HANDOFF_BUILD_DIR=build-sanitize bash packaging/build.sh -DHANDOFF_WERROR=ON -DH
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-sanitize --output-on-failure --parallel "$(nproc)" \
   --label-exclude 'sandbox|real'
+
+echo "== fuzz: every target over its committed corpus, then fuzzed for a bounded time"
+# clang builds only the fuzz targets (tests/fuzz) and the libraries they link, with libFuzzer's
+# coverage, ASan and UBSan. Each target runs HANDOFF_FUZZ_SECONDS (default 20) from its seeds, two
+# at a time; a crash, a hang (-timeout=10) or -rss_limit_mb=2048 exceeded fails the run and prints
+# the input's path. Longer runs: `ninja -C build-fuzz fuzz-long` (tests/fuzz/README.md).
+CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DHANDOFF_FUZZ=ON -DHANDOFF_WERROR=ON
+cmake --build build-fuzz --target fuzz-targets --parallel "$(nproc)"
+ctest --test-dir build-fuzz --label-regex fuzz --output-on-failure
+bash tests/fuzz/run_fuzzers.sh --seconds "${HANDOFF_FUZZ_SECONDS:-20}" --jobs 2 build-fuzz
