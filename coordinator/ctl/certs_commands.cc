@@ -9,6 +9,7 @@
 #include "agent/base/strings.h"
 #include "agent/fs/atomic_file.h"
 #include "agent/fs/host_path.h"
+#include "agent/fs/read_limit.h"
 #include "coordinator/ctl/command_context.h"
 #include "coordinator/pki/pki.h"
 
@@ -261,7 +262,7 @@ absl::StatusOr<std::string> PrefixOf(const IssueFlags& flags, const std::string&
 absl::StatusOr<std::string> ReadCaFile(const FileSystem& files, const std::string& dir,
                                        const char* file) {
   const std::string path = Join(dir, file);
-  absl::StatusOr<std::string> read = files.ReadFile(path);
+  absl::StatusOr<std::string> read = files.ReadFile(path, kPemRead);
   if (absl::IsNotFound(read.status())) {
     return absl::FailedPreconditionError(StrCat(
         path, " does not exist: there is no CA in ", dir, "; run `handoffctl certs init --dir ",

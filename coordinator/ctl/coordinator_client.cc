@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "agent/base/strings.h"
+#include "agent/fs/read_limit.h"
 #include "grpcpp/client_context.h"
 #include "handoff/v1/handoff.grpc.pb.h"
 
@@ -54,7 +55,7 @@ absl::StatusOr<std::string> ReadPem(
     path = std::string(source.fallback);
     chosen_by = StrCat("the default; choose another with ", source.flag, " or $", source.variable);
   }
-  absl::StatusOr<std::string> content = files.ReadFile(path);
+  absl::StatusOr<std::string> content = files.ReadFile(path, kPemRead);
   if (!content.ok()) {
     return absl::InvalidArgumentError(StrCat("cannot read ", source.what, " ", path, " (",
                                              chosen_by, "): ", content.status().message()));

@@ -4,6 +4,7 @@
 
 #include "agent/base/strings.h"
 #include "agent/engine/settings.h"
+#include "agent/fs/read_limit.h"
 #include "coordinator/ctl/command_context.h"
 #include "coordinator/kube/kubeadm_config.h"
 #include "nlohmann/json.hpp"
@@ -38,7 +39,7 @@ absl::StatusOr<kube::KubeadmConfigOptions> OptionsOf(CommandContext& context,
   kube::KubeadmConfigOptions options;
   if (!flags.settings_file.empty()) {
     std::unique_ptr<FileSystem> files = context.environment().open_files();
-    absl::StatusOr<std::string> text = files->ReadFile(flags.settings_file);
+    absl::StatusOr<std::string> text = files->ReadFile(flags.settings_file, kSettingsRead);
     if (!text.ok()) {
       return absl::Status(text.status().code(), StrCat("--settings: ", text.status().message()));
     }
