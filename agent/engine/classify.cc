@@ -150,9 +150,13 @@ class Classifier {
     std::map<std::string, std::vector<std::string>> files_by_pod;
     for (const ManifestFile& file : snapshot_.manifests) {
       if (!file.pod) {
-        Problem(StrCat(file.parse_error, " (the kubelet loads every file in ",
+        // The kubelet parses every regular file there whose name does not start with '.', and
+        // skips with an error one that is not a regular file (pkg/kubelet/config/file.go); either
+        // way handoff will not guess what the entry was meant to be.
+        Problem(StrCat(file.parse_error, " (the kubelet reads every file in ",
                        snapshot_.paths.manifest_dir,
-                       " whose name does not start with '.'; fix or move this file)"));
+                       " whose name does not start with '.', and skips one that is not a regular "
+                       "file; fix or move this one)"));
         continue;
       }
       files_by_pod[StrCat(file.pod->Namespace(), "/", file.pod->PodName())].push_back(file.path);

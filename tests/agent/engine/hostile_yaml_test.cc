@@ -51,7 +51,7 @@ TEST(HostileYamlTest, ArgsAsOneStringMakeTheNodeInconsistent) {
               ElementsAre(AllOf(StartsWith(StrCat(kKcm, ":47: spec.containers[0].args: must be "
                                                         "a list of strings (the kubelet refuses "
                                                         "this manifest), found a string")),
-                                HasSubstr("fix or move this file"))));
+                                HasSubstr("fix or move this one"))));
 
   absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kPrepared, KubeadmSettings());
   ASSERT_FALSE(plan.ok());
