@@ -545,6 +545,11 @@ absl::StatusOr<KeyPair> IssueCertificate(const KeyPair& ca, const CertificateReq
   return Encode(leaf, key->get());
 }
 
+bool ExpiresSoon(const CertificateInfo& info, absl::Time now) {
+  const absl::Duration left = info.not_after - now;
+  return left < std::min(absl::Hours(24 * 30), (info.not_after - info.not_before) / 2);
+}
+
 absl::StatusOr<CertificateInfo> InspectCertificate(const std::string& pem) {
   ERR_clear_error();
   absl::StatusOr<Owned<X509>> certificate = ParseCertificate(pem, "the text");

@@ -65,6 +65,11 @@ struct CertificateInfo {
 // The first certificate of `pem`. InvalidArgument when there is none.
 absl::StatusOr<CertificateInfo> InspectCertificate(const std::string& pem);
 
+// Whether a certificate valid at `now` is worth a warning about its coming expiry: 30 days before
+// it, as kubeadm's `certs check-expiration` warns, but never in the first half of its life, so a
+// short-lived certificate (the sandbox's last a day) does not warn at every start.
+bool ExpiresSoon(const CertificateInfo& info, absl::Time now);
+
 // The extendedKeyUsage VerifyChain requires of the certificate, as a TLS stack would.
 enum class KeyUsage { kAny, kClientAuth, kServerAuth };
 

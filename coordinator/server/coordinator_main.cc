@@ -110,9 +110,6 @@ absl::StatusOr<std::unique_ptr<store::Store>> OpenStore(const std::string& path,
   return store::Store::Open(path);
 }
 
-// How early a coming expiry of the coordinator's certificate is worth a warning at each start.
-constexpr absl::Duration kExpiryWarning = absl::Hours(24 * 30);
-
 // A certificate every client would refuse is a configuration error, named with its file and
 // dates here rather than as handshakes failing on the agents' side.
 absl::Status CheckOwnCertificate(const Options& options, const std::string& ca,
@@ -129,7 +126,7 @@ absl::Status CheckOwnCertificate(const Options& options, const std::string& ca,
                "(handoffctl certs issue --coordinator)"));
   }
   absl::StatusOr<pki::CertificateInfo> info = pki::InspectCertificate(cert);
-  if (info.ok() && info->not_after - now < kExpiryWarning) {
+  if (info.ok() && pki::ExpiresSoon(*info, now)) {
     spdlog::warn(
         "--cert {}: the coordinator's certificate expires at {} (in {}); agents and operators "
         "will refuse it from then on: issue a new one (handoffctl certs issue --coordinator)",
