@@ -1,5 +1,9 @@
 #include "agent/apply/journal.h"
 
+#include <cstdint>
+#include <limits>
+
+#include "absl/strings/numbers.h"
 #include "agent/base/strings.h"
 #include "agent/base/yaml_util.h"
 
@@ -12,6 +16,31 @@ std::string FormatMode(unsigned mode) {
   char buffer[8];
   std::snprintf(buffer, sizeof(buffer), "%04o", mode & 07777);
   return buffer;
+}
+
+// Permission bits as Emit writes them: octal digits, nothing else (no sign, no spaces).
+std::optional<unsigned> ParseMode(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  unsigned mode = 0;
+  for (char c : text) {
+    if (c < '0' || c > '7') return std::nullopt;
+    mode = mode * 8 + static_cast<unsigned>(c - '0');
+    if (mode > 07777) return std::nullopt;  // also keeps `mode` from overflowing
+  }
+  return mode;
+}
+
+// A uid or gid in decimal. (uid_t)-1 is not an owner: chown(2) reads it as "leave unchanged".
+std::optional<unsigned> ParseOwner(std::string_view text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  uint32_t id = 0;
+  if (!absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &id) ||
+      id == std::numeric_limits<uint32_t>::max()) {
+    return std::nullopt;
+  }
+  return id;
 }
 
 }  // namespace
@@ -86,20 +115,41 @@ absl::StatusOr<Journal> Journal::Parse(std::string_view text, std::string_view s
                        &journal.started_at, &error)) {
     return bad("startedAt is not a time");
   }
+  // Indexing a missing key of a const node gives a node that throws when asked anything;
+  // HasField never does.
+  if (!HasField(doc, "entries", YAML::NodeType::Sequence)) return bad("entries is not a list");
   const YAML::Node entries = doc["entries"];
-  if (!entries.IsSequence()) return bad("entries is not a list");
-  for (const YAML::Node& item : entries) {
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const YAML::Node item = entries[i];
+    const std::string where = StrCat("entries[", i, "]");
+    if (!item.IsMap()) return bad(StrCat(where, " is not a map"));
     JournalEntry entry;
     std::optional<std::string> path = scalar(item, "path");
-    std::optional<std::string> mode = scalar(item, "mode");
-    if (!path || !mode) return bad("an entry lacks path or mode");
+    if (!path || path->empty()) return bad(StrCat(where, ".path is missing"));
     entry.path = *path;
     entry.component = scalar(item, "component").value_or("");
-    entry.existed = scalar(item, "existed") == std::optional<std::string>("true");
-    entry.removes = scalar(item, "removes") == std::optional<std::string>("true");
-    entry.attributes.mode = static_cast<unsigned>(std::stoul(*mode, nullptr, 8));
-    entry.attributes.uid = static_cast<unsigned>(std::stoul(scalar(item, "uid").value_or("0")));
-    entry.attributes.gid = static_cast<unsigned>(std::stoul(scalar(item, "gid").value_or("0")));
+    // Whether a backup exists decides how the file is undone: a value that is neither true nor
+    // false is not taken as either.
+    for (auto [field, out] : {std::pair<const char*, bool*>{"existed", &entry.existed},
+                              {"removes", &entry.removes}}) {
+      std::optional<std::string> value = scalar(item, field);
+      if (value != "true" && value != "false") {
+        return bad(StrCat(where, ".", field, " is not true or false"));
+      }
+      *out = value == "true";
+    }
+    std::optional<unsigned> mode = ParseMode(scalar(item, "mode").value_or(""));
+    if (!mode) return bad(StrCat(where, ".mode is not a file mode in octal (0000 to 7777)"));
+    entry.attributes.mode = *mode;
+    for (auto [field, out] : {std::pair<const char*, unsigned*>{"uid", &entry.attributes.uid},
+                              {"gid", &entry.attributes.gid}}) {
+      if (!item[field].IsDefined()) continue;  // root, as before owners were recorded
+      std::optional<unsigned> id = ParseOwner(scalar(item, field).value_or(""));
+      if (!id) {
+        return bad(StrCat(where, ".", field, " is not a user or group id (0 to 4294967294)"));
+      }
+      *out = *id;
+    }
     journal.entries.push_back(std::move(entry));
   }
   return journal;
