@@ -55,9 +55,21 @@ absl::StatusOr<CommandRecord> Parse(const std::string& text, const std::string& 
   if (!json.contains("sequence") || !json["sequence"].is_number_integer()) {
     return damaged("no \"sequence\"");
   }
+  // nlohmann reads a non-negative integer as unsigned, and get<int64_t> would wrap one past
+  // INT64_MAX; a sequence past kMaxCommandSequence would leave the next one no room.
+  const nlohmann::json& sequence = json["sequence"];
+  const bool in_range =
+      sequence.is_number_unsigned()
+          ? sequence.get<uint64_t>() >= 1 &&
+                sequence.get<uint64_t>() <= static_cast<uint64_t>(kMaxCommandSequence)
+          : sequence.get<int64_t>() >= 1 && sequence.get<int64_t>() <= kMaxCommandSequence;
+  if (!in_range) {
+    return damaged(StrCat("\"sequence\" ", sequence.dump(), " is not between 1 and ",
+                          kMaxCommandSequence));
+  }
   if (!json.contains("phase") || !json["phase"].is_string()) return damaged("no \"phase\"");
   record.id = json["id"].get<std::string>();
-  record.sequence = json["sequence"].get<int64_t>();
+  record.sequence = sequence.get<int64_t>();
   const std::string phase = json["phase"].get<std::string>();
   if (phase != kStarted && phase != kFinished) return damaged(StrCat("unknown phase ", phase));
   record.finished = phase == kFinished;
@@ -139,8 +151,19 @@ absl::Status CommandLog::Write(const CommandRecord& record) {
   return AtomicReplace(*fs_, PathOf(record.id), Emit(record), FileInfo{false, 0600, 0, 0});
 }
 
+absl::Status CommandLog::NextSequenceLeft() const {
+  if (last_sequence_ < kMaxCommandSequence) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      StrCat(directory_, ": a record has sequence ", last_sequence_,
+             ", the last one the log can number; the agent made no such number of moves, so a "
+             "record was edited. Check the node (handoff-agent status, backups), then remove the "
+             "records in that directory"));
+}
+
 absl::Status CommandLog::RecordStarted(const std::string& id, const v1::MoveRequest& move,
                                        absl::Time now) {
+  absl::Status left = NextSequenceLeft();
+  if (!left.ok()) return left;
   CommandRecord record;
   record.id = id;
   record.sequence = last_sequence_ + 1;
@@ -160,6 +183,8 @@ absl::Status CommandLog::RecordFinished(const std::string& id, const v1::Command
   if (it != records_.end()) {
     record = it->second;
   } else {
+    absl::Status left = NextSequenceLeft();
+    if (!left.ok()) return left;
     record.id = id;
     record.sequence = last_sequence_ + 1;
   }

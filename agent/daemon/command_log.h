@@ -23,6 +23,11 @@ namespace handoff {
 
 inline constexpr size_t kCommandLogKeep = 64;
 
+// The largest sequence a record may have: 2^53 - 1, the largest integer every JSON reader holds
+// exactly. The agent numbers one record per move, so a record near it was edited by hand; Open
+// refuses one beyond it as damaged rather than wrap round.
+inline constexpr int64_t kMaxCommandSequence = (int64_t{1} << 53) - 1;
+
 struct CommandRecord {
   std::string id;
   int64_t sequence = 0;  // the order records were made in, from 1
@@ -37,8 +42,9 @@ struct CommandRecord {
 class CommandLog {
  public:
   // Reads every record under `state_dir`. DataLoss, naming the file, for a record that does not
-  // parse (records are written with AtomicReplace, so only a hand edit makes one): the agent
-  // cannot tell whether it was a move in progress and will not guess.
+  // parse or whose sequence is not between 1 and kMaxCommandSequence (records are written with
+  // AtomicReplace, so only a hand edit makes one): the agent cannot tell whether it was a move in
+  // progress and will not guess.
   static absl::StatusOr<CommandLog> Open(FileSystem& fs, const std::string& state_dir);
 
   // Whether `id` can name a record: 1 to 200 of [A-Za-z0-9._-], not starting with ".". Ids are
@@ -48,7 +54,9 @@ class CommandLog {
   // Every record, oldest first.
   std::vector<CommandRecord> Records() const;
 
-  // Records that the move `id` is about to begin; durable when OK.
+  // Records that the move `id` is about to begin; durable when OK. FailedPrecondition, naming
+  // the directory, when a record already holds kMaxCommandSequence (RecordFinished likewise for a
+  // record it has to create).
   absl::Status RecordStarted(const std::string& id, const v1::MoveRequest& move, absl::Time now);
   // Replaces the record of `id` (started or not) with its result; durable when OK.
   absl::Status RecordFinished(const std::string& id, const v1::CommandResult& result);
@@ -60,6 +68,8 @@ class CommandLog {
  private:
   CommandLog(FileSystem& fs, std::string directory) : fs_(&fs), directory_(std::move(directory)) {}
   absl::Status Write(const CommandRecord& record);
+  // OK when last_sequence_ + 1 is still a sequence.
+  absl::Status NextSequenceLeft() const;
 
   FileSystem* fs_;
   std::string directory_;

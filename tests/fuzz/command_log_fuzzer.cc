@@ -1,6 +1,7 @@
 // The agent's command log (<state dir>/commands/<id>.json): a record that does not parse stops the
 // agent with DataLoss, never a crash; a record that parses is written back unchanged (the agent
-// rewrites records as moves finish) and a new move can be recorded after it.
+// rewrites records as moves finish) and a new move can be recorded after it, unless the record
+// holds the last sequence (then the move is refused and nothing written).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -45,8 +46,15 @@ void FuzzOne(std::string_view text) {
   v1::MoveRequest move;
   move.set_from(v1::NODE_STATE_IN_TREE);
   move.set_to(v1::NODE_STATE_PREPARED);
-  FUZZ_CHECK(log->RecordStarted("rollout-2", move, absl::FromUnixSeconds(1'700'000'000)).ok(),
-             "recording a new move failed");
+  const absl::Status started =
+      log->RecordStarted("rollout-2", move, absl::FromUnixSeconds(1'700'000'000));
+  if (record.sequence == kMaxCommandSequence) {
+    // No sequence left for the new move: refused, and the log is left as it was.
+    FUZZ_CHECK(absl::IsFailedPrecondition(started), started.ToString());
+    FUZZ_CHECK(!fs.Exists(log->PathOf("rollout-2")), "a refused move was recorded");
+    return;
+  }
+  FUZZ_CHECK(started.ok(), "recording a new move failed: " + started.ToString());
   absl::StatusOr<CommandLog> reopened = CommandLog::Open(fs, kStateDir);
   FUZZ_CHECK(reopened.ok(), reopened.status().ToString());
   const std::vector<CommandRecord> after = reopened->Records();

@@ -99,6 +99,44 @@ TEST(CommandLogTest, ADamagedRecordStopsTheAgentAndNamesTheFile) {
                     HasSubstr("cannot tell whether this command was a move in progress")));
 }
 
+TEST(CommandLogTest, ASequenceOutOfRangeIsADamagedRecordNamed) {
+  for (const std::string sequence :
+       {"0", "-1", "-9223372036854775808", "9007199254740992", "9223372036854775807",
+        "18446744073709551615"}) {
+    SCOPED_TRACE(sequence);
+    MemoryFileSystem fs;
+    fs.SetFile("/var/lib/handoff/commands/r1-1.json",
+               StrCat("{\"id\": \"r1-1\", \"sequence\": ", sequence, ", \"phase\": \"started\"}"));
+    absl::StatusOr<CommandLog> log = CommandLog::Open(fs, kStateDir);
+    ASSERT_FALSE(log.ok());
+    EXPECT_TRUE(absl::IsDataLoss(log.status()));
+    EXPECT_THAT(std::string(log.status().message()),
+                AllOf(HasSubstr("/var/lib/handoff/commands/r1-1.json"),
+                      HasSubstr(StrCat("\"sequence\" ", sequence, " is not between 1 and "))));
+  }
+}
+
+TEST(CommandLogTest, TheLastSequenceRefusesANewMoveAndWritesNothing) {
+  MemoryFileSystem fs;
+  const std::string record =
+      StrCat("{\"id\": \"r1-1\", \"sequence\": ", kMaxCommandSequence, ", \"phase\": \"started\"}");
+  fs.SetFile("/var/lib/handoff/commands/r1-1.json", record);
+  absl::StatusOr<CommandLog> log = CommandLog::Open(fs, kStateDir);
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(log->Records().front().sequence, kMaxCommandSequence);
+  for (const absl::Status& status :
+       {log->RecordStarted("r1-2", Move(), absl::FromUnixMillis(1)),
+        log->RecordFinished("r1-3", Result("r1-3"))}) {
+    EXPECT_TRUE(absl::IsFailedPrecondition(status)) << status;
+    EXPECT_THAT(std::string(status.message()),
+                AllOf(HasSubstr("/var/lib/handoff/commands"), HasSubstr("was edited")));
+  }
+  EXPECT_FALSE(fs.Exists("/var/lib/handoff/commands/r1-2.json"));
+  EXPECT_FALSE(fs.Exists("/var/lib/handoff/commands/r1-3.json"));
+  // The record it holds can still be finished.
+  EXPECT_TRUE(log->RecordFinished("r1-1", Result("r1-1")).ok());
+}
+
 TEST(CommandLogTest, IgnoresTempFilesLeftByACrash) {
   MemoryFileSystem fs;
   fs.SetFile("/var/lib/handoff/commands/.r1-1.json.handoff-tmp", "{\"id\"");
