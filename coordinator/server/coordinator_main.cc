@@ -11,6 +11,7 @@
 #include "agent/base/strings.h"
 #include "agent/fs/atomic_file.h"
 #include "agent/fs/file_system.h"
+#include "agent/fs/read_limit.h"
 #include "agent/system/clock.h"
 #include "agent/system/shutdown_signal.h"
 #include "coordinator/kube/client.h"
@@ -73,7 +74,7 @@ absl::StatusOr<absl::Duration> PositiveDuration(const std::string& flag, const s
 
 absl::StatusOr<std::string> ReadPem(const FileSystem& fs, const std::string& flag,
                                     const std::string& path) {
-  absl::StatusOr<std::string> text = fs.ReadFile(path);
+  absl::StatusOr<std::string> text = fs.ReadFile(path, kPemRead);
   if (!text.ok()) return absl::InvalidArgumentError(StrCat(flag, ": ", text.status().message()));
   return text;
 }
@@ -174,7 +175,7 @@ int Run(const Options& options) {
   std::unique_ptr<Clock> clock = NewRealClock();
   std::string settings_yaml;
   if (!options.settings.empty()) {
-    absl::StatusOr<std::string> text = fs->ReadFile(std::filesystem::absolute(options.settings));
+    absl::StatusOr<std::string> text = fs->ReadFile(std::filesystem::absolute(options.settings), kSettingsRead);
     if (!text.ok())
       return Fail(absl::InvalidArgumentError(StrCat("--settings: ", text.status().message())));
     settings_yaml = *std::move(text);
