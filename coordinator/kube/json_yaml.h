@@ -20,14 +20,20 @@ YAML::Node JsonToYamlNode(const Json& value);
 // `value` as block YAML in the layout kubectl and kubeadm write (agent/base EmitYaml).
 std::string JsonToYaml(const Json& value);
 
-// The JSON of a YAML tree. Quoted scalars are strings; plain ones resolve as sigs.k8s.io/yaml
-// (YAML 1.1) reads them: null, booleans, integers and floats, anything else a string. Map keys
-// keep their order.
-Json YamlNodeToJson(const YAML::Node& node);
+// The JSON of a YAML tree, as sigs.k8s.io/yaml's YAMLToJSON (go-yaml v2, YAML 1.1) makes it.
+// Quoted scalars are strings; plain ones resolve to null, booleans ("yes", "off"), integers in
+// any base ("0x1F", "017", "1_000"; int64, or uint64 past INT64_MAX), floats (a larger integer
+// becomes one; a float with an integer value below 1e21 reads back as an integer, as JSON written
+// by Go does), anything else a string. Map keys keep their order; a boolean or integer key
+// becomes its text ("true", "16"). Refused, naming `source`:LINE:COLUMN: .inf and .nan (JSON has
+// no such numbers), !!binary, a tagged scalar that is not of its tag's type, a null, collection,
+// float or uint64 key, and two keys that name the same member.
+absl::StatusOr<Json> YamlNodeToJson(const YAML::Node& node, std::string_view source);
 
 // The objects in a file of YAML documents (separated by ---) or JSON: each document is one object,
 // or a List (kind ending in "List" with items), or a JSON array. Empty documents are skipped.
-// Errors name `source` and the line.
+// Errors name `source` and the line; a text that is not UTF-8 is refused with the line, column
+// and byte offset of the first byte that is not.
 absl::StatusOr<std::vector<Json>> ParseObjects(std::string_view text, std::string_view source);
 
 }  // namespace handoff::kube
