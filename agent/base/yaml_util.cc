@@ -203,22 +203,32 @@ class LimitChecker : public YAML::EventHandler {
   std::optional<YamlRefusal> refusal_;
 };
 
-absl::Status CheckDuplicateKeys(const YAML::Node& node, std::string_view source) {
+// Refuses what Kubernetes' reader (sigs.k8s.io/yaml) refuses in a mapping key, and a key twice.
+// Keys become JSON member names there: a map, a list or null as a key is an error, and one
+// emitted anyway (there is no string for it) would make another object.
+absl::Status CheckKeys(const YAML::Node& node, std::string_view source) {
   if (node.IsMap()) {
     std::set<std::string> seen;
     for (const auto& entry : node) {
-      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : std::string();
-      if (entry.first.IsScalar() && !seen.insert(key).second) {
-        return absl::InvalidArgumentError(StrCat(source, ":", entry.first.Mark().line + 1, ":",
-                                                 entry.first.Mark().column + 1, ": duplicate key '",
-                                                 key, "'; Kubernetes rejects it, keep one"));
+      const YAML::Mark mark = entry.first.Mark();
+      if (!entry.first.IsScalar()) {
+        return absl::InvalidArgumentError(
+            StrCat(source, ":", mark.line + 1, ":", mark.column + 1,
+                   ": a mapping key must be a string, not ", DescribeYamlNode(entry.first),
+                   "; Kubernetes reads the file as JSON, whose keys are strings"));
       }
-      absl::Status status = CheckDuplicateKeys(entry.second, source);
+      const std::string& key = entry.first.Scalar();
+      if (!seen.insert(key).second) {
+        return absl::InvalidArgumentError(StrCat(source, ":", mark.line + 1, ":", mark.column + 1,
+                                                 ": duplicate key '", key,
+                                                 "'; Kubernetes rejects it, keep one"));
+      }
+      absl::Status status = CheckKeys(entry.second, source);
       if (!status.ok()) return status;
     }
   } else if (node.IsSequence()) {
     for (const auto& item : node) {
-      absl::Status status = CheckDuplicateKeys(item, source);
+      absl::Status status = CheckKeys(item, source);
       if (!status.ok()) return status;
     }
   }
@@ -257,6 +267,11 @@ std::string DoubleQuote(std::string_view text) {
   out += '"';
   return out;
 }
+
+// YAML readers look for the ':' after an implicit key within 1024 characters of its start
+// (libyaml and go-yaml count characters, yaml-cpp bytes, quotes included) and refuse a longer key;
+// a key longer than this, as written, is written as an explicit key ("? key").
+constexpr size_t kMaxImplicitKeyBytes = 1024;
 
 // Writes YAML in the layout sigs.k8s.io/yaml produces (the layout of kubeadm's manifests): two
 // spaces per level, sequence items at their parent key's indentation. Re-emitting a kubeadm
@@ -337,7 +352,15 @@ class Writer {
     for (const auto& entry : node) {
       if (!(first && first_inline)) Indent(indent);
       first = false;
-      out_ << Key(entry.first) << ":";
+      const std::string key = Key(entry.first);
+      if (key.size() > kMaxImplicitKeyBytes) {
+        // An explicit key: "? key", then ": value" on the next line.
+        out_ << "? " << key << "\n";
+        Indent(indent);
+      } else {
+        out_ << key;
+      }
+      out_ << ":";
       const YAML::Node& value = entry.second;
       if (IsMultiLine(value)) {
         out_ << " ";
@@ -374,8 +397,8 @@ class Writer {
   }
 
   static std::string Key(const YAML::Node& key) {
-    if (!key.IsScalar())
-      return DoubleQuote("?");  // complex keys do not occur in Kubernetes objects
+    // Only a tree built in code can have one: LoadYaml refuses a key that is not a scalar.
+    if (!key.IsScalar()) return DoubleQuote("?");
     return ScalarText(key);
   }
 
@@ -441,7 +464,7 @@ absl::StatusOr<std::vector<YAML::Node>> LoadYamlDocuments(std::string_view text,
   absl::StatusOr<std::vector<YAML::Node>> documents = ParseDocuments(text, source, limits);
   if (!documents.ok()) return documents.status();
   for (const YAML::Node& document : *documents) {
-    absl::Status duplicates = CheckDuplicateKeys(document, source);
+    absl::Status duplicates = CheckKeys(document, source);
     if (!duplicates.ok()) return duplicates;
   }
   return documents;
@@ -463,7 +486,7 @@ absl::StatusOr<YAML::Node> LoadYaml(std::string_view text, std::string_view sour
         StrCat(source, ":", mark.line + 1, ":", mark.column + 1,
                ": a second YAML document starts here; the file must hold exactly one"));
   }
-  absl::Status duplicates = CheckDuplicateKeys(documents->front(), source);
+  absl::Status duplicates = CheckKeys(documents->front(), source);
   if (!duplicates.ok()) return duplicates;
   return documents->front();
 }

@@ -47,13 +47,15 @@ std::optional<YamlRefusal> CheckYamlLimits(std::string_view text, const YamlLimi
 
 // Parses one YAML document. On a syntax error the message is "SOURCE:LINE:COLUMN: what"
 // (1-based), so an operator can jump to it. An empty document is an error, and so is a text that
-// breaks `limits` (same form, the line where it does): by default every anchor and alias.
+// breaks `limits` (same form, the line where it does): by default every anchor and alias. A key
+// twice in a map, and a mapping key that is a map, a list or null, are refused at the key: to
+// Kubernetes (sigs.k8s.io/yaml) keys are JSON member names.
 absl::StatusOr<YAML::Node> LoadYaml(std::string_view text, std::string_view source,
                                     const YamlLimits& limits = YamlLimits());
 
 // Every non-empty document of a multi-document text ("---" between them), in order, under the
-// same limits and with the same errors as LoadYaml (duplicate keys included). No documents is
-// not an error here.
+// same limits and with the same errors as LoadYaml (keys included). No documents is not an error
+// here.
 absl::StatusOr<std::vector<YAML::Node>> LoadYamlDocuments(std::string_view text,
                                                           std::string_view source,
                                                           const YamlLimits& limits = YamlLimits());
@@ -61,7 +63,9 @@ absl::StatusOr<std::vector<YAML::Node>> LoadYamlDocuments(std::string_view text,
 // Emits `node` as block YAML, the same bytes for the same tree. Map keys keep their order. A scalar
 // that was quoted in its source, or that was built as a string, stays a string: it is written plain
 // when a YAML 1.1 reader (sigs.k8s.io/yaml, which Kubernetes uses) would read it back as a string,
-// and double-quoted otherwise ("true", "on", "10", "*", "", ...). Multi-line strings use `|`.
+// and double-quoted otherwise ("true", "on", "10", "*", "", ...). Multi-line strings use `|`. A key
+// longer than 1024 bytes as written is an explicit key ("? key" and ": value" on the next line),
+// since YAML readers refuse an implicit key that long.
 std::string EmitYaml(const YAML::Node& node);
 
 // True when both trees mean the same to Kubernetes: maps compare as key sets (order ignored),

@@ -113,6 +113,26 @@ TEST(LoadYamlTest, DuplicateKeysAnywhereAreRejected) {
             "f:1:11: duplicate key 'b'; Kubernetes rejects it, keep one");
 }
 
+TEST(LoadYamlTest, KeysThatAreNotScalarsAreRefusedAtTheKey) {
+  const std::string reason = "; Kubernetes reads the file as JSON, whose keys are strings";
+  EXPECT_EQ(LoadYaml("a: 1\n? {b: 1}\n: x\n", "f").status().message(),
+            "f:2:3: a mapping key must be a string, not a map" + reason);
+  // "labels" is a key without a value; the map after it is the next key.
+  EXPECT_EQ(LoadYaml("metadata: {labels, {c: d}}\n", "f").status().message(),
+            "f:1:20: a mapping key must be a string, not a map" + reason);
+  EXPECT_EQ(LoadYaml("? [a, b]\n: x\n", "f").status().message(),
+            "f:1:3: a mapping key must be a string, not a list" + reason);
+  for (const char* text : {":\n", "~: x\n", "a:\n  null: x\n", "- {: x}\n"}) {
+    EXPECT_THAT(std::string(LoadYaml(text, "f").status().message()),
+                HasSubstr("a mapping key must be a string, not null"))
+        << text;
+  }
+  EXPECT_THAT(std::string(LoadYamlDocuments("a: 1\n---\n~: 1\n", "f").status().message()),
+              HasSubstr("f:3:1: a mapping key must be a string, not null"));
+  // Quoted, these are strings; plain numbers and booleans are keys Kubernetes turns into text.
+  EXPECT_TRUE(LoadYaml("\"null\": x\n\"~\": y\n\"\": z\n1: a\ntrue: b\n", "f").ok());
+}
+
 TEST(LoadYamlTest, SameKeyInDifferentMapsIsFine) {
   EXPECT_TRUE(LoadYaml("a:\n  name: x\nb:\n  name: y\nname: z\n", "f").ok());
 }
@@ -435,6 +455,49 @@ TEST(EmitYamlTest, QuotedKeys) {
   node["true"] = "y";
   node["plain"] = "z";
   EXPECT_EQ(EmitYaml(node), "\"a: b\": x\n\"true\": \"y\"\nplain: z\n");
+}
+
+TEST(EmitYamlTest, KeysTooLongForAnImplicitKeyAreWrittenExplicitly) {
+  const std::string longest(1024, 'k');
+  const std::string too_long(1025, 'k');
+  const std::string quoted_too_long(1023, '#');  // 1025 bytes with its quotes
+  YAML::Node node;
+  node["m"][longest] = "a";
+  node["m"][too_long] = "b";
+  node["m"][quoted_too_long] = "c";
+  node["m"]["short"] = "d";
+  node["list"].push_back(YAML::Node());
+  node["list"][0][too_long]["inner"] = "e";
+  node["list"][0][too_long + "x"].push_back("f");
+  node["list"][0]["z"] = "g\nh";
+  node["list"][0][too_long + "y"] = "i\nj";
+  const std::string emitted = EmitYaml(node);
+  EXPECT_EQ(emitted, "m:\n"
+                     "  " + longest + ": a\n"
+                     "  ? " + too_long + "\n"
+                     "  : b\n"
+                     "  ? \"" + quoted_too_long + "\"\n"
+                     "  : c\n"
+                     "  short: d\n"
+                     "list:\n"
+                     "- ? " + too_long + "\n"
+                     "  :\n"
+                     "    inner: e\n"
+                     "  ? " + too_long + "x\n"
+                     "  :\n"
+                     "  - f\n"
+                     "  z: |-\n"
+                     "    g\n"
+                     "    h\n"
+                     "  ? " + too_long + "y\n"
+                     "  : |-\n"
+                     "    i\n"
+                     "    j\n");
+  absl::StatusOr<YAML::Node> reloaded = LoadYaml(emitted, "emitted");
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status();
+  EXPECT_TRUE(SemanticallyEqual(node, *reloaded));
+  EXPECT_EQ((*reloaded)["list"][0][too_long + "x"][0].Scalar(), "f");
+  EXPECT_EQ(EmitYaml(*reloaded), emitted);
 }
 
 TEST(EmitYamlTest, MultiLineStringsBecomeLiteralBlocks) {
