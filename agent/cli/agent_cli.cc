@@ -451,6 +451,9 @@ class Commands {
     }
     config.agent.node_name = *common_name;
     config.tls.server_name = run.server_name;
+    // The daemon names these files when it finds its certificate expired or refused.
+    config.ca_file = run.ca;
+    config.cert_file = run.cert;
 
     auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(err_, true);
     auto logger = std::make_shared<spdlog::logger>("handoff-agent", sink);

@@ -84,10 +84,4 @@ std::string DescribeCertificate(std::string_view cert_pem) {
                 absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", info->not_after, absl::UTCTimeZone()));
 }
 
-absl::StatusOr<absl::Time> CertificateNotAfter(std::string_view cert_pem) {
-  absl::StatusOr<pki::CertificateInfo> info = pki::InspectCertificate(std::string(cert_pem));
-  if (!info.ok()) return info.status();
-  return info->not_after;
-}
-
 }  // namespace handoff

@@ -31,10 +31,6 @@ absl::Status CheckClientCertificate(std::string_view cert_pem, std::string_view 
 // must say which certificate a coordinator may have refused; "" when `cert_pem` does not parse.
 std::string DescribeCertificate(std::string_view cert_pem);
 
-// When the first certificate of `cert_pem` stops being valid; InvalidArgument when it does not
-// parse.
-absl::StatusOr<absl::Time> CertificateNotAfter(std::string_view cert_pem);
-
 }  // namespace handoff
 
 #endif  // HANDOFF_AGENT_DAEMON_CERTIFICATE_H_

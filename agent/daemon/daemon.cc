@@ -8,6 +8,7 @@
 #include "agent/daemon/log_stream.h"
 #include "agent/daemon/shutdown.h"
 #include "agent/daemon/signal_watcher.h"
+#include "coordinator/pki/pki.h"
 
 namespace handoff {
 namespace {
@@ -22,9 +23,6 @@ const char* SignalName(int signal) {
       return "signal";
   }
 }
-
-// How early a coming expiry of the agent's certificate is worth a warning at each start.
-constexpr absl::Duration kExpiryWarning = absl::Hours(24 * 30);
 
 // The coordinator verifies the agent's certificate at every handshake, and refuses it with no
 // more than a closed connection on the agent's side; the same check here names the file and
@@ -71,8 +69,8 @@ absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
   const std::string certificate =
       absl::StrCat(config.cert_file.empty() ? std::string("--cert") : config.cert_file, ": ",
                    DescribeCertificate(config.tls.cert_pem));
-  if (absl::StatusOr<absl::Time> not_after = CertificateNotAfter(config.tls.cert_pem);
-      not_after.ok() && *not_after - host.clock.Now() < kExpiryWarning) {
+  if (absl::StatusOr<pki::CertificateInfo> info = pki::InspectCertificate(config.tls.cert_pem);
+      info.ok() && pki::ExpiresSoon(*info, host.clock.Now())) {
     logger->warn("the agent's certificate expires soon; the coordinator refuses it from then on "
                  "({}): issue a new one (handoffctl certs issue --node {})",
                  certificate, config.agent.node_name);

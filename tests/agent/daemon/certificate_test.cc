@@ -67,9 +67,22 @@ TEST_F(ClientCertificateCheckTest, AValidCertificatePasses) {
   EXPECT_TRUE(CheckClientCertificate(agent.certificate_pem, ca_.certificate_pem, now_).ok());
   EXPECT_EQ(DescribeCertificate(agent.certificate_pem),
             "CN=cp-1, issued by CN=handoff-ca, valid until 2027-01-16T08:00:00Z");
-  absl::StatusOr<absl::Time> not_after = CertificateNotAfter(agent.certificate_pem);
-  ASSERT_TRUE(not_after.ok());
-  EXPECT_EQ(*not_after, now_ + absl::Hours(24));
+}
+
+TEST_F(ClientCertificateCheckTest, ExpiryIsWorthAWarningInTheLast30DaysAndTheLastHalfOfItsLife) {
+  // A day-long certificate warns only in its second half, a long-lived one 30 days before.
+  absl::StatusOr<pki::CertificateInfo> day =
+      pki::InspectCertificate(Issue(now_, absl::Hours(24)).certificate_pem);
+  ASSERT_TRUE(day.ok());
+  const absl::Time day_middle = day->not_before + (day->not_after - day->not_before) / 2;
+  EXPECT_FALSE(pki::ExpiresSoon(*day, day->not_before));
+  EXPECT_FALSE(pki::ExpiresSoon(*day, day_middle - absl::Minutes(1)));
+  EXPECT_TRUE(pki::ExpiresSoon(*day, day_middle + absl::Minutes(1)));
+  absl::StatusOr<pki::CertificateInfo> long_lived =
+      pki::InspectCertificate(Issue(now_, absl::Hours(24 * 300)).certificate_pem);
+  ASSERT_TRUE(long_lived.ok());
+  EXPECT_FALSE(pki::ExpiresSoon(*long_lived, long_lived->not_after - absl::Hours(24 * 31)));
+  EXPECT_TRUE(pki::ExpiresSoon(*long_lived, long_lived->not_after - absl::Hours(24 * 29)));
 }
 
 TEST_F(ClientCertificateCheckTest, AnExpiredCertificateIsNamedWithItsDates) {
