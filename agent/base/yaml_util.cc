@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -434,10 +435,81 @@ std::optional<YamlRefusal> CheckYamlLimits(std::string_view text, const YamlLimi
 
 namespace {
 
+// The code point of the UTF-8 sequence at text[i] and its length in bytes; length 0 when the
+// bytes there are not one (overlong forms, surrogates and code points past U+10FFFF included).
+struct Utf8Char {
+  uint32_t code = 0;
+  size_t length = 0;
+};
+Utf8Char DecodeUtf8(std::string_view text, size_t i) {
+  const auto byte = static_cast<unsigned char>(text[i]);
+  if (byte < 0x80) return {byte, 1};
+  size_t length = 0;
+  uint32_t code = 0;
+  uint32_t min = 0;
+  if (byte >= 0xc2 && byte <= 0xdf) {
+    length = 2, code = byte & 0x1fu, min = 0x80;
+  } else if (byte >= 0xe0 && byte <= 0xef) {
+    length = 3, code = byte & 0x0fu, min = 0x800;
+  } else if (byte >= 0xf0 && byte <= 0xf4) {
+    length = 4, code = byte & 0x07u, min = 0x10000;
+  } else {
+    return {};
+  }
+  if (i + length > text.size()) return {};
+  for (size_t k = 1; k < length; ++k) {
+    const auto next = static_cast<unsigned char>(text[i + k]);
+    if ((next & 0xc0) != 0x80) return {};
+    code = (code << 6) | (next & 0x3fu);
+  }
+  if (code < min || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return {};
+  return {code, length};
+}
+
+// The characters YAML allows in a stream (YAML 1.1 c-printable), as go-yaml's reader checks them
+// (readerc.go): it refuses the whole file otherwise, "control characters are not allowed".
+bool IsYamlPrintable(uint32_t c) {
+  return c == 0x09 || c == 0x0a || c == 0x0d || (c >= 0x20 && c <= 0x7e) || c == 0x85 ||
+         (c >= 0xa0 && c <= 0xd7ff) || (c >= 0xe000 && c <= 0xfffd) ||
+         (c >= 0x10000 && c <= 0x10ffff);
+}
+
+// Refuses a text that is not UTF-8 or holds a character YAML does not allow, as Kubernetes'
+// reader does. yaml-cpp reads such bytes without complaint, and not always as go-yaml would:
+// it skips a NUL, so "\0 key" became a plain scalar " key" that no reader reads back.
+absl::Status CheckYamlCharacters(std::string_view text, std::string_view source) {
+  size_t line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size();) {
+    const Utf8Char c = DecodeUtf8(text, i);
+    auto where = [&] { return StrCat(source, ":", line, ":", i - line_start + 1, ": "); };
+    if (c.length == 0) {
+      return absl::InvalidArgumentError(
+          StrCat(where(), "byte ", i, " is not UTF-8; save the file as UTF-8"));
+    }
+    if (!IsYamlPrintable(c.code)) {
+      char code[16];
+      std::snprintf(code, sizeof(code), "U+%04X", static_cast<unsigned>(c.code));
+      return absl::InvalidArgumentError(
+          StrCat(where(), "the control character ", code,
+                 " is not allowed in YAML (Kubernetes refuses the whole file); remove it, or "
+                 "write it as an escape in a double-quoted string"));
+    }
+    if (c.code == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+    i += c.length;
+  }
+  return absl::OkStatus();
+}
+
 // The non-empty documents of `text`, within `limits`; duplicate keys not checked yet.
 absl::StatusOr<std::vector<YAML::Node>> ParseDocuments(std::string_view text,
                                                        std::string_view source,
                                                        const YamlLimits& limits) {
+  absl::Status characters = CheckYamlCharacters(text, source);
+  if (!characters.ok()) return characters;
   // The event pass first: yaml-cpp would otherwise build (and recurse through) whatever it is
   // given.
   if (std::optional<YamlRefusal> refusal = CheckYamlLimits(text, limits)) {
@@ -495,6 +567,15 @@ std::string EmitYaml(const YAML::Node& node) {
   Writer writer;
   writer.Document(node);
   return writer.Take();
+}
+
+size_t FirstInvalidUtf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const Utf8Char c = DecodeUtf8(text, i);
+    if (c.length == 0) return i;
+    i += c.length;
+  }
+  return std::string_view::npos;
 }
 
 bool HasField(const YAML::Node& map, const char* key, YAML::NodeType::value type) {

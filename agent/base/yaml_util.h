@@ -49,7 +49,9 @@ std::optional<YamlRefusal> CheckYamlLimits(std::string_view text, const YamlLimi
 // (1-based), so an operator can jump to it. An empty document is an error, and so is a text that
 // breaks `limits` (same form, the line where it does): by default every anchor and alias. A key
 // twice in a map, and a mapping key that is a map, a list or null, are refused at the key: to
-// Kubernetes (sigs.k8s.io/yaml) keys are JSON member names.
+// Kubernetes (sigs.k8s.io/yaml) keys are JSON member names. So is a text that is not UTF-8 or
+// holds a character YAML does not allow (control characters other than tab and line breaks),
+// which Kubernetes' reader refuses: the message names the byte or the character.
 absl::StatusOr<YAML::Node> LoadYaml(std::string_view text, std::string_view source,
                                     const YamlLimits& limits = YamlLimits());
 
@@ -59,6 +61,10 @@ absl::StatusOr<YAML::Node> LoadYaml(std::string_view text, std::string_view sour
 absl::StatusOr<std::vector<YAML::Node>> LoadYamlDocuments(std::string_view text,
                                                           std::string_view source,
                                                           const YamlLimits& limits = YamlLimits());
+
+// The byte offset of the first byte of `text` that does not start a valid UTF-8 sequence
+// (overlong forms, surrogates and code points past U+10FFFF are not valid), or npos.
+size_t FirstInvalidUtf8(std::string_view text);
 
 // Emits `node` as block YAML, the same bytes for the same tree. Map keys keep their order. A scalar
 // that was quoted in its source, or that was built as a string, stays a string: it is written plain

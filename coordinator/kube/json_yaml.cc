@@ -220,40 +220,6 @@ absl::StatusOr<std::string> KeyToJson(const YAML::Node& key, std::string_view so
                                            " Kubernetes cannot name a field with; quote it"));
 }
 
-// The offset of the first byte of `text` that does not continue valid UTF-8 (overlong forms,
-// surrogates and code points past U+10FFFF included), or npos.
-size_t FirstInvalidUtf8(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    if (byte < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t length = 0;
-    uint32_t code = 0;
-    uint32_t min = 0;
-    if (byte >= 0xc2 && byte <= 0xdf) {
-      length = 2, code = byte & 0x1fu, min = 0x80;
-    } else if (byte >= 0xe0 && byte <= 0xef) {
-      length = 3, code = byte & 0x0fu, min = 0x800;
-    } else if (byte >= 0xf0 && byte <= 0xf4) {
-      length = 4, code = byte & 0x07u, min = 0x10000;
-    } else {
-      return i;
-    }
-    if (i + length > text.size()) return i;
-    for (size_t k = 1; k < length; ++k) {
-      const auto next = static_cast<unsigned char>(text[i + k]);
-      if ((next & 0xc0) != 0x80) return i;
-      code = (code << 6) | (next & 0x3fu);
-    }
-    if (code < min || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return i;
-    i += length;
-  }
-  return std::string_view::npos;
-}
-
 absl::StatusOr<Json> ToJson(const YAML::Node& node, std::string_view source) {
   switch (node.Type()) {
     case YAML::NodeType::Map: {
@@ -364,7 +330,8 @@ absl::StatusOr<Json> YamlNodeToJson(const YAML::Node& node, std::string_view sou
 
 absl::StatusOr<std::vector<Json>> ParseObjects(std::string_view text, std::string_view source) {
   // The API server refuses a body that is not UTF-8 (go-yaml and encoding/json check it), and
-  // nlohmann::json would accept such a YAML string only to throw when writing it out.
+  // nlohmann::json would accept such a YAML string only to throw when writing it out. (YAML's
+  // other forbidden characters are refused by LoadYamlDocuments; JSON allows them in strings.)
   if (const size_t bad = FirstInvalidUtf8(text); bad != std::string_view::npos) {
     const std::string_view before = text.substr(0, bad);
     const size_t line = static_cast<size_t>(std::count(before.begin(), before.end(), '\n')) + 1;

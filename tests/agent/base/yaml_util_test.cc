@@ -133,6 +133,41 @@ TEST(LoadYamlTest, KeysThatAreNotScalarsAreRefusedAtTheKey) {
   EXPECT_TRUE(LoadYaml("\"null\": x\n\"~\": y\n\"\": z\n1: a\ntrue: b\n", "f").ok());
 }
 
+TEST(LoadYamlTest, TextKubernetesCannotReadIsRefusedWhereItBreaks) {
+  // yaml-cpp skipped the NUL and read a key " c" that no reader reads back when emitted.
+  EXPECT_EQ(LoadYaml(std::string("a: b\n\0 c: d\n", 12), "f").status().message(),
+            "f:2:1: the control character U+0000 is not allowed in YAML (Kubernetes refuses the "
+            "whole file); remove it, or write it as an escape in a double-quoted string");
+  EXPECT_THAT(std::string(LoadYaml("a: \"x\x1by\"\n", "f").status().message()),
+              HasSubstr("f:1:6: the control character U+001B"));
+  EXPECT_THAT(std::string(LoadYaml("a: b\x7f\n", "f").status().message()),
+              HasSubstr("f:1:5: the control character U+007F"));
+  EXPECT_THAT(std::string(LoadYaml("# \xc2\x90\na: b\n", "f").status().message()),
+              HasSubstr("f:1:3: the control character U+0090"));
+  EXPECT_THAT(std::string(LoadYaml("a: \xef\xbf\xbe\n", "f").status().message()),
+              HasSubstr("f:1:4: the control character U+FFFE"));
+  EXPECT_EQ(LoadYaml("a: 1\nb: caf\xe9\n", "f").status().message(),
+            "f:2:7: byte 11 is not UTF-8; save the file as UTF-8");
+  EXPECT_THAT(std::string(LoadYamlDocuments("a: \xed\xa0\x80\n", "f").status().message()),
+              HasSubstr("f:1:4: byte 3 is not UTF-8"));
+  // Tabs, CR LF line ends, NEL and any other character are text.
+  const YAML::Node node = Load("a: \"x\ty\"\r\nb: caf\xc3\xa9 \xc2\x85 \xf0\x9f\x98\x80\n");
+  EXPECT_EQ(node["a"].Scalar(), "x\ty");
+  EXPECT_EQ(node["b"].Scalar(), "caf\xc3\xa9 \xc2\x85 \xf0\x9f\x98\x80");
+}
+
+TEST(FirstInvalidUtf8Test, FindsTheFirstByteThatIsNot) {
+  EXPECT_EQ(FirstInvalidUtf8(""), std::string_view::npos);
+  EXPECT_EQ(FirstInvalidUtf8("ascii \xc3\xa9 \xf4\x8f\xbf\xbf"), std::string_view::npos);
+  EXPECT_EQ(FirstInvalidUtf8("ab\x80"), 2u);          // a lone continuation byte
+  EXPECT_EQ(FirstInvalidUtf8("a\xc0\xaf"), 1u);      // overlong '/'
+  EXPECT_EQ(FirstInvalidUtf8("a\xe0\x80\xaf"), 1u);  // overlong, three bytes
+  EXPECT_EQ(FirstInvalidUtf8("\xed\xbf\xbf"), 0u);   // a surrogate
+  EXPECT_EQ(FirstInvalidUtf8("\xf4\x90\x80\x80"), 0u);  // past U+10FFFF
+  EXPECT_EQ(FirstInvalidUtf8("xy\xe2\x82"), 2u);    // cut short
+  EXPECT_EQ(FirstInvalidUtf8("\xc3("), 0u);          // not a continuation
+}
+
 TEST(LoadYamlTest, SameKeyInDifferentMapsIsFine) {
   EXPECT_TRUE(LoadYaml("a:\n  name: x\nb:\n  name: y\nname: z\n", "f").ok());
 }
