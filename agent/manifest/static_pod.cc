@@ -253,13 +253,31 @@ absl::StatusOr<StaticPod> StaticPod::Parse(std::string_view text, std::string so
   return StaticPod(*root, std::move(source));
 }
 
+// YAML::Node has no move, and its operator= does not rebind: it makes the node it held refer to
+// the other one's data. reset() only rebinds (it copies a shared_ptr and, for a valid node, an
+// empty string, so it does not throw); the moved-from pod is then given an empty tree of its own
+// so that editing it cannot change the pod it moved to.
 StaticPod::StaticPod(const StaticPod& other)
     : root_(YAML::Clone(other.root_)), source_(other.source_) {}
 
 StaticPod& StaticPod::operator=(const StaticPod& other) {
   if (this != &other) {
-    root_ = YAML::Clone(other.root_);
+    root_.reset(YAML::Clone(other.root_));
     source_ = other.source_;
+  }
+  return *this;
+}
+
+StaticPod::StaticPod(StaticPod&& other) noexcept : source_(std::move(other.source_)) {
+  root_.reset(other.root_);
+  other.root_.reset();
+}
+
+StaticPod& StaticPod::operator=(StaticPod&& other) noexcept {
+  if (this != &other) {
+    root_.reset(other.root_);
+    other.root_.reset();
+    source_ = std::move(other.source_);
   }
   return *this;
 }

@@ -24,7 +24,9 @@ struct HostPathMount {
   bool read_only = true;
 };
 
-// Value type: copies are deep. Not thread-safe.
+// Value type: copies are deep, moves are cheap and noexcept (so a vector of pods, or of
+// ManifestFiles, moves them when it grows instead of copying every tree); a moved-from pod is
+// empty. Not thread-safe.
 class StaticPod {
  public:
   // `source` names the file in every error message.
@@ -32,8 +34,8 @@ class StaticPod {
 
   StaticPod(const StaticPod& other);
   StaticPod& operator=(const StaticPod& other);
-  StaticPod(StaticPod&&) = default;
-  StaticPod& operator=(StaticPod&&) = default;
+  StaticPod(StaticPod&& other) noexcept;
+  StaticPod& operator=(StaticPod&& other) noexcept;
 
   const std::string& source() const { return source_; }
   // metadata.name ("kube-controller-manager"); the kubelet names the pod "<name>-<node>".

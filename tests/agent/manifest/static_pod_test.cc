@@ -4,6 +4,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -285,6 +286,37 @@ TEST(StaticPodEmitTest, SemanticallyEqualsIgnoresFormattingOnly) {
 }
 
 // --- Containers and flags ---------------------------------------------------------------------
+
+TEST(StaticPodValueTest, CopiesAreDeepAndMovesLeaveAnEmptyPod) {
+  // A vector of pods moves them when it grows only if the move cannot throw.
+  static_assert(std::is_nothrow_move_constructible_v<StaticPod>);
+  static_assert(std::is_nothrow_move_assignable_v<StaticPod>);
+  const StaticPod original = ParseOrDie(ReadTestData(kKcmPath), "kcm.yaml");
+  StaticPod copy = original;
+  copy.SetFlag(0, "cloud-provider", std::string("9"));
+  EXPECT_EQ(original.GetFlag(0, "cloud-provider"), "aws");
+  EXPECT_EQ(copy.GetFlag(0, "cloud-provider"), "9");
+
+  StaticPod moved = std::move(copy);
+  EXPECT_EQ(moved.GetFlag(0, "cloud-provider"), "9");
+  EXPECT_EQ(moved.source(), "kcm.yaml");
+  EXPECT_THAT(copy.ContainerNames(), IsEmpty());  // NOLINT(bugprone-use-after-move)
+
+  StaticPod assigned = ParseOrDie("apiVersion: v1\nkind: Pod\n");
+  assigned = std::move(moved);
+  EXPECT_EQ(assigned.GetFlag(0, "cloud-provider"), "9");
+  // Reusing a moved-from pod does not touch the pod it moved to.
+  moved = original;  // NOLINT(bugprone-use-after-move)
+  moved.SetFlag(0, "cloud-provider", std::string("5"));
+  EXPECT_EQ(assigned.GetFlag(0, "cloud-provider"), "9");
+  EXPECT_EQ(original.GetFlag(0, "cloud-provider"), "aws");
+
+  std::vector<StaticPod> pods;
+  for (int i = 0; i < 20; ++i) pods.push_back(original);
+  pods.front().SetFlag(0, "cloud-provider", std::string("7"));
+  EXPECT_EQ(pods.front().GetFlag(0, "cloud-provider"), "7");
+  EXPECT_EQ(pods.back().GetFlag(0, "cloud-provider"), "aws");
+}
 
 TEST(StaticPodContainerTest, FindContainerNamesTheFileAndTheContainersPresent) {
   StaticPod pod = LoadFixture(kSplitPath);
