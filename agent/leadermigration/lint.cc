@@ -77,7 +77,8 @@ size_t NextContentLine(const std::vector<std::string>& lines, size_t from) {
 // The page's wildcard examples write `component: *`. An unquoted `*` starts a YAML alias (here
 // with no anchor name), so the whole file fails to parse; "*" must be quoted.
 void RepairUnquotedStars(std::vector<std::string>& lines, std::vector<Problem>& problems) {
-  const std::regex star_value(
+  // Built once: compiling a std::regex costs far more than matching every line of a file.
+  static const std::regex star_value(
       R"(^(\s*(?:-\s+)?)([A-Za-z_][A-Za-z0-9_.-]*)(\s*:\s+)\*(\s*(?:#.*)?)$)");
   for (size_t i = 0; i < lines.size(); ++i) {
     std::smatch match;
@@ -125,7 +126,7 @@ std::optional<ListItemLine> ParseListItemLine(const std::regex& list_item,
 // which YAML reads as two half-entries (one without component, one without name). Reported once,
 // on the second line, and repaired by turning its "- " into indentation under the first key.
 void RepairSplitEntries(std::vector<std::string>& lines, std::vector<Problem>& problems) {
-  const std::regex list_item(R"(^( *)-( +)(name|component)\s*:(.*)$)");
+  static const std::regex list_item(R"(^( *)-( +)(name|component)\s*:(.*)$)");
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::optional<ListItemLine> first = ParseListItemLine(list_item, lines[i]);
     if (!first) continue;
