@@ -47,6 +47,65 @@ bool LooksNumeric(std::string_view text) {
   return std::regex_match(digits, kNumber);
 }
 
+// The code point of the UTF-8 sequence at text[i] and its length in bytes; length 0 when the
+// bytes there are not one (overlong forms, surrogates and code points past U+10FFFF included).
+struct Utf8Char {
+  uint32_t code = 0;
+  size_t length = 0;
+};
+Utf8Char DecodeUtf8(std::string_view text, size_t i) {
+  const auto byte = static_cast<unsigned char>(text[i]);
+  if (byte < 0x80) return {byte, 1};
+  size_t length = 0;
+  uint32_t code = 0;
+  uint32_t min = 0;
+  if (byte >= 0xc2 && byte <= 0xdf) {
+    length = 2, code = byte & 0x1fu, min = 0x80;
+  } else if (byte >= 0xe0 && byte <= 0xef) {
+    length = 3, code = byte & 0x0fu, min = 0x800;
+  } else if (byte >= 0xf0 && byte <= 0xf4) {
+    length = 4, code = byte & 0x07u, min = 0x10000;
+  } else {
+    return {};
+  }
+  if (i + length > text.size()) return {};
+  for (size_t k = 1; k < length; ++k) {
+    const auto next = static_cast<unsigned char>(text[i + k]);
+    if ((next & 0xc0) != 0x80) return {};
+    code = (code << 6) | (next & 0x3fu);
+  }
+  if (code < min || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return {};
+  return {code, length};
+}
+
+// The characters YAML allows in a stream (YAML 1.1 c-printable), as go-yaml's reader checks them
+// (readerc.go): it refuses the whole file otherwise, "control characters are not allowed".
+bool IsYamlPrintable(uint32_t c) {
+  return c == 0x09 || c == 0x0a || c == 0x0d || (c >= 0x20 && c <= 0x7e) || c == 0x85 ||
+         (c >= 0xa0 && c <= 0xd7ff) || (c >= 0xe000 && c <= 0xfffd) ||
+         (c >= 0x10000 && c <= 0x10ffff);
+}
+
+// Whether a character is written as an escape in a double-quoted string: one YAML does not allow
+// in a stream, and the line breaks YAML 1.1 has besides \n and \r (NEL, LS, PS), which a reader
+// would fold into a space, and a BOM, which a reader may take for the start of a stream. Tab, \n
+// and \r have escapes of their own.
+bool MustEscape(uint32_t c) {
+  return !IsYamlPrintable(c) || c == 0x85 || c == 0x2028 || c == 0x2029 || c == 0xfeff;
+}
+
+// Whether `text` holds a character MustEscape or a byte that is not UTF-8, past ASCII (the
+// ASCII control characters are checked where this is called).
+bool HasNonAsciiToEscape(std::string_view text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) continue;
+    const Utf8Char c = DecodeUtf8(text, i);
+    if (c.length == 0 || MustEscape(c.code)) return true;
+    i += c.length - 1;
+  }
+  return false;
+}
+
 constexpr std::string_view kAliasReason =
     ": through aliases a few bytes can stand for millions of nodes, and no file handoff reads "
     "needs them; write the value out in full";
@@ -238,7 +297,20 @@ absl::Status CheckKeys(const YAML::Node& node, std::string_view source) {
 
 std::string DoubleQuote(std::string_view text) {
   std::string out = "\"";
-  for (char c : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      // A character past ASCII: as it is, or as a \u escape when a reader would not keep it.
+      // (Bytes that are not UTF-8 stay as they are: no escape stands for a byte.)
+      const Utf8Char decoded = DecodeUtf8(text, i);
+      if (decoded.length != 0 && MustEscape(decoded.code)) {
+        char buf[8];
+        std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(decoded.code));
+        out += buf;
+        i += decoded.length - 1;
+        continue;
+      }
+    }
     switch (c) {
       case '"':
         out += "\\\"";
@@ -318,7 +390,7 @@ class Writer {
       if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
         return false;
     }
-    return true;
+    return !HasNonAsciiToEscape(text);
   }
   static std::string Inline(const YAML::Node& node) {
     if (node.IsMap()) return "{}";
@@ -434,45 +506,6 @@ std::optional<YamlRefusal> CheckYamlLimits(std::string_view text, const YamlLimi
 }
 
 namespace {
-
-// The code point of the UTF-8 sequence at text[i] and its length in bytes; length 0 when the
-// bytes there are not one (overlong forms, surrogates and code points past U+10FFFF included).
-struct Utf8Char {
-  uint32_t code = 0;
-  size_t length = 0;
-};
-Utf8Char DecodeUtf8(std::string_view text, size_t i) {
-  const auto byte = static_cast<unsigned char>(text[i]);
-  if (byte < 0x80) return {byte, 1};
-  size_t length = 0;
-  uint32_t code = 0;
-  uint32_t min = 0;
-  if (byte >= 0xc2 && byte <= 0xdf) {
-    length = 2, code = byte & 0x1fu, min = 0x80;
-  } else if (byte >= 0xe0 && byte <= 0xef) {
-    length = 3, code = byte & 0x0fu, min = 0x800;
-  } else if (byte >= 0xf0 && byte <= 0xf4) {
-    length = 4, code = byte & 0x07u, min = 0x10000;
-  } else {
-    return {};
-  }
-  if (i + length > text.size()) return {};
-  for (size_t k = 1; k < length; ++k) {
-    const auto next = static_cast<unsigned char>(text[i + k]);
-    if ((next & 0xc0) != 0x80) return {};
-    code = (code << 6) | (next & 0x3fu);
-  }
-  if (code < min || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return {};
-  return {code, length};
-}
-
-// The characters YAML allows in a stream (YAML 1.1 c-printable), as go-yaml's reader checks them
-// (readerc.go): it refuses the whole file otherwise, "control characters are not allowed".
-bool IsYamlPrintable(uint32_t c) {
-  return c == 0x09 || c == 0x0a || c == 0x0d || (c >= 0x20 && c <= 0x7e) || c == 0x85 ||
-         (c >= 0xa0 && c <= 0xd7ff) || (c >= 0xe000 && c <= 0xfffd) ||
-         (c >= 0x10000 && c <= 0x10ffff);
-}
 
 // Refuses a text that is not UTF-8 or holds a character YAML does not allow, as Kubernetes'
 // reader does. yaml-cpp reads such bytes without complaint, and not always as go-yaml would:
@@ -605,7 +638,7 @@ bool NeedsQuotes(std::string_view text) {
   for (char c : text) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
   }
-  return false;
+  return HasNonAsciiToEscape(text);
 }
 
 bool SemanticallyEqual(const YAML::Node& a, const YAML::Node& b) {

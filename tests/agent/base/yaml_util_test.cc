@@ -484,6 +484,26 @@ TEST(EmitYamlTest, EscapesInDoubleQuotes) {
   }
 }
 
+TEST(EmitYamlTest, CharactersAReaderWouldRefuseOrFoldAreEscaped) {
+  EXPECT_EQ(EmitString("a\xc2\x80z"), "k: \"a\\u0080z\"\n");            // C1 control
+  EXPECT_EQ(EmitString("a\xc2\x85z"), "k: \"a\\u0085z\"\n");            // NEL, a YAML 1.1 break
+  EXPECT_EQ(EmitString("a\xe2\x80\xa8z"), "k: \"a\\u2028z\"\n");        // LS
+  EXPECT_EQ(EmitString("\xef\xbb\xbfz"), "k: \"\\ufeffz\"\n");          // BOM
+  EXPECT_EQ(EmitString("a\xef\xbf\xbez"), "k: \"a\\ufffez\"\n");        // not a character
+  EXPECT_EQ(EmitString("line\n\xc2\x9f\n"), "k: \"line\\n\\u009f\\n\"\n");  // no block
+  EXPECT_EQ(EmitString("caf\xc3\xa9 \xf0\x9f\x98\x80"), "k: caf\xc3\xa9 \xf0\x9f\x98\x80\n");
+  for (const std::string& value : std::vector<std::string>{
+           "a\xc2\x80z", "a\xc2\x85z", "a\xe2\x80\xa9z", "\xef\xbb\xbf", "x\xef\xbf\xbf",
+           "line\n\xc2\x9f\n"}) {
+    YAML::Node node;
+    node[value] = value;
+    const std::string emitted = EmitYaml(node);
+    absl::StatusOr<YAML::Node> reloaded = LoadYaml(emitted, "emitted");
+    ASSERT_TRUE(reloaded.ok()) << reloaded.status() << "\n" << emitted;
+    EXPECT_EQ((*reloaded)[value].Scalar(), value) << emitted;
+  }
+}
+
 TEST(EmitYamlTest, QuotedKeys) {
   YAML::Node node;
   node["a: b"] = "x";
