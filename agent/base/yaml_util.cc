@@ -122,7 +122,16 @@ class LimitChecker : public YAML::EventHandler {
 
   const std::optional<YamlRefusal>& refusal() const { return refusal_; }
 
-  void OnDocumentStart(const YAML::Mark&) override {}
+  // yaml-cpp does not move past a ',', ']' or '}' outside a flow collection: it reports an empty
+  // document there, again and again, and YAML::LoadAll would never return. A document that
+  // starts where the one before it did is that loop.
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (mark.pos == last_document_start_) {
+      Refuse(mark, StrCat("the YAML parser cannot go past ", CharacterAt(mark),
+                          ": a ',', ']' or '}' outside [ ] or { } must be quoted"));
+    }
+    last_document_start_ = mark.pos;
+  }
   // Anchors belong to their document.
   void OnDocumentEnd() override { anchored_.clear(); }
 
@@ -205,6 +214,12 @@ class LimitChecker : public YAML::EventHandler {
     return std::string(text_.substr(start, end - start));
   }
 
+  // "','" for the character at `mark`.
+  std::string CharacterAt(const YAML::Mark& mark) const {
+    if (mark.pos < 0 || static_cast<size_t>(mark.pos) >= text_.size()) return "the end";
+    return StrCat("'", text_.substr(static_cast<size_t>(mark.pos), 1), "'");
+  }
+
   // Whether the next node is a key of the enclosing map.
   bool IsKey() const {
     return !stack_.empty() && stack_.back().is_map && stack_.back().children % 2 == 0;
@@ -260,6 +275,7 @@ class LimitChecker : public YAML::EventHandler {
   std::vector<Frame> stack_;
   std::map<YAML::anchor_t, Subtree> anchored_;
   size_t nodes_ = 0;
+  int last_document_start_ = -1;
   std::optional<YamlRefusal> refusal_;
 };
 

@@ -307,6 +307,19 @@ TEST(LoadYamlLimitsTest, NodeCountIsBounded) {
             "f:5:4: the document has more than 10 nodes, far more than any file handoff reads");
 }
 
+TEST(LoadYamlLimitsTest, AStrayFlowIndicatorIsAnErrorNotAnEndlessStreamOfDocuments) {
+  // yaml-cpp reports an empty document at a stray ',' forever; it was refused only once
+  // 100000 of them were counted, as a document "with more than 100000 nodes".
+  EXPECT_EQ(LoadYaml(",\n\n", "f").status().message(),
+            "f:1:1: the YAML parser cannot go past ',': a ',', ']' or '}' outside [ ] or { } "
+            "must be quoted");
+  EXPECT_THAT(std::string(LoadYaml("- a\n,\n", "f").status().message()),
+              HasSubstr("f:2:1: the YAML parser cannot go past ','"));
+  EXPECT_THAT(std::string(LoadYamlDocuments("a: 1\n---\n,", "f").status().message()),
+              HasSubstr("f:3:1: the YAML parser cannot go past ','"));
+  EXPECT_EQ(LoadYamlDocuments("---\n---\na: 1\n---\n", "f")->size(), 1u);
+}
+
 TEST(LoadYamlLimitsTest, SyntaxErrorsKeepTheirMessages) {
   EXPECT_FALSE(CheckYamlLimits("a: [1, 2\n", YamlLimits()).has_value());
   EXPECT_EQ(LoadYaml("a: [1, 2\n", "f").status().message(),
