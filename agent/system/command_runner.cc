@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "agent/base/strings.h"
+#include "agent/base/unique_fd.h"
 
 namespace handoff {
 namespace {
@@ -26,29 +27,6 @@ namespace {
 constexpr size_t kOutputTailBytes = size_t{64} * 1024;
 constexpr size_t kOutputLines = 20;
 
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) Reset(std::exchange(other.fd_, -1));
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { Reset(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void Reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 absl::Status ErrnoError(int error, std::string_view what) {
   return absl::Status(absl::ErrnoToStatusCode(error), StrCat(what, ": ", std::strerror(error)));

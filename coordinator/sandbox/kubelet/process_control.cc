@@ -58,18 +58,6 @@ class CStrings {
 
 }  // namespace
 
-UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-
-UniqueFd::~UniqueFd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 std::optional<ProcStat> ReadProcStat(int pid) {
   std::optional<std::string> stat = ReadWholeFile(StrCat("/proc/", pid, "/stat"));
   if (!stat) return std::nullopt;

@@ -13,25 +13,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "agent/base/unique_fd.h"
 
 namespace handoff::sandbox {
 
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd();
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
 
 // Fields of /proc/<pid>/stat: the state letter (field 3) and the start time (field 22).
 struct ProcStat {
