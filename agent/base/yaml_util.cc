@@ -396,9 +396,14 @@ class Writer {
     return !IsMultiLine(node);
   }
   // A string with a line break that a literal block can hold: one with text on some line and no
-  // control character a block would lose (a literal block reads "\r\n" back as "\n").
+  // control character a block would lose (a literal block reads "\r\n" back as "\n"). A plain
+  // scalar folded over an empty line is such a string too, so that it is written as its quoted
+  // twin would be and a second emit is the same.
   static bool IsMultiLine(const YAML::Node& node) {
-    if (!node.IsScalar() || !IsStringScalar(node)) return false;
+    if (!node.IsScalar()) return false;
+    if (!IsStringScalar(node) && ResolvePlainScalar(node.Scalar()) != JsonScalarType::kString) {
+      return false;
+    }
     const std::string& text = node.Scalar();
     if (text.find('\n') == std::string::npos) return false;
     if (text.find_first_not_of('\n') == std::string::npos) return false;
@@ -497,9 +502,11 @@ class Writer {
 bool ScalarsEqual(const YAML::Node& a, const YAML::Node& b) {
   if (a.IsNull() || b.IsNull()) return a.IsNull() && b.IsNull();
   if (IsStringScalar(a) != IsStringScalar(b)) {
-    // A quoted "x" and a plain x mean the same when plain x is itself a string.
+    // A quoted "x" and a plain x mean the same when plain x is itself a string: when the reader
+    // resolves its text as one. (Not whether it could be written plain again: a plain scalar
+    // folded over an empty line holds a line break, and is still a string.)
     const YAML::Node& plain = IsStringScalar(a) ? b : a;
-    if (NeedsQuotes(plain.Scalar())) return false;
+    if (ResolvePlainScalar(plain.Scalar()) != JsonScalarType::kString) return false;
   }
   return a.Scalar() == b.Scalar();
 }

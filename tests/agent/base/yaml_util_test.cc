@@ -616,6 +616,19 @@ TEST(EmitYamlTest, TextABlockCannotHoldIsDoubleQuoted) {
   EXPECT_EQ(EmitString("\n\n"), "k: \"\\n\\n\"\n");
 }
 
+TEST(EmitYamlTest, APlainScalarFoldedOverAnEmptyLineReloadsAsTheSameString) {
+  // Plain text continued after an empty line holds a line break; it is emitted quoted, and the
+  // quoted string means what the plain one did.
+  const YAML::Node node = Load("k: v1\n\n   x\n");
+  ASSERT_EQ(node["k"].Scalar(), "v1\nx");
+  const YAML::Node reloaded = Load(EmitYaml(node));
+  EXPECT_EQ(reloaded["k"].Scalar(), "v1\nx");
+  EXPECT_TRUE(SemanticallyEqual(node, reloaded)) << EmitYaml(node);
+  EXPECT_EQ(EmitYaml(reloaded), EmitYaml(node));
+  // A plain scalar the reader takes for another type still differs from the quoted string.
+  EXPECT_FALSE(SemanticallyEqual(Load("k: true\n"), Load("k: \"true\"\n")));
+}
+
 TEST(EmitYamlTest, NestedSequencesReload) {
   const YAML::Node node = Load("a:\n- - x\n  - \"no\"\n- []\n");
   const YAML::Node reloaded = Load(EmitYaml(node));
