@@ -551,6 +551,14 @@ absl::Status CheckYamlCharacters(std::string_view text, std::string_view source)
                  " is not allowed in YAML (Kubernetes refuses the whole file); remove it, or "
                  "write it as an escape in a double-quoted string"));
     }
+    // A carriage return is a line break to go-yaml on its own, but yaml-cpp does not always take
+    // it for one: "Po\r\r*a" read as a scalar and a key "*a" that no reader reads back. Only the
+    // "\r\n" of a file saved on Windows is accepted; a lone one (old Mac line ends) is refused.
+    if (c.code == '\r' && (i + 1 >= text.size() || text[i + 1] != '\n')) {
+      return absl::InvalidArgumentError(
+          StrCat(where(), "a carriage return not followed by a line feed; save the file with "
+                          "\\n (or \\r\\n) line ends"));
+    }
     if (c.code == '\n') {
       ++line;
       line_start = i + 1;

@@ -616,6 +616,17 @@ TEST(EmitYamlTest, TextABlockCannotHoldIsDoubleQuoted) {
   EXPECT_EQ(EmitString("\n\n"), "k: \"\\n\\n\"\n");
 }
 
+TEST(LoadYamlTest, ALoneCarriageReturnIsRefusedWithItsPlace) {
+  absl::StatusOr<YAML::Node> lone = LoadYaml("name: kube-1\nkind: Po\r\r*a\n", "pod.yaml");
+  ASSERT_FALSE(lone.ok());
+  EXPECT_EQ(lone.status().message(),
+            "pod.yaml:2:9: a carriage return not followed by a line feed; save the file with \\n "
+            "(or \\r\\n) line ends");
+  absl::StatusOr<YAML::Node> windows = LoadYaml("name: kube-1\r\nkind: Pod\r\n", "pod.yaml");
+  ASSERT_TRUE(windows.ok()) << windows.status();
+  EXPECT_EQ((*windows)["kind"].Scalar(), "Pod");
+}
+
 TEST(EmitYamlTest, APlainScalarFoldedOverAnEmptyLineReloadsAsTheSameString) {
   // Plain text continued after an empty line holds a line break; it is emitted quoted, and the
   // quoted string means what the plain one did.
