@@ -384,6 +384,12 @@ class Writer {
     if (node.IsNull()) return "null";
     const std::string& text = node.Scalar();
     if (IsStringScalar(node) && NeedsQuotes(text)) return DoubleQuote(text);
+    // A plain scalar read as a string that cannot be written plain where it now stands (a "-"
+    // from a flow list would start a nested list in a block one) is written as its quoted twin.
+    if (!IsStringScalar(node) && NeedsQuotes(text) &&
+        ResolvePlainScalar(text) == JsonScalarType::kString) {
+      return DoubleQuote(text);
+    }
     if (!IsStringScalar(node) && (text.empty() || text.find('\n') != std::string::npos)) {
       return DoubleQuote(text);
     }

@@ -627,6 +627,14 @@ TEST(LoadYamlTest, ALoneCarriageReturnIsRefusedWithItsPlace) {
   EXPECT_EQ((*windows)["kind"].Scalar(), "Pod");
 }
 
+TEST(EmitYamlTest, APlainDashFromAFlowListStaysAString) {
+  const YAML::Node node = Load("command: [a, -, b]\n");
+  EXPECT_EQ(EmitYaml(node), "command:\n- a\n- \"-\"\n- b\n");
+  const YAML::Node reloaded = Load(EmitYaml(node));
+  EXPECT_TRUE(SemanticallyEqual(node, reloaded)) << EmitYaml(node);
+  EXPECT_EQ(EmitYaml(reloaded), EmitYaml(node));
+}
+
 TEST(EmitYamlTest, APlainScalarFoldedOverAnEmptyLineReloadsAsTheSameString) {
   // Plain text continued after an empty line holds a line break; it is emitted quoted, and the
   // quoted string means what the plain one did.
