@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "tests/agent/cli/run_agent.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -20,22 +21,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Result RunAgent(std::vector<std::string> args) {
-  args.insert(args.begin(), "handoff-agent");
-  std::vector<const char*> argv;
-  for (const std::string& arg : args) argv.push_back(arg.c_str());
-  std::ostringstream out;
-  std::ostringstream err;
-  int code =
-      RunAgentCli(static_cast<int>(argv.size()), argv.data(), out, err, RealAgentEnvironment());
-  return Result{code, out.str(), err.str()};
-}
 
 // Every file under `root` with its content, to prove a command wrote nothing.
 std::map<std::string, std::string> Tree(const fs::path& root) {

@@ -10,6 +10,7 @@
 
 #include "agent/cli/agent_cli.h"
 #include "gmock/gmock.h"
+#include "tests/agent/cli/run_agent.h"
 #include "gtest/gtest.h"
 #include "tests/agent/base/yaml_bomb.h"
 
@@ -23,22 +24,6 @@ using ::testing::IsEmpty;
 
 constexpr char kKcm[] = "/etc/kubernetes/manifests/kube-controller-manager.yaml";
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Result RunAgent(std::vector<std::string> args) {
-  args.insert(args.begin(), "handoff-agent");
-  std::vector<const char*> argv;
-  for (const std::string& arg : args) argv.push_back(arg.c_str());
-  std::ostringstream out;
-  std::ostringstream err;
-  const int code =
-      RunAgentCli(static_cast<int>(argv.size()), argv.data(), out, err, RealAgentEnvironment());
-  return Result{code, out.str(), err.str()};
-}
 
 std::string ReadFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
