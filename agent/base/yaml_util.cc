@@ -311,6 +311,52 @@ absl::Status CheckKeys(const YAML::Node& node, std::string_view source) {
   return absl::OkStatus();
 }
 
+// yaml-cpp decodes the double-quoted escapes \N (NEL, U+0085) and \_ (no-break space, U+00A0) to
+// the single bytes 0x85 and 0xA0 rather than to UTF-8, which leaves a scalar that is not UTF-8 and
+// that EmitYaml would write as such. Every other escape it decodes to UTF-8, and the text was
+// checked to be UTF-8 before parsing, so a lone 0x85 or 0xA0 in a scalar can only be one of
+// these two: each is replaced by its UTF-8 form, as go-yaml reads it.
+absl::Status RepairLatin1Escapes(YAML::Node node, std::string_view source) {
+  if (node.IsScalar()) {
+    const std::string& value = node.Scalar();
+    if (FirstInvalidUtf8(value) == std::string_view::npos) return absl::OkStatus();
+    std::string repaired;
+    for (size_t i = 0; i < value.size();) {
+      const Utf8Char c = DecodeUtf8(value, i);
+      if (c.length != 0) {
+        repaired.append(value, i, c.length);
+        i += c.length;
+        continue;
+      }
+      const auto byte = static_cast<unsigned char>(value[i]);
+      if (byte != 0x85 && byte != 0xa0) {
+        const YAML::Mark mark = node.Mark();
+        return absl::InvalidArgumentError(
+            StrCat(source, ":", mark.line + 1, ":", mark.column + 1,
+                   ": this string decodes to bytes that are not UTF-8; write the characters "
+                   "themselves"));
+      }
+      repaired += '\xc2';
+      repaired += static_cast<char>(byte);
+      ++i;
+    }
+    node = repaired;  // keeps the node's tag, so a quoted string stays a string
+  } else if (node.IsMap()) {
+    for (const auto& entry : node) {
+      for (const YAML::Node& part : {entry.first, entry.second}) {
+        absl::Status status = RepairLatin1Escapes(part, source);
+        if (!status.ok()) return status;
+      }
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) {
+      absl::Status status = RepairLatin1Escapes(item, source);
+      if (!status.ok()) return status;
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::string DoubleQuote(std::string_view text) {
   std::string out = "\"";
   for (size_t i = 0; i < text.size(); ++i) {
@@ -594,6 +640,14 @@ absl::StatusOr<std::vector<YAML::Node>> ParseDocuments(std::string_view text,
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
         StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
+  }
+  // Only a text with one of the two escapes needs the walk.
+  if (text.find("\\N") != std::string_view::npos ||
+      text.find("\\_") != std::string_view::npos) {
+    for (const YAML::Node& document : documents) {
+      absl::Status repaired = RepairLatin1Escapes(document, source);
+      if (!repaired.ok()) return repaired;
+    }
   }
   return documents;
 }

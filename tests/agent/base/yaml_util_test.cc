@@ -156,6 +156,28 @@ TEST(LoadYamlTest, TextKubernetesCannotReadIsRefusedWhereItBreaks) {
   EXPECT_EQ(node["b"].Scalar(), "caf\xc3\xa9 \xc2\x85 \xf0\x9f\x98\x80");
 }
 
+TEST(LoadYamlTest, EscapesForNelAndNoBreakSpaceDecodeToUtf8) {
+  // yaml-cpp decodes \N and \_ to the single bytes 0x85 and 0xA0; go-yaml to U+0085 and U+00A0.
+  const YAML::Node node = Load(
+      "a: \"x\\Ny\\_z\"\n"
+      "\"k\\N\": [\"\\_\", {\"in \\N\": \"caf\\u00e9\\N\"}]\n"
+      "c: \"\\L\\P\\x85\\u0085\"\n");
+  EXPECT_EQ(node["a"].Scalar(), "x\xc2\x85y\xc2\xa0z");
+  EXPECT_EQ(node["a"].Tag(), "!");  // still a quoted string
+  EXPECT_EQ(node["k\xc2\x85"][0].Scalar(), "\xc2\xa0");
+  EXPECT_EQ(node["k\xc2\x85"][1]["in \xc2\x85"].Scalar(), "caf\xc3\xa9\xc2\x85");
+  EXPECT_EQ(node["c"].Scalar(), "\xe2\x80\xa8\xe2\x80\xa9\xc2\x85\xc2\x85");
+  // The fuzz finding: the emitted text is UTF-8 again and reads back the same.
+  const std::string emitted = EmitYaml(node);
+  EXPECT_EQ(FirstInvalidUtf8(emitted), std::string_view::npos) << emitted;
+  EXPECT_TRUE(SemanticallyEqual(Load(emitted), node)) << emitted;
+  // Plain and single-quoted scalars have no escapes: the two characters stay as written.
+  EXPECT_EQ(Load("a: x\\Ny\nb: 'x\\_y'\n")["a"].Scalar(), "x\\Ny");
+  EXPECT_EQ(Load("a: x\\Ny\nb: 'x\\_y'\n")["b"].Scalar(), "x\\_y");
+  // A surrogate escape is refused, as go-yaml refuses it.
+  EXPECT_FALSE(LoadYaml("a: \"\\ud800\"\n", "f").ok());
+}
+
 TEST(FirstInvalidUtf8Test, FindsTheFirstByteThatIsNot) {
   EXPECT_EQ(FirstInvalidUtf8(""), std::string_view::npos);
   EXPECT_EQ(FirstInvalidUtf8("ascii \xc3\xa9 \xf4\x8f\xbf\xbf"), std::string_view::npos);
