@@ -258,19 +258,42 @@ struct PlannedMove {
   NodeState to;
 };
 
-// The first node in `from`, in node order (forward moves) or reverse node order (backward moves).
+// How late in its phase a node moves (see NextStep in the header): 2 when a lease it holds makes
+// one of its managers run the cloud controllers (the migration lease; the kube-controller-
+// manager's main lease on an in-tree node; the cloud-controller-manager's on a finalized node,
+// both without Leader Migration), 1 when it holds another lease, 0 when it holds none.
+int HolderRank(const NodeStatus& node, const LeaseHolders& holders) {
+  const bool kcm = node.name == holders.kube_controller_manager;
+  const bool ccm = node.name == holders.cloud_controller_manager;
+  if (node.name == holders.migration || (kcm && node.state == NodeState::kInTree) ||
+      (ccm && node.state == NodeState::kFinalized)) {
+    return 2;
+  }
+  return kcm || ccm ? 1 : 0;
+}
+
+// The node in `from` that moves first: the lowest holder rank, then node order (forward moves)
+// or reverse node order (backward moves).
 std::optional<PlannedMove> FirstIn(const std::vector<NodeStatus>& nodes, NodeState from,
-                                   NodeState to) {
+                                   NodeState to, const LeaseHolders& holders) {
   const bool forward = IsForward(from, to);
+  std::optional<std::size_t> best;
+  int best_rank = 0;
   for (std::size_t k = 0; k < nodes.size(); ++k) {
     const std::size_t i = forward ? k : nodes.size() - 1 - k;
-    if (nodes[i].state == from) return PlannedMove{i, to};
+    if (nodes[i].state != from) continue;
+    const int rank = HolderRank(nodes[i], holders);
+    if (!best || rank < best_rank) {
+      best = i;
+      best_rank = rank;
+    }
   }
-  return std::nullopt;
+  if (!best) return std::nullopt;
+  return PlannedMove{*best, to};
 }
 
 // The move the plan for `goal` wants next, by phases; each phase takes its nodes one at a time,
-// forward moves in node order and backward moves in reverse node order. All nodes are consistent.
+// holders last (FirstIn). All nodes are consistent.
 //
 // Every goal first prepares in-tree nodes. In a safe cluster there is no in-tree node once any
 // node is migrated or finalized, so this only matters for a kMigrated/kFinalized goal from the
@@ -288,32 +311,41 @@ struct Phase {
 
 // The first move of the first phase that has a node to move.
 std::optional<PlannedMove> FirstOf(const std::vector<NodeStatus>& nodes,
+                                   const LeaseHolders& holders,
                                    std::initializer_list<Phase> phases) {
   for (const Phase& phase : phases) {
-    if (std::optional<PlannedMove> move = FirstIn(nodes, phase.from, phase.to)) return move;
+    if (std::optional<PlannedMove> move = FirstIn(nodes, phase.from, phase.to, holders)) {
+      return move;
+    }
   }
   return std::nullopt;
 }
 
-std::optional<PlannedMove> Plan(const std::vector<NodeStatus>& nodes, NodeState goal) {
+std::optional<PlannedMove> Plan(const std::vector<NodeStatus>& nodes, NodeState goal,
+                                const LeaseHolders& holders) {
   using S = NodeState;
   switch (goal) {
     case S::kMigrated:
-      return FirstOf(nodes, {{S::kInTree, S::kPrepared},
-                             {S::kFinalized, S::kMigrated},
-                             {S::kPrepared, S::kMigrated}});
+      return FirstOf(nodes, holders,
+                     {{S::kInTree, S::kPrepared},
+                      {S::kFinalized, S::kMigrated},
+                      {S::kPrepared, S::kMigrated}});
     case S::kFinalized:
-      return FirstOf(nodes, {{S::kInTree, S::kPrepared},
-                             {S::kPrepared, S::kMigrated},
-                             {S::kMigrated, S::kFinalized}});
+      return FirstOf(nodes, holders,
+                     {{S::kInTree, S::kPrepared},
+                      {S::kPrepared, S::kMigrated},
+                      {S::kMigrated, S::kFinalized}});
     case S::kPrepared:
     case S::kInTree: {
       bool any_ccm = false;
       for (const NodeStatus& n : nodes) any_ccm = any_ccm || RunsCloudControllerManager(n.state);
-      if (goal == S::kInTree && !any_ccm) return FirstOf(nodes, {{S::kPrepared, S::kInTree}});
-      return FirstOf(nodes, {{S::kInTree, S::kPrepared},
-                             {S::kFinalized, S::kMigrated},
-                             {S::kMigrated, S::kPrepared}});
+      if (goal == S::kInTree && !any_ccm) {
+        return FirstOf(nodes, holders, {{S::kPrepared, S::kInTree}});
+      }
+      return FirstOf(nodes, holders,
+                     {{S::kInTree, S::kPrepared},
+                      {S::kFinalized, S::kMigrated},
+                      {S::kMigrated, S::kPrepared}});
     }
     case S::kInconsistent:
       break;
@@ -372,7 +404,7 @@ Decision NextStep(const std::vector<NodeStatus>& nodes, const Goal& goal, const 
                         std::move(refusal->message));
   }
 
-  std::optional<PlannedMove> planned = Plan(nodes, goal.target);
+  std::optional<PlannedMove> planned = Plan(nodes, goal.target, facts.holders);
   if (!planned) {
     // Unreachable: every node is consistent and some node is not at the goal, and every goal's
     // phases cover every other state.

@@ -50,10 +50,19 @@ struct Goal {
   NodeState target = NodeState::kMigrated;
 };
 
+// The nodes whose managers hold the leases of the move now ("" for a lease nobody validly holds,
+// or whose holder runs on no node of the rollout). Only the order of moves depends on them.
+struct LeaseHolders {
+  std::string migration;                 // kube-system/cloud-provider-extraction-migration
+  std::string kube_controller_manager;   // the kube-controller-manager's main lease
+  std::string cloud_controller_manager;  // the cloud-controller-manager's main lease
+};
+
 // What the coordinator knows of the cluster besides the nodes.
 struct ClusterFacts {
   bool rbac_ready = false;                     // both managers may use the migration lease
   bool lease_held_by_healthy_manager = false;  // a valid holder, whose node is healthy
+  LeaseHolders holders;
 };
 
 struct Control {
@@ -82,12 +91,20 @@ struct Decision {
 // A backward goal walks nodes back one by one to prepared, then (for kInTree) to in-tree.
 // Never returns a move that CheckMove would refuse.
 //
-// The phases of each goal, in order; each moves one node at a time, forward moves in node order
-// and backward moves in reverse node order:
+// The phases of each goal, in order; each moves one node at a time:
 //   kMigrated:  in-tree → prepared; finalized → migrated; prepared → migrated.
 //   kFinalized: in-tree → prepared; prepared → migrated; migrated → finalized.
 //   kPrepared:  in-tree → prepared; finalized → migrated; migrated → prepared.
 //   kInTree:    as kPrepared while any node is migrated or finalized; then prepared → in-tree.
+// Within a phase, holders last (facts.holders): first the nodes that hold none of the three
+// leases, then those holding a lease that does not make them run the cloud controllers, last the
+// node whose manager runs them (the migration lease's holder; without Leader Migration, the
+// holder of the kube-controller-manager's lease on an in-tree node or of the
+// cloud-controller-manager's on a finalized one). A move restarts managers, and a restarted
+// holder hands its lease to a successor; moved last, the runner's successor is a node the phase
+// has already moved, so the phase hands the cloud controllers over at most once. Ties (and all
+// nodes when no holder is known) go in node order for forward moves and reverse node order for
+// backward moves.
 // The order is strict: a blocked move is waited for, never skipped.
 // kDone: every node is at the goal and none is in transition (even when halted or paused).
 // Otherwise, first: halted → kStuck; paused → kWait; a node in transition → kWait; an

@@ -36,6 +36,13 @@ FactsReport KubeFactsSource::Check() {
     report.lease_held = ownership.holder == kube::Holder::kKubeControllerManager ||
                         ownership.holder == kube::Holder::kCloudControllerManager;
     report.lease_holder_node = ownership.node;
+    const absl::Time now = clock_.Now();
+    auto holder_node = [&](const std::optional<kube::LeaseInfo>& lease) {
+      return lease && lease->HeldAt(now) ? kube::HostnameOfIdentity(lease->holder_identity)
+                                         : std::string();
+    };
+    report.kube_controller_manager_holder_node = holder_node(leases->kube_controller_manager);
+    report.cloud_controller_manager_holder_node = holder_node(leases->cloud_controller_manager);
     details.push_back(StrCat("migration lease: ", ownership.Describe()));
   }
   report.detail = StrJoin(details, "; ");

@@ -475,17 +475,27 @@ std::vector<rollout::NodeStatus> RolloutController::EngineNodes() const {
 rollout::ClusterFacts RolloutController::EngineFacts() const {
   rollout::ClusterFacts facts;
   facts.rbac_ready = facts_.rbac_ready;
+  if (facts_.source == "assumed") {
+    facts.lease_held_by_healthy_manager = facts_.lease_held;
+    return facts;
+  }
+  // The rollout's node a manager's host is, or "".
+  auto node_of = [&](const std::string& hostname) -> std::string {
+    for (const Node& node : nodes_) {
+      if (HostnameMatchesNode(hostname, node.name)) return node.name;
+    }
+    return "";
+  };
   if (facts_.lease_held) {
-    if (facts_.source == "assumed") {
-      facts.lease_held_by_healthy_manager = true;
-    } else {
-      for (const Node& node : nodes_) {
-        if (HostnameMatchesNode(facts_.lease_holder_node, node.name)) {
-          facts.lease_held_by_healthy_manager = node.healthy && node.link != nullptr;
-        }
+    facts.holders.migration = node_of(facts_.lease_holder_node);
+    for (const Node& node : nodes_) {
+      if (node.name == facts.holders.migration) {
+        facts.lease_held_by_healthy_manager = node.healthy && node.link != nullptr;
       }
     }
   }
+  facts.holders.kube_controller_manager = node_of(facts_.kube_controller_manager_holder_node);
+  facts.holders.cloud_controller_manager = node_of(facts_.cloud_controller_manager_holder_node);
   return facts;
 }
 
@@ -624,7 +634,11 @@ void RolloutController::PlanRollout(NodeState goal, PlanCallback done) {
         if (node.name == rollout_.in_flight->node) node.state = rollout_.in_flight->to;
       }
     }
-    rollout::ClusterFacts facts{true, true};
+    // The leases' holders as they are now: the first move of each phase is the one the rollout
+    // makes; later ones may change order as the leases change hands.
+    rollout::ClusterFacts facts = EngineFacts();
+    facts.rbac_ready = true;
+    facts.lease_held_by_healthy_manager = true;
     std::map<std::string, std::vector<NodeState>> chains;
     const size_t max_steps = 4 * simulated.size() + 4;
     for (size_t step = 0; step < max_steps; ++step) {

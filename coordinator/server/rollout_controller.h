@@ -55,6 +55,10 @@ struct FactsReport {
   // The migration lease is held, unexpired; by a manager on `lease_holder_node`.
   bool lease_held = false;
   std::string lease_holder_node;
+  // The hosts of the managers validly holding their main leases now ("" for nobody). With the
+  // migration lease's holder they order the moves of a phase (rollout::LeaseHolders).
+  std::string kube_controller_manager_holder_node;
+  std::string cloud_controller_manager_holder_node;
   std::string source;  // "kubernetes" or "assumed"
   std::string detail;
 };

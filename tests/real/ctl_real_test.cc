@@ -206,6 +206,7 @@ TEST_F(CtlRealTest, ClusterFactsFollowTheRealRbacAndLease) {
   EXPECT_FALSE(before.rbac_ready) << before.detail;
   EXPECT_TRUE(before.lease_held) << before.detail;
   EXPECT_EQ(before.lease_holder_node, "ip-10-0-1-11.ec2.internal");
+  EXPECT_EQ(before.kube_controller_manager_holder_node, "ip-10-0-1-11.ec2.internal");
   EXPECT_EQ(before.source, "kubernetes");
 
   absl::StatusOr<kube::RbacApplyResult> applied = kube::ApplyRbac(*admin_, kube::RbacOptions{});
@@ -214,6 +215,8 @@ TEST_F(CtlRealTest, ClusterFactsFollowTheRealRbacAndLease) {
   const server::FactsReport after = facts.Check();
   EXPECT_TRUE(after.rbac_ready) << after.detail;
   EXPECT_FALSE(after.lease_held) << after.detail;
+  // Expired leases name no holder.
+  EXPECT_EQ(after.kube_controller_manager_holder_node, "");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // The product of both (15 million cases, some fifteen seconds under the sanitizers) is left to
 // the random rollouts' probes (rollout_simulation_test.cc), which meet paused and halted rollouts
 // with disconnected, unhealthy, inconsistent and moving nodes.
+// And NextStep against the oracle for every state, goal and holder of the three leases.
 #include <cstdint>
 #include <iostream>
 #include <string>
@@ -146,6 +147,62 @@ TEST(CheckMoveTableTest, EveryStateNodeFlagTargetAndFact) {
             << " cases, " << result.allowed << " allowed\n";
   RecordProperty("cases", static_cast<int>(result.cases));
   RecordProperty("allowed", static_cast<int>(result.allowed));
+}
+
+// NextStep against the oracle's ExpectedStep, exhaustively over the leases' holders: every state
+// of three connected, healthy, idle nodes × goal × each lease held by a, b, c or nobody × the
+// RBAC and lease facts. Holders only change which node moves (never whether one may).
+TEST(NextStepTableTest, EveryStateGoalAndLeaseHolder) {
+  const std::string names[] = {"a", "b", "c", ""};
+  std::vector<NodeStatus> nodes(3);
+  for (int i = 0; i < 3; ++i) {
+    nodes[i].name = names[i];
+    nodes[i].connected = nodes[i].healthy = true;
+  }
+  std::uint64_t cases = 0, moves = 0;
+  int reported = 0;
+  for (NodeState s0 : kAllStates) {
+    for (NodeState s1 : kAllStates) {
+      for (NodeState s2 : kAllStates) {
+        nodes[0].state = s0, nodes[1].state = s1, nodes[2].state = s2;
+        for (NodeState goal : oracle::kTargets) {
+          for (int holders = 0; holders < 64; ++holders) {
+            for (int bits = 0; bits < 4; ++bits) {
+              ClusterFacts facts;
+              facts.rbac_ready = (bits & 1) != 0;
+              facts.lease_held_by_healthy_manager = (bits & 2) != 0;
+              facts.holders.migration = names[holders % 4];
+              facts.holders.kube_controller_manager = names[holders / 4 % 4];
+              facts.holders.cloud_controller_manager = names[holders / 16];
+              ++cases;
+              const Decision decision = NextStep(nodes, Goal{goal}, facts, Control{});
+              const oracle::Expected expected = oracle::ExpectedStep(nodes, goal, facts, Control{});
+              const bool same =
+                  decision.kind == expected.kind &&
+                  (decision.kind != Decision::Kind::kMove ||
+                   (decision.node == nodes[*expected.mover].name && decision.to == expected.to));
+              moves += decision.kind == Decision::Kind::kMove ? 1 : 0;
+              if (!same && reported++ < 5) {
+                ADD_FAILURE() << "NextStep: " << oracle::KindName(decision.kind) << " "
+                              << decision.node << " " << NodeStateName(decision.to) << " ("
+                              << decision.reason << "); the oracle: "
+                              << oracle::KindName(expected.kind) << " "
+                              << (expected.mover ? nodes[*expected.mover].name : "") << " "
+                              << NodeStateName(expected.to) << "\n"
+                              << Describe(nodes, {}, goal, facts, Control{});
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  // 5^3 states × 4 goals × 4^3 holders × 4 facts.
+  EXPECT_EQ(cases, 128'000u);
+  EXPECT_GT(moves, 10'000u);
+  std::cout << "[ rollout ] NextStep table (states, goals, lease holders, facts): " << cases
+            << " cases, " << moves << " moves\n";
+  RecordProperty("cases", static_cast<int>(cases));
 }
 
 }  // namespace

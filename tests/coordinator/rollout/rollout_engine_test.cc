@@ -326,6 +326,42 @@ TEST(NextStepTest, InTreeWalksBackToPreparedThenToInTreeInReverseOrder) {
               ElementsAre("c:in-tree", "a:in-tree", "done"));
 }
 
+TEST(NextStepTest, LeaseHoldersMoveLastInTheirPhase) {
+  // Preparing: the in-tree KCM holding its main lease runs the cloud controllers; it goes last.
+  ClusterFacts facts = Ready();
+  facts.holders.kube_controller_manager = "a";
+  EXPECT_THAT(Drive(Nodes({kInTree, kInTree, kInTree}), kPrepared, facts),
+              ElementsAre("b:prepared", "c:prepared", "a:prepared", "done"));
+  // Back to prepared (reverse node order): a holds nothing, c only the KCM's lease (its KCM runs
+  // no cloud controller when migrated), b's CCM the migration lease: a, c, then b.
+  facts = Ready();
+  facts.holders.migration = "b";
+  facts.holders.cloud_controller_manager = "b";
+  facts.holders.kube_controller_manager = "c";
+  EXPECT_THAT(Drive(Nodes({kMigrated, kMigrated, kMigrated}), kPrepared, facts),
+              ElementsAre("a:prepared", "c:prepared", "b:prepared", "done"));
+  // Walking back from finalized: the finalized CCM holding its lease runs them; the KCM's lease
+  // on a counts less.
+  facts = Ready();
+  facts.holders.cloud_controller_manager = "c";
+  facts.holders.kube_controller_manager = "a";
+  EXPECT_THAT(Drive(Nodes({kFinalized, kFinalized, kFinalized}), kMigrated, facts),
+              ElementsAre("b:migrated", "a:migrated", "c:migrated", "done"));
+  // A holder that is not in the phase changes nothing: node order.
+  facts = Ready();
+  facts.holders.migration = "a";
+  EXPECT_THAT(Drive(Nodes({kMigrated, kPrepared, kPrepared}), kMigrated, facts),
+              ElementsAre("b:migrated", "c:migrated", "done"));
+  // The node whose turn it is is waited for when blocked, never skipped.
+  std::vector<NodeStatus> nodes = Nodes({kInTree, kInTree, kInTree});
+  nodes[1].connected = false;
+  facts = Ready();
+  facts.holders.kube_controller_manager = "a";
+  Decision decision = NextStep(nodes, Goal{kPrepared}, facts, Control{});
+  EXPECT_EQ(decision.kind, Kind::kWait);
+  EXPECT_THAT(decision.reason, HasSubstr("node b's agent is not connected"));
+}
+
 TEST(NextStepTest, DoneAtTheGoalEvenWhenHaltedButNotWhileANodeIsInTransition) {
   Control halted;
   halted.halted = true;

@@ -4,6 +4,7 @@
 #ifndef HANDOFF_TESTS_COORDINATOR_ROLLOUT_ROLLOUT_ORACLE_H_
 #define HANDOFF_TESTS_COORDINATOR_ROLLOUT_ROLLOUT_ORACLE_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <sstream>
@@ -169,7 +170,8 @@ inline bool MessageHasLabelOf(std::string_view message, const Violations& violat
 // migrates prepared nodes (node order), then finalizes (kFinalized, node order); a backward goal
 // prepares in-tree nodes, walks finalized nodes back to migrated then migrated nodes to prepared
 // (reverse order), and for kInTree, once no node is migrated or finalized, prepared ones to
-// in-tree (reverse order). Strictly in that order: a blocked move is waited for, not skipped.
+// in-tree (reverse order). Within each phase lease holders go last (HoldingRank). Strictly in
+// that order: a blocked move is waited for, not skipped.
 struct Expected {
   Kind kind;
   std::optional<std::size_t> mover;
@@ -177,17 +179,39 @@ struct Expected {
   Violations violations;  // the reason must name one of these (kWait, kStuck)
 };
 
-inline std::optional<std::size_t> First(const std::vector<NodeStatus>& nodes, NodeState s) {
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].state == s) return i;
+// Holders last: a node holding none of the three leases; else one whose leases do not make it
+// run the cloud controllers; last the one that runs them (the migration lease; a main lease of a
+// manager without Leader Migration: an in-tree KCM, a finalized CCM).
+inline int HoldingRank(const NodeStatus& node, const LeaseHolders& holders) {
+  int rank = 0;
+  if (node.name == holders.migration) rank = 2;
+  if (node.name == holders.kube_controller_manager) {
+    rank = std::max(rank, node.state == kInTree ? 2 : 1);
+  }
+  if (node.name == holders.cloud_controller_manager) {
+    rank = std::max(rank, node.state == kFinalized ? 2 : 1);
+  }
+  return rank;
+}
+
+// The first node in state `s` of the lowest holding rank, in node order or reverse node order.
+inline std::optional<std::size_t> Pick(const std::vector<NodeStatus>& nodes, NodeState s,
+                                       const LeaseHolders& holders, bool reverse) {
+  for (int rank = 0; rank <= 2; ++rank) {
+    for (std::size_t k = 0; k < nodes.size(); ++k) {
+      const std::size_t i = reverse ? nodes.size() - 1 - k : k;
+      if (nodes[i].state == s && HoldingRank(nodes[i], holders) == rank) return i;
+    }
   }
   return std::nullopt;
 }
-inline std::optional<std::size_t> Last(const std::vector<NodeStatus>& nodes, NodeState s) {
-  for (std::size_t i = nodes.size(); i-- > 0;) {
-    if (nodes[i].state == s) return i;
-  }
-  return std::nullopt;
+inline std::optional<std::size_t> First(const std::vector<NodeStatus>& nodes, NodeState s,
+                                        const LeaseHolders& holders) {
+  return Pick(nodes, s, holders, /*reverse=*/false);
+}
+inline std::optional<std::size_t> Last(const std::vector<NodeStatus>& nodes, NodeState s,
+                                       const LeaseHolders& holders) {
+  return Pick(nodes, s, holders, /*reverse=*/true);
 }
 
 inline Expected ExpectedStep(const std::vector<NodeStatus>& nodes, NodeState goal,
@@ -227,19 +251,20 @@ inline Expected ExpectedStep(const std::vector<NodeStatus>& nodes, NodeState goa
       to = target;
     }
   };
-  take(First(nodes, kInTree), kPrepared);  // every goal but "kInTree with no CCM left"
+  const LeaseHolders& h = facts.holders;
+  take(First(nodes, kInTree, h), kPrepared);  // every goal but "kInTree with no CCM left"
   if (goal == kInTree && !any_ccm) {
     mover.reset();
-    take(Last(nodes, kPrepared), kInTree);
+    take(Last(nodes, kPrepared, h), kInTree);
   } else if (goal == kMigrated) {
-    take(Last(nodes, kFinalized), kMigrated);
-    take(First(nodes, kPrepared), kMigrated);
+    take(Last(nodes, kFinalized, h), kMigrated);
+    take(First(nodes, kPrepared, h), kMigrated);
   } else if (goal == kFinalized) {
-    take(First(nodes, kPrepared), kMigrated);
-    take(First(nodes, kMigrated), kFinalized);
+    take(First(nodes, kPrepared, h), kMigrated);
+    take(First(nodes, kMigrated, h), kFinalized);
   } else {  // kPrepared, or kInTree while a CCM runs
-    take(Last(nodes, kFinalized), kMigrated);
-    take(Last(nodes, kMigrated), kPrepared);
+    take(Last(nodes, kFinalized, h), kMigrated);
+    take(Last(nodes, kMigrated, h), kPrepared);
   }
   if (!mover) return {Kind::kStuck, std::nullopt, kInconsistent, {}};  // cannot happen
   Violations violations = ViolationsOf(nodes, *mover, to, facts, control);
@@ -318,7 +343,9 @@ inline std::string Describe(const std::vector<NodeStatus>& nodes,
   std::ostringstream out;
   out << "goal " << NodeStateName(goal) << "; rbac " << facts.rbac_ready << " lease "
       << facts.lease_held_by_healthy_manager << "; paused " << control.paused << " halted "
-      << control.halted << "; nodes:";
+      << control.halted << "; holders: migration '" << facts.holders.migration << "' kcm '"
+      << facts.holders.kube_controller_manager << "' ccm '"
+      << facts.holders.cloud_controller_manager << "'; nodes:";
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const NodeStatus& n = nodes[i];
     out << " " << n.name << "=" << NodeStateName(n.state);

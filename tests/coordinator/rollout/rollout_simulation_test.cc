@@ -2,7 +2,7 @@
 // towards a random goal, with moves that succeed, fail (the agent rolls back, the rollout halts)
 // or lose their agent mid-move (it comes back having finished or undone the move), slow moves,
 // operator commands (pause, resume, abort, a new goal forwards or backwards), the RBAC and lease
-// facts changing, probes failing and nodes edited by hand. Every decision is checked against the
+// facts (the leases' holders included) changing, probes failing and nodes edited by hand. Every decision is checked against the
 // oracle (rollout_oracle.h), every move against CheckMove, and the safety invariant after every
 // step, on what the nodes really run as well as on what the coordinator last heard. Then, left
 // alone, every rollout must reach its goal within nodes × 4 moves.
@@ -65,6 +65,7 @@ class Rollout {
     goal_ = kTargets[Pick(4)];
     facts_.rbac_ready = quiet_ || Chance(700);
     facts_.lease_held_by_healthy_manager = quiet_ || Chance(700);
+    ShuffleHolders();
 
     if (!quiet_) {
       // Turbulence: anything may happen between and during moves.
@@ -78,7 +79,8 @@ class Rollout {
       }
       // Then calm: the operator resumes, the facts hold, every agent reports what it runs.
       control_ = Control{};
-      facts_ = {true, true};
+      facts_.rbac_ready = true;
+      facts_.lease_held_by_healthy_manager = true;
       for (int i = 0; i < n; ++i) nodes_[i] = NodeStatus{nodes_[i].name, actual_[i], true, true};
     }
     // Liveness: left alone, the rollout reaches its goal within nodes × 4 moves, all of them
@@ -128,6 +130,7 @@ class Rollout {
     if (commanded) ++counters_.operator_commands;
     if (Chance(50)) facts_.rbac_ready = !facts_.rbac_ready;
     if (Chance(100)) facts_.lease_held_by_healthy_manager = !facts_.lease_held_by_healthy_manager;
+    if (Chance(200)) ShuffleHolders();
 
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
       NodeStatus& node = nodes_[i];
@@ -156,6 +159,17 @@ class Rollout {
         node.state = kInconsistent;
       }
     }
+  }
+
+  // The leases' holders: any node, or none (only the order of moves depends on them).
+  void ShuffleHolders() {
+    auto any = [&]() -> std::string {
+      const std::uint64_t k = Pick(nodes_.size() + 1);
+      return k == nodes_.size() ? "" : nodes_[k].name;
+    };
+    facts_.holders.migration = any();
+    facts_.holders.kube_controller_manager = any();
+    facts_.holders.cloud_controller_manager = any();
   }
 
   void Fail(const NodeStatus& node) {

@@ -178,6 +178,37 @@ TEST_F(RolloutControllerTest, FullRolloutPreparesAllThenMigratesOneByOne) {
             "kubernetesVersion: v1.27.4\n");
 }
 
+TEST_F(RolloutControllerTest, TheNodesWhoseManagersHoldTheLeasesMoveLastInTheirPhase) {
+  FactsReport facts;
+  facts.rbac_ready = true;
+  facts.source = "kubernetes";
+  // cp-1's in-tree kube-controller-manager runs the cloud controllers (its host name as the
+  // kubelet registers it, the node as the rollout names it).
+  facts.kube_controller_manager_holder_node = "cp-1.ec2.internal";
+  controller_->SetFacts(facts);
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  std::vector<std::string> moves;
+  std::string node;
+  for (int i = 0; i < 3; ++i) {
+    std::optional<pb::Command> command = InFlightCommand(&node);
+    ASSERT_TRUE(command.has_value());
+    moves.push_back(StrCatMove(node, *command));
+    if (i == 2) {
+      // Before the last prepare is answered: cp-2's prepared manager now holds both leases.
+      facts.kube_controller_manager_holder_node = "cp-2";
+      facts.lease_held = true;
+      facts.lease_holder_node = "cp-2";
+      controller_->SetFacts(facts);
+    }
+    Answer(node, Succeeded(*command));
+  }
+  for (const std::string& move : RunToCompletion()) moves.push_back(move);
+  EXPECT_EQ(moves, (std::vector<std::string>{"cp-2:in-tree>prepared", "cp-3:in-tree>prepared",
+                                             "cp-1:in-tree>prepared", "cp-1:prepared>migrated",
+                                             "cp-3:prepared>migrated", "cp-2:prepared>migrated"}));
+}
+
 TEST_F(RolloutControllerTest, RollbackToInTreeWalksBackInReverseOrder) {
   ConnectAll(NodeState::kInTree);
   ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
