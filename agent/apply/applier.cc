@@ -209,7 +209,13 @@ absl::Status Applier::VerifyComponent(const std::string& component,
     if (!check.present || !RunsAsChecked(check, process)) check.before.push_back(process);
   }
   log_ << "waiting for " << component << " to " << (check.present ? "restart" : "stop") << "\n";
-  return verifier_.Wait(check);
+  std::function<void(absl::Time)> old_gone;
+  if (options_.on_processes_gone) {
+    old_gone = [&](absl::Time at) {
+      options_.on_processes_gone(ProcessesGone{component, check.before, at});
+    };
+  }
+  return verifier_.Wait(check, old_gone);
 }
 
 absl::StatusOr<ApplyReport> Applier::Run(const Plan& plan, const std::string& kind,

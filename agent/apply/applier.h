@@ -4,6 +4,7 @@
 #ifndef HANDOFF_AGENT_APPLY_APPLIER_H_
 #define HANDOFF_AGENT_APPLY_APPLIER_H_
 
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -32,8 +33,19 @@ struct Host {
   CommandRunner& commands;
 };
 
+// Every process a component ran before a change has exited (seen by verification).
+struct ProcessesGone {
+  std::string component;
+  std::vector<ProcessInfo> old;
+  absl::Time gone_at;  // the look that found them gone
+};
+
 struct ApplyOptions {
   bool verify = true;             // false: write only (--no-verify)
+  // Called during verification, from the thread applying, as soon as a component's old
+  // processes are all gone and before its new process is proven (not for a component that ran
+  // no process before). The coordinator releases the leases they held with it.
+  std::function<void(const ProcessesGone&)> on_processes_gone;
   VerifyOptions verify_options;   // per-component timeout and poll interval
   size_t keep_transactions = 10;  // backups kept; older committed/rolled-back ones pruned
   // Run when the kubelet's flags file changed (the kubelet reads it only at start).

@@ -296,7 +296,11 @@ void AgentClient::WorkerLoop() {
       running_ = command.id();
     }
     logger_->info("command {}: carrying out {}", command.id(), ActionName(command));
-    const v1::CommandResult result = agent_.Execute(command);
+    // Proofs made during a move go out at once (the coordinator may release a lease with them);
+    // one lost with a stream is not sent again: the lease then expires as it would anyway.
+    const v1::CommandResult result = agent_.Execute(command, [this](const v1::AgentMessage& m) {
+      if (!Send(m)) logger_->warn("no stream to send a move's progress on");
+    });
     {
       // Cleared before sending: a stream welcomed meanwhile then sees the command finished and
       // sends the result itself, so it is never lost between two streams.

@@ -234,7 +234,7 @@ std::string NodeAgent::RunningCommandId() const {
   return running_;
 }
 
-v1::CommandResult NodeAgent::Execute(const v1::Command& command) {
+v1::CommandResult NodeAgent::Execute(const v1::Command& command, const ProgressSink& progress) {
   if (std::optional<v1::CommandResult> done = FinishedResult(command.id())) return *done;
   std::lock_guard<std::mutex> node(node_mutex_);
   // Another caller may have finished it while this one waited for the node.
@@ -244,7 +244,7 @@ v1::CommandResult NodeAgent::Execute(const v1::Command& command) {
     running_ = command.id();
   }
   bool recorded = false;
-  v1::CommandResult result = Dispatch(command, &recorded);
+  v1::CommandResult result = Dispatch(command, progress, &recorded);
   result.set_command_id(command.id());
   Finish(result, recorded);
   return result;
@@ -294,7 +294,8 @@ void NodeAgent::Remember(const v1::CommandResult& result, bool recorded) {
   }
 }
 
-v1::CommandResult NodeAgent::Dispatch(const v1::Command& command, bool* recorded) {
+v1::CommandResult NodeAgent::Dispatch(const v1::Command& command, const ProgressSink& progress,
+                                      bool* recorded) {
   if (!CommandLog::IsValidId(command.id())) {
     v1::CommandResult result =
         Outcome(v1::CommandResult::REFUSED,
@@ -305,7 +306,7 @@ v1::CommandResult NodeAgent::Dispatch(const v1::Command& command, bool* recorded
   }
   switch (command.action_case()) {
     case v1::Command::kMove:
-      return Move(command.id(), command.move(), recorded);
+      return Move(command.id(), command.move(), progress, recorded);
     case v1::Command::kPlan:
       return PlanMoves(command.plan());
     case v1::Command::kReport: {
@@ -342,7 +343,7 @@ absl::StatusOr<Settings> NodeAgent::CommandSettings(const std::string& yaml) {
 }
 
 v1::CommandResult NodeAgent::Move(const std::string& id, const v1::MoveRequest& move,
-                                  bool* recorded) {
+                                  const ProgressSink& progress, bool* recorded) {
   const std::string step = StrCat(Name(move.from()), " -> ", Name(move.to()));
   log_ << "command " << id << ": move " << step << "\n";
   v1::CommandResult result;
@@ -398,7 +399,20 @@ v1::CommandResult NodeAgent::Move(const std::string& id, const v1::MoveRequest& 
     host_.clock.SleepFor(options_.move_delay);
   }
 
-  Applier applier(host_, *settings, options_.apply, log_);
+  ApplyOptions apply = options_.apply;
+  if (progress) {
+    apply.on_processes_gone = [&](const ProcessesGone& gone) {
+      v1::AgentMessage message;
+      v1::ProcessesGone& out = *message.mutable_processes_gone();
+      out.set_command_id(id);
+      out.set_component(gone.component);
+      for (const ProcessInfo& process : gone.old) out.add_old_pids(process.pid);
+      out.set_gone_unix_ms(absl::ToUnixMillis(gone.gone_at));
+      log_ << "command " << id << ": every old " << gone.component << " process has exited\n";
+      progress(message);
+    };
+  }
+  Applier applier(host_, *settings, apply, log_);
   absl::StatusOr<ApplyReport> report = applier.Apply(*to);
   if (!report.ok()) {
     const absl::Status& status = report.status();

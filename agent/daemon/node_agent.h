@@ -6,6 +6,7 @@
 #define HANDOFF_AGENT_DAEMON_NODE_AGENT_H_
 
 #include <deque>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <mutex>
@@ -79,8 +80,10 @@ class NodeAgent {
   // the stored result and does nothing. MoveRequest: refused (nothing written) unless the node
   // is at `from`; otherwise recorded as started, applied as one transaction, recorded finished.
   // PlanRequest: pure planning of the chain. ReportRequest: Report(). Never fails: every problem
-  // is an outcome in the result.
-  v1::CommandResult Execute(const v1::Command& command);
+  // is an outcome in the result. `progress`, when given, receives what the agent proves during a
+  // move before its result (ProcessesGone), from the executing thread.
+  using ProgressSink = std::function<void(const v1::AgentMessage&)>;
+  v1::CommandResult Execute(const v1::Command& command, const ProgressSink& progress = nullptr);
 
   // The stored result of a finished command, if it is among those kept.
   std::optional<v1::CommandResult> FinishedResult(const std::string& id) const;
@@ -95,8 +98,10 @@ class NodeAgent {
   // Everything below runs with node_mutex_ held.
   void RecoverInterrupted();
   v1::NodeReport ReadReport();
-  v1::CommandResult Dispatch(const v1::Command& command, bool* recorded);
-  v1::CommandResult Move(const std::string& id, const v1::MoveRequest& move, bool* recorded);
+  v1::CommandResult Dispatch(const v1::Command& command, const ProgressSink& progress,
+                             bool* recorded);
+  v1::CommandResult Move(const std::string& id, const v1::MoveRequest& move,
+                         const ProgressSink& progress, bool* recorded);
   v1::CommandResult PlanMoves(const v1::PlanRequest& request);
   absl::StatusOr<Settings> CommandSettings(const std::string& yaml);
   void Finish(v1::CommandResult& result, bool recorded);

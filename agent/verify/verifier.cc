@@ -199,13 +199,21 @@ absl::StatusOr<std::vector<ProcessInfo>> Verifier::Running(const ComponentCheck&
   return running;
 }
 
-absl::Status Verifier::Wait(const ComponentCheck& check) {
+absl::Status Verifier::Wait(const ComponentCheck& check,
+                            const std::function<void(absl::Time)>& old_gone) {
   const absl::Time start = clock_.Now();
   const absl::Time deadline = start + options_.timeout;
   // A zero interval would spin (and never advance a fake clock).
   const absl::Duration interval = std::max(options_.poll_interval, absl::Milliseconds(1));
+  bool told = check.before.empty() || !old_gone;
   while (true) {
-    const std::string reason = Look(check);
+    const absl::Time looked = clock_.Now();
+    bool old_running = true;
+    const std::string reason = Look(check, &old_running);
+    if (!told && !old_running) {
+      told = true;
+      old_gone(looked);
+    }
     if (reason.empty()) return absl::OkStatus();
     const absl::Time now = clock_.Now();
     if (now >= deadline) {
@@ -227,7 +235,8 @@ bool RunsAsChecked(const ComponentCheck& check, const ProcessInfo& process) {
   return IsOneOf(process, check.binaries) && ArgvMismatch(check, process.argv).empty();
 }
 
-std::string Verifier::Look(const ComponentCheck& check) {
+std::string Verifier::Look(const ComponentCheck& check, bool* old_running) {
+  if (old_running != nullptr) *old_running = true;  // until the process table says otherwise
   absl::StatusOr<std::vector<ProcessInfo>> running = Running(check);
   if (!running.ok()) return StrCat("cannot list processes: ", running.status().message());
 
@@ -238,6 +247,7 @@ std::string Verifier::Look(const ComponentCheck& check) {
       if (SameProcess(process, old)) return StrCat("old process ", old.pid, " still running");
     }
   }
+  if (old_running != nullptr) *old_running = false;
   if (!check.present) {
     if (running->empty()) return "";
     return StrCat(check.component, " process ", running->front().pid,

@@ -4,6 +4,7 @@
 #ifndef HANDOFF_AGENT_VERIFY_VERIFIER_H_
 #define HANDOFF_AGENT_VERIFY_VERIFIER_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -73,7 +74,11 @@ class Verifier {
   // DeadlineExceeded whose message names the component, how long it waited and the last reason
   // seen: an old process (pid) still running, no process, an argv that differs (the first
   // differing item, expected and found), or the health endpoint's error.
-  absl::Status Wait(const ComponentCheck& check);
+  // `old_gone`, when given, is called once, at the first look that finds none of `check.before`
+  // running (never when `check.before` is empty), with the time of that look: the moment the old
+  // process is proven gone, which comes before the new one is proven.
+  absl::Status Wait(const ComponentCheck& check,
+                    const std::function<void(absl::Time)>& old_gone = nullptr);
 
   // One look, no waiting: OK when `check` holds now, else Unavailable with the reason Wait would
   // report (no process, an argv that differs, the health endpoint's error, ...). Used to report
@@ -81,8 +86,9 @@ class Verifier {
   absl::Status CheckNow(const ComponentCheck& check);
 
  private:
-  // Empty when the check holds now, else the reason it does not.
-  std::string Look(const ComponentCheck& check);
+  // Empty when the check holds now, else the reason it does not. `old_running` (optional) is set
+  // to whether one of `check.before` still runs.
+  std::string Look(const ComponentCheck& check, bool* old_running = nullptr);
 
   const ProcessTable& processes_;
   HealthChecker& health_;

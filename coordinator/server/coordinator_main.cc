@@ -20,6 +20,7 @@
 #include "coordinator/pki/pki.h"
 #include "coordinator/server/cluster_facts.h"
 #include "coordinator/server/coordinator_server.h"
+#include "coordinator/server/lease_releaser.h"
 #include "coordinator/server/rollout_controller.h"
 #include "coordinator/store/store.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -56,6 +57,7 @@ struct Options {
   std::string kubeconfig;
   std::string context;
   bool no_cluster_checks = false;
+  std::string lease_release = "on";
   std::string facts_interval = "5s";
   std::string plan_timeout = "30s";
   std::string shutdown_grace = "10s";
@@ -205,32 +207,52 @@ int Run(const Options& options) {
   if (!store.ok()) return Fail(store.status());
 
   std::unique_ptr<FactsSource> facts;
+  std::unique_ptr<LeaseReleaser> releaser;
   if (options.no_cluster_checks) {
     spdlog::warn(
-        "--no-cluster-checks: migration-lease RBAC and lease ownership are NOT checked; "
-        "use this only for rehearsals without a cluster");
+        "--no-cluster-checks: migration-lease RBAC and lease ownership are NOT checked, and no "
+        "lease is released; use this only for rehearsals without a cluster");
     facts = std::make_unique<AssumedFactsSource>();
   } else {
     absl::StatusOr<kube::ClusterCredentials> credentials =
         kube::LoadKubeconfig(*fs, std::filesystem::absolute(options.kubeconfig), options.context);
     if (!credentials.ok()) return Fail(credentials.status());
     for (const std::string& warning : credentials->warnings) spdlog::warn("{}", warning);
-    absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport =
-        kube::NewCurlTransport(*credentials);
-    if (!transport.ok()) return Fail(transport.status());
-    facts = std::make_unique<KubeFactsSource>(
-        std::make_unique<kube::KubeClient>(*std::move(transport), *clock,
-                                           kube::ClientOptionsFor(*credentials)),
-        *clock);
+    // One client per thread that uses it: the facts' ticker and the releaser's worker.
+    auto client = [&]() -> absl::StatusOr<std::unique_ptr<kube::KubeClient>> {
+      absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport =
+          kube::NewCurlTransport(*credentials);
+      if (!transport.ok()) return transport.status();
+      return std::make_unique<kube::KubeClient>(*std::move(transport), *clock,
+                                                kube::ClientOptionsFor(*credentials));
+    };
+    absl::StatusOr<std::unique_ptr<kube::KubeClient>> facts_client = client();
+    if (!facts_client.ok()) return Fail(facts_client.status());
+    facts = std::make_unique<KubeFactsSource>(*std::move(facts_client), *clock);
+    if (options.lease_release == "on") {
+      absl::StatusOr<std::unique_ptr<kube::KubeClient>> release_client = client();
+      if (!release_client.ok()) return Fail(release_client.status());
+      releaser = std::make_unique<LeaseReleaser>(*std::move(release_client), *clock);
+    } else {
+      spdlog::info("--lease-release=off: a stopped manager's leases expire on their own");
+    }
   }
 
   ControllerOptions controller_options;
   controller_options.nodes = nodes;
   controller_options.settings_yaml = settings_yaml;
   controller_options.plan_timeout = *plan_timeout;
+  controller_options.move_listener = releaser.get();
   absl::StatusOr<std::unique_ptr<RolloutController>> controller =
       RolloutController::Create(**store, *clock, controller_options);
   if (!controller.ok()) return Fail(controller.status());
+  if (releaser) {
+    RolloutController* audited = controller->get();
+    releaser->SetAudit([audited](const std::string& kind, const std::string& node,
+                                 const std::string& message, const std::string& detail_json) {
+      audited->RecordAudit(kind, node, message, detail_json);
+    });
+  }
   // The first facts before any agent can connect, so the first decisions use them.
   (*controller)->SetFacts(facts->Check());
 
@@ -270,6 +292,8 @@ int Run(const Options& options) {
   stop.Request();
   ticker.join();
   (*server)->Shutdown(*grace);
+  // Releases already decided reach the history while the controller still exists.
+  releaser.reset();
   return kExitOk;
 }
 
@@ -306,6 +330,15 @@ int RunCoordinator(int argc, const char* const* argv) {
   app.add_flag("--no-cluster-checks", options.no_cluster_checks,
                "Take the RBAC and the migration lease as ready without a cluster: rehearsals on "
                "copies of node files only");
+  app.add_option("--lease-release", options.lease_release,
+                 "on: when a move stops the manager holding a lease, release the lease on its "
+                 "behalf (the write client-go makes on a voluntary release) once the node's agent "
+                 "proves the old process exited, so a successor takes it at its next retry instead "
+                 "of waiting the lease out; only if the lease still names the holder recorded "
+                 "before the move and was not renewed since, each decision in the history. off: "
+                 "leases expire on their own")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   app.add_option("--facts-interval", options.facts_interval,
                  "How often to re-read the RBAC and the lease")
       ->capture_default_str();

@@ -75,14 +75,6 @@ bool IsBackwardGoal(NodeState goal) {
   return goal == NodeState::kPrepared || goal == NodeState::kInTree;
 }
 
-// A lease holder's hostname names a node when they are equal or one is the other's first DNS
-// label: client-go writes os.Hostname(), which on EC2 may be "ip-10-0-1-5" for the node
-// "ip-10-0-1-5.ec2.internal" (or the reverse with a custom hostname).
-bool HostnameMatchesNode(const std::string& hostname, const std::string& node) {
-  if (hostname.empty()) return false;
-  if (hostname == node) return true;
-  return StartsWith(node, StrCat(hostname, ".")) || StartsWith(hostname, StrCat(node, "."));
-}
 
 std::string RandomHex(int bytes) {
   std::random_device device;
@@ -97,6 +89,12 @@ std::string RandomHex(int bytes) {
 }
 
 }  // namespace
+
+bool HostnameMatchesNode(const std::string& hostname, const std::string& node) {
+  if (hostname.empty()) return false;
+  if (hostname == node) return true;
+  return StartsWith(node, StrCat(hostname, ".")) || StartsWith(hostname, StrCat(node, "."));
+}
 
 struct RolloutController::PendingPlan {
   int64_t id = 0;
@@ -395,6 +393,13 @@ void RolloutController::AgentMessage(const std::string& name, const AgentLink* l
                        result.command_id(), OutcomeName(result.outcome()));
         }
       }
+    } else if (message.has_processes_gone()) {
+      const pb::ProcessesGone& proof = message.processes_gone();
+      if (rollout_.in_flight && rollout_.in_flight->node == name &&
+          rollout_.in_flight->command_id == proof.command_id() &&
+          options_.move_listener != nullptr) {
+        options_.move_listener->ProcessesGone(name, proof);
+      }
     } else if (message.has_report()) {
       NodeState before = node->state;
       bool healthy_before = node->healthy;
@@ -435,6 +440,18 @@ void RolloutController::SetFacts(const FactsReport& facts) {
   facts_ = facts;
   facts_checked_ms_ = NowMs();
   Advance();
+}
+
+void RolloutController::RecordAudit(const std::string& kind, const std::string& node,
+                                    const std::string& message, const std::string& detail_json) {
+  std::lock_guard<std::mutex> lock(mu_);
+  store::HistoryEntry entry = Entry("coordinator", kind, node, message);
+  entry.detail_json = detail_json;
+  if (absl::Status committed = Commit({std::move(entry)}); !committed.ok()) {
+    spdlog::error("cannot record {} of {} in the history: {}", kind, node,
+                  std::string(committed.message()));
+  }
+  Notify();
 }
 
 void RolloutController::Tick() {
@@ -573,6 +590,10 @@ void RolloutController::Advance() {
       entry.detail_json = ToJson(recorded);
       // Recorded before it is sent: a coordinator that dies in between asks the agent about it.
       if (Commit({std::move(entry)}).ok()) {
+        // The holders before the move, for the lease release: the facts were read before it.
+        if (options_.move_listener != nullptr) {
+          options_.move_listener->MoveSent(node->name, move.command_id, facts_);
+        }
         node->link->Send(WrapCommand(command));
       } else {
         rollout_.in_flight.reset();

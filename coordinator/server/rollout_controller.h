@@ -59,15 +59,44 @@ struct FactsReport {
   // migration lease's holder they order the moves of a phase (rollout::LeaseHolders).
   std::string kube_controller_manager_holder_node;
   std::string cloud_controller_manager_holder_node;
+  // Each lease validly held now, with its holder's identity: recorded before a move, it is what
+  // the lease release checks the lease against afterwards.
+  struct HeldLease {
+    std::string lease;      // its name, in kube-system
+    std::string identity;   // holderIdentity ("<hostname>_<uuid>")
+    std::string host;       // the hostname in it
+    std::string component;  // the manager holding it: "kube-controller-manager", ...
+  };
+  std::vector<HeldLease> held;
   std::string source;  // "kubernetes" or "assumed"
   std::string detail;
 };
+
+// Told of each move as it is sent and of what its agent proves on the way (the lease release
+// listens). Called with the controller's mutex held: it must only queue (RecordAudit later, from
+// another thread, is fine).
+class MoveListener {
+ public:
+  virtual ~MoveListener() = default;
+  // A move was sent to `node`; `facts` are the last ones read, before the move.
+  virtual void MoveSent(const std::string& node, const std::string& command_id,
+                        const FactsReport& facts) = 0;
+  // The node's agent proved the old processes of a component gone, during the move in flight.
+  virtual void ProcessesGone(const std::string& node, const pb::ProcessesGone& proof) = 0;
+};
+
+// Whether a lease holder's hostname names `node`: equal, or one is the other's first DNS label
+// (client-go writes os.Hostname(), which on EC2 may be "ip-10-0-1-5" for the node
+// "ip-10-0-1-5.ec2.internal", or the reverse with a custom hostname).
+bool HostnameMatchesNode(const std::string& hostname, const std::string& node);
 
 struct ControllerOptions {
   std::vector<std::string> nodes;  // the control-plane nodes, in rollout order
   std::string settings_yaml;       // sent with every move and plan
   // How long Plan waits for the agents' diffs.
   absl::Duration plan_timeout = absl::Seconds(30);
+  // Borrowed; may be null. Must outlive the controller.
+  MoveListener* move_listener = nullptr;
 };
 
 // PlanRollout's answer arrives later (the agents compute the diffs); `done` is called once,
@@ -99,6 +128,9 @@ class RolloutController {
 
   // --- the cluster ---
   void SetFacts(const FactsReport& facts);
+  // Adds an entry to the audit history (the lease release's decisions); `kind` names it.
+  void RecordAudit(const std::string& kind, const std::string& node, const std::string& message,
+                   const std::string& detail_json);
   // Time passed: expires plans that waited too long, re-evaluates.
   void Tick();
 

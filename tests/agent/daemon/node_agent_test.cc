@@ -149,6 +149,38 @@ TEST_F(NodeAgentTest, MoveSucceedsAndARepeatReturnsTheStoredResultWithoutWriting
   EXPECT_EQ(restarted->Hello().recent_results(0).command_id(), "r1-1");
 }
 
+TEST_F(NodeAgentTest, AMoveTellsWhenEachRestartedComponentsOldProcessesAreGone) {
+  std::unique_ptr<NodeAgent> agent = OpenAgent();
+  absl::StatusOr<std::vector<ProcessInfo>> before = kubelet_.List();
+  ASSERT_TRUE(before.ok());
+  std::vector<int64_t> kcm_pids;
+  for (const ProcessInfo& process : *before) {
+    if (!process.argv.empty() && process.argv[0] == "kube-controller-manager") {
+      kcm_pids.push_back(process.pid);
+    }
+  }
+  ASSERT_FALSE(kcm_pids.empty());
+  std::vector<v1::AgentMessage> progress;
+  const v1::CommandResult result =
+      agent->Execute(MoveCommand("r1-1", v1::NODE_STATE_IN_TREE, v1::NODE_STATE_PREPARED),
+                     [&](const v1::AgentMessage& message) { progress.push_back(message); });
+  ASSERT_EQ(result.outcome(), v1::CommandResult::SUCCEEDED) << result.message();
+  // Only the kube-controller-manager restarts on in-tree -> prepared; told once, before the end.
+  ASSERT_EQ(progress.size(), 1u);
+  ASSERT_TRUE(progress[0].has_processes_gone());
+  const v1::ProcessesGone& gone = progress[0].processes_gone();
+  EXPECT_EQ(gone.command_id(), "r1-1");
+  EXPECT_EQ(gone.component(), "kube-controller-manager");
+  EXPECT_THAT(gone.old_pids(), ::testing::ElementsAreArray(kcm_pids));
+  EXPECT_GT(gone.gone_unix_ms(), 0);
+  EXPECT_LE(gone.gone_unix_ms(), result.finished_unix_ms());
+  // A repeated command does nothing and so proves nothing.
+  progress.clear();
+  agent->Execute(MoveCommand("r1-1", v1::NODE_STATE_IN_TREE, v1::NODE_STATE_PREPARED),
+                 [&](const v1::AgentMessage& message) { progress.push_back(message); });
+  EXPECT_TRUE(progress.empty());
+}
+
 TEST_F(NodeAgentTest, MoveFromAnotherStateIsRefusedAndNothingIsWritten) {
   std::unique_ptr<NodeAgent> agent = OpenAgent();
   const std::map<std::string, std::string> before = fs_.Files();

@@ -213,6 +213,40 @@ TEST_F(VerifierTest, OldProcessExitsAndTheNewOneStarts) {
   EXPECT_EQ(health_.urls_.size(), 1u);
 }
 
+TEST_F(VerifierTest, TellsOnceWhenTheOldProcessIsGoneBeforeTheNewOneIsProven) {
+  ComponentCheck check = KcmCheck();
+  processes_.processes_ = {Process(100, kKcmArgv, 1000)};
+  // Gone at the look after the first sleep (2s); the new one runs at 4s, healthy at 6s.
+  clock_.on_sleep_ = [&](int sleeps) {
+    if (sleeps == 1) processes_.processes_.clear();
+    if (sleeps == 2) processes_.processes_ = {Process(300, kKcmArgv, 7000)};
+  };
+  health_.script_ = {absl::UnavailableError("connection refused")};
+  std::vector<absl::Duration> told;
+  const absl::Time start = clock_.Now();
+  Verifier verifier(processes_, health_, clock_, options_);
+  EXPECT_TRUE(verifier.Wait(check, [&](absl::Time at) { told.push_back(at - start); }).ok());
+  EXPECT_THAT(told, ElementsAre(absl::Seconds(2)));
+}
+
+TEST_F(VerifierTest, NeverTellsWhileTheOldProcessRunsOrWhenThereWasNone) {
+  ComponentCheck check = KcmCheck();
+  options_.timeout = absl::Seconds(6);
+  processes_.processes_ = {Process(100, kKcmArgv, 1000)};
+  int told = 0;
+  Verifier verifier(processes_, health_, clock_, options_);
+  EXPECT_FALSE(verifier.Wait(check, [&](absl::Time) { ++told; }).ok());
+  // The process table cannot be read: nothing is proven.
+  processes_.error_ = absl::PermissionDeniedError("cannot read /proc");
+  EXPECT_FALSE(verifier.Wait(check, [&](absl::Time) { ++told; }).ok());
+  // A component that ran no process before has no old process to prove gone.
+  processes_.error_ = absl::OkStatus();
+  processes_.processes_ = {Process(300, kKcmArgv, 7000)};
+  check.before.clear();
+  EXPECT_TRUE(verifier.Wait(check, [&](absl::Time) { ++told; }).ok());
+  EXPECT_EQ(told, 0);
+}
+
 TEST_F(VerifierTest, NoProcess) {
   ComponentCheck check = KcmCheck();
   processes_.processes_ = {Process(1, {"/sbin/init"}, 1)};

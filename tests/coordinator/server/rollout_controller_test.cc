@@ -16,6 +16,7 @@
 namespace handoff::server {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
@@ -207,6 +208,63 @@ TEST_F(RolloutControllerTest, TheNodesWhoseManagersHoldTheLeasesMoveLastInTheirP
   EXPECT_EQ(moves, (std::vector<std::string>{"cp-2:in-tree>prepared", "cp-3:in-tree>prepared",
                                              "cp-1:in-tree>prepared", "cp-1:prepared>migrated",
                                              "cp-3:prepared>migrated", "cp-2:prepared>migrated"}));
+}
+
+// What the lease release would be told.
+class RecordingListener : public MoveListener {
+ public:
+  void MoveSent(const std::string& node, const std::string& command_id,
+                const FactsReport& facts) override {
+    sent.push_back(node + ":" + command_id + ":" + std::to_string(facts.held.size()));
+  }
+  void ProcessesGone(const std::string& node, const pb::ProcessesGone& proof) override {
+    gone.push_back(node + ":" + proof.command_id() + ":" + proof.component());
+  }
+  std::vector<std::string> sent, gone;
+};
+
+TEST_F(RolloutControllerTest, TheMoveListenerHearsEachMoveAndTheProofsOfTheMoveInFlightOnly) {
+  RecordingListener listener;
+  ControllerOptions options;
+  options.nodes = nodes_;
+  options.settings_yaml = "kubernetesVersion: v1.27.4\n";
+  options.move_listener = &listener;
+  controller_.reset();
+  absl::StatusOr<std::unique_ptr<RolloutController>> controller =
+      RolloutController::Create(*store_, clock_, options);
+  ASSERT_TRUE(controller.ok()) << controller.status();
+  controller_ = *std::move(controller);
+  FactsReport facts;
+  facts.rbac_ready = true;
+  facts.lease_held = true;
+  facts.source = "assumed";
+  facts.held = {{"kube-controller-manager", "cp-1_x", "cp-1", "kube-controller-manager"}};
+  controller_->SetFacts(facts);
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  std::string node;
+  std::optional<pb::Command> command = InFlightCommand(&node);
+  ASSERT_TRUE(command.has_value());
+  EXPECT_THAT(listener.sent, ElementsAre(node + ":" + command->id() + ":1"));
+  auto gone = [&](const std::string& from, const std::string& command_id) {
+    pb::AgentMessage message;
+    message.mutable_processes_gone()->set_command_id(command_id);
+    message.mutable_processes_gone()->set_component("kube-controller-manager");
+    controller_->AgentMessage(from, links_[from].get(), message);
+  };
+  gone(node, "r0-not-this-move");
+  gone(node == "cp-1" ? "cp-2" : "cp-1", command->id());  // another node
+  gone(node, command->id());
+  EXPECT_THAT(listener.gone, ElementsAre(node + ":" + command->id() + ":kube-controller-manager"));
+  // The audit goes to the history.
+  controller_->RecordAudit("lease-release", node, "released lease x", "{}");
+  absl::StatusOr<pb::HistoryResponse> history = controller_->History(0, 100);
+  ASSERT_TRUE(history.ok());
+  ASSERT_GT(history->entries_size(), 0);
+  const auto& last = history->entries(history->entries_size() - 1);
+  EXPECT_EQ(last.kind(), "lease-release");
+  EXPECT_EQ(last.message(), "released lease x");
+  controller_.reset();  // before the listener goes
 }
 
 TEST_F(RolloutControllerTest, RollbackToInTreeWalksBackInReverseOrder) {
