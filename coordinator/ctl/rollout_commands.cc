@@ -94,6 +94,13 @@ std::string StateText(v1::NodeState state) {
   }
 }
 
+// A node's state for the STATE column: "unknown (agent away)" when the coordinator does not know
+// it (never "inconsistent": that is for a node its connected agent reports needs repair).
+std::string NodeStateCell(v1::NodeState state, bool connected) {
+  if (state != v1::NODE_STATE_UNSPECIFIED) return StateText(state);
+  return connected ? "unknown" : "unknown (agent away)";
+}
+
 v1::NodeState StateNamed(const std::string& name) {
   if (name == "in-tree") return v1::NODE_STATE_IN_TREE;
   if (name == "prepared") return v1::NODE_STATE_PREPARED;
@@ -217,8 +224,9 @@ std::string StatusText(const v1::RolloutStatus& status) {
   std::vector<std::vector<std::string>> rows = {
       {"NODE", "STATE", "CONNECTED", "HEALTHY", "PROGRESS", "MOVING TO", "LAST RESULT"}};
   for (const v1::NodeProgress& node : status.nodes()) {
-    rows.push_back({node.name(), StateText(node.state()), YesNo(node.connected()),
-                    YesNo(node.healthy()), ProgressBar(node.steps_done(), node.steps_total()),
+    rows.push_back({node.name(), NodeStateCell(node.state(), node.connected()),
+                    YesNo(node.connected()), YesNo(node.healthy()),
+                    ProgressBar(node.steps_done(), node.steps_total()),
                     StateText(node.moving_to()), OrDash(node.last_result())});
   }
   text += Table(rows);
@@ -524,12 +532,14 @@ int Nodes(CommandContext& context, const Flags& flags) {
                                                  "LAST RESULT"}};
   std::string details;
   for (const v1::NodeInfo& node : nodes->nodes()) {
-    rows.push_back({node.name(), StateText(node.state()), YesNo(node.connected()),
-                    YesNo(node.healthy()), YesNo(node.verifies()), OrDash(node.agent_version()),
+    rows.push_back({node.name(), NodeStateCell(node.state(), node.connected()),
+                    YesNo(node.connected()), YesNo(node.healthy()), YesNo(node.verifies()),
+                    OrDash(node.agent_version()),
                     OrDash(node.peer()), TimeText(node.last_seen_unix_ms()),
                     OrDash(node.last_result())});
     if (!node.reasons().empty()) {
-      StrAppend(&details, node.name(), " is ", StateText(node.state()), ":\n");
+      StrAppend(&details, node.name(), " is ", NodeStateCell(node.state(), node.connected()),
+                ":\n");
       for (const std::string& reason : node.reasons()) StrAppend(&details, "  - ", reason, "\n");
     }
     if (!node.healthy() && !node.health_detail().empty()) {

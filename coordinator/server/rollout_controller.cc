@@ -840,15 +840,21 @@ absl::StatusOr<pb::HistoryResponse> RolloutController::History(int64_t after_seq
   return response;
 }
 
+pb::NodeState RolloutController::ShownState(const Node& node) {
+  // "Inconsistent" tells the operator handoff will not touch the node until it is repaired: only
+  // its connected agent can say so. A node whose agent is away shows its last known state, or
+  // unknown.
+  const bool known = node.link != nullptr || node.state != NodeState::kInconsistent;
+  return known ? ToProto(node.state) : pb::NODE_STATE_UNSPECIFIED;
+}
+
 pb::NodesResponse RolloutController::Nodes() {
   std::lock_guard<std::mutex> lock(mu_);
   pb::NodesResponse response;
   for (const Node& node : nodes_) {
     pb::NodeInfo* info = response.add_nodes();
     info->set_name(node.name);
-    info->set_state(node.confirmed || node.state != NodeState::kInconsistent
-                        ? ToProto(node.state)
-                        : pb::NODE_STATE_UNSPECIFIED);
+    info->set_state(ShownState(node));
     for (const std::string& reason : node.reasons) info->add_reasons(reason);
     info->set_connected(node.link != nullptr);
     info->set_healthy(node.healthy);
@@ -915,7 +921,7 @@ pb::RolloutStatus RolloutController::BuildStatus() const {
   for (const Node& node : nodes_) {
     pb::NodeProgress* progress = status.add_nodes();
     progress->set_name(node.name);
-    progress->set_state(ToProto(node.state));
+    progress->set_state(ShownState(node));
     progress->set_connected(node.link != nullptr);
     progress->set_healthy(node.healthy);
     if (rollout_.in_flight && rollout_.in_flight->node == node.name) {

@@ -201,6 +201,8 @@ class RolloutController {
   void FailPlansOf(const std::string& node, const std::string& error,
                    std::vector<std::function<void()>>& deferred);
   pb::RolloutStatus BuildStatus() const;
+  // The state operators see: UNSPECIFIED (unknown) rather than inconsistent while the agent is away.
+  static pb::NodeState ShownState(const Node& node);
   void Notify();
   std::string NewCommandId();
 

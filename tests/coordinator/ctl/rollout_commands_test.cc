@@ -36,6 +36,7 @@ using ::handoff::testing::Testdata;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 using ::testing::StartsWith;
@@ -222,6 +223,26 @@ TEST_F(RolloutCommandsTest, StatusOfAHaltedOrStuckRolloutIsExitCode1) {
   result = Run({"status"});
   EXPECT_EQ(result.code, kExitOk);
   EXPECT_THAT(result.out, HasSubstr("phase:      paused\npaused:     yes\nnext:"));
+}
+
+TEST_F(RolloutCommandsTest, ANodeWhoseStateIsNotKnownIsUnknownAgentAwayNeverInconsistent) {
+  v1::RolloutStatus status = MigratingStatus();
+  status.mutable_nodes(2)->set_state(v1::NODE_STATE_UNSPECIFIED);
+  status.mutable_nodes(2)->set_connected(false);
+  script_.statuses = {status};
+  Result result = Run({"status"});
+  EXPECT_THAT(result.out, HasSubstr("\ncp-3  unknown (agent away)  no "));
+  EXPECT_THAT(result.out, Not(HasSubstr("inconsistent")));
+
+  v1::NodesResponse nodes;
+  v1::NodeInfo* away = nodes.add_nodes();
+  away->set_name("cp-2");
+  away->set_state(v1::NODE_STATE_UNSPECIFIED);
+  away->add_reasons("a reason from before its agent left");
+  script_.nodes = nodes;
+  result = Run({"nodes"});
+  EXPECT_THAT(result.out, HasSubstr("\ncp-2  unknown (agent away)  no "));
+  EXPECT_THAT(result.out, HasSubstr("\ncp-2 is unknown (agent away):\n"));
 }
 
 TEST_F(RolloutCommandsTest, StatusBeforeAnyRollout) {

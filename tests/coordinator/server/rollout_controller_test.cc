@@ -267,6 +267,36 @@ TEST_F(RolloutControllerTest, TheMoveListenerHearsEachMoveAndTheProofsOfTheMoveI
   controller_.reset();  // before the listener goes
 }
 
+TEST_F(RolloutControllerTest, ANodeIsInconsistentOnlyWhileItsAgentSaysSo) {
+  auto state_of = [&](const std::string& name) {
+    const pb::RolloutStatus status = controller_->Status();
+    for (const pb::NodeProgress& node : status.nodes()) {
+      if (node.name() == name) return node.state();
+    }
+    return pb::NODE_STATE_UNSPECIFIED;
+  };
+  auto info_of = [&](const std::string& name) {
+    const pb::NodesResponse nodes = controller_->Nodes();
+    for (const pb::NodeInfo& node : nodes.nodes()) {
+      if (node.name() == name) return node.state();
+    }
+    return pb::NODE_STATE_UNSPECIFIED;
+  };
+  // No agent yet: unknown, not inconsistent.
+  EXPECT_EQ(state_of("cp-1"), pb::NODE_STATE_UNSPECIFIED);
+  EXPECT_EQ(info_of("cp-1"), pb::NODE_STATE_UNSPECIFIED);
+  Connect("cp-1", Hello("cp-1", NodeState::kInconsistent));
+  Connect("cp-2", Hello("cp-2", NodeState::kMigrated));
+  EXPECT_EQ(state_of("cp-1"), pb::NODE_STATE_INCONSISTENT);
+  EXPECT_EQ(info_of("cp-1"), pb::NODE_STATE_INCONSISTENT);
+  controller_->AgentDisconnected("cp-1", links_["cp-1"].get());
+  controller_->AgentDisconnected("cp-2", links_["cp-2"].get());
+  EXPECT_EQ(state_of("cp-1"), pb::NODE_STATE_UNSPECIFIED);
+  EXPECT_EQ(info_of("cp-1"), pb::NODE_STATE_UNSPECIFIED);
+  // A consistent state last reported stays shown (with the agent away).
+  EXPECT_EQ(state_of("cp-2"), pb::NODE_STATE_MIGRATED);
+}
+
 TEST_F(RolloutControllerTest, RollbackToInTreeWalksBackInReverseOrder) {
   ConnectAll(NodeState::kInTree);
   ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());

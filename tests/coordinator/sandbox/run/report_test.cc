@@ -44,6 +44,13 @@ TEST(ReportTest, TheProgressLineShowsEachNodesStateMoveAndAgent) {
   two->set_moving_to(v1::NODE_STATE_MIGRATED);
   two->set_connected(false);
   EXPECT_EQ(ProgressLine(status), "MIGRATING:  cp-1 migrated  cp-2 prepared→migrated (agent away)");
+  // A node the coordinator knows nothing of (its agent away) is unknown, never inconsistent.
+  v1::NodeProgress* three = status.add_nodes();
+  three->set_name("cp-3");
+  three->set_state(v1::NODE_STATE_UNSPECIFIED);
+  EXPECT_EQ(ProgressLine(status),
+            "MIGRATING:  cp-1 migrated  cp-2 prepared→migrated (agent away)  cp-3 unknown (agent "
+            "away)");
 }
 
 TEST(ReportTest, TheSummaryCountsStepsPerNodeFromTheHistoryAndShowsEveryHandover) {
