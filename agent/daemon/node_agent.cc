@@ -156,6 +156,8 @@ v1::NodeReport NodeAgent::ReadReport() {
   } else {
     const Classification classification = Classify(*snapshot);
     report.set_state(ToProto(classification.state));
+    const std::optional<ComponentView>& kcm = classification.view.controller_manager;
+    if (kcm && kcm->version) report.set_kube_controller_manager_version(kcm->version->ToString());
     if (classification.state == NodeState::kInconsistent) {
       for (const std::string& problem : classification.problems) report.add_reasons(problem);
       report.set_healthy(false);
@@ -188,6 +190,21 @@ v1::NodeReport NodeAgent::ReadReport() {
       report.set_healthy(problems.empty());
       report.set_health_detail(StrJoin(problems, "; "));
     }
+  }
+  // Unfinished transactions (started, not committed or undone): a crash mid-apply outside the
+  // agent's own commands, e.g. `handoff-agent apply` killed by hand.
+  absl::StatusOr<std::vector<Journal>> journals =
+      ListTransactions(host_.fs, options_.paths.state_dir);
+  if (journals.ok()) {
+    for (const Journal& journal : *journals) {
+      // (A directory without a journal was never started: nothing in it changed the node.)
+      if (journal.phase == kPhaseStarted || journal.phase == kPhaseDamaged) {
+        report.add_unfinished_transactions(journal.id);
+      }
+    }
+  } else {
+    report.add_unfinished_transactions(
+        StrCat("(the state dir cannot be read: ", journals.status().message(), ")"));
   }
   std::lock_guard<std::mutex> state(state_mutex_);
   last_report_ = report;

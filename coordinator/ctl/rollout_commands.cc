@@ -58,6 +58,7 @@ struct PlanFlags : Flags {
 
 struct StartFlags : Flags {
   bool finalize = false;
+  std::vector<std::string> ignore_preflight;
 };
 
 struct ReasonFlags : Flags {
@@ -594,11 +595,20 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
       "a time. Also clears a halt: starting is the operator's decision.");
   start->add_flag("--finalize", start_flags->finalize,
                   "Go on to finalized: Leader Migration off once every node is migrated");
+  start->add_option("--ignore-preflight", start_flags->ignore_preflight,
+                    "Start although these preflight checks fail (comma-separated: agents, "
+                    "transactions, leases, rbac, image, leader-migration, settings, or all); each "
+                    "is written to the history. Without it a failing check refuses the start with "
+                    "what to fix, and nothing moves. The rollout rules still gate every move")
+      ->delimiter(',');
   AddFormat(*start, *start_flags);
   start->callback([&context, start_flags] {
     context.exit_code = Change(context, *start_flags, "start", [&](OperatorClient& client) {
       v1::StartRequest request;
       request.set_goal(start_flags->finalize ? v1::NODE_STATE_FINALIZED : v1::NODE_STATE_MIGRATED);
+      for (const std::string& check : start_flags->ignore_preflight) {
+        request.add_ignore_preflight(check);
+      }
       return client.Start(request);
     });
   });

@@ -125,6 +125,19 @@ int SandboxRun::RunRollout() {
     if (status.ok()) {
       Say(StrCat("fault: a stray kube-controller-manager.yaml.bak in ", target.spec().name,
                  "'s manifest dir"));
+      const std::string name = target.spec().name;
+      status = Await(
+                   StrCat(name, "'s agent to report the stray file"),
+                   [name](const v1::RolloutStatus& s) {
+                     for (const v1::NodeProgress& node : s.nodes()) {
+                       if (node.name() == name) {
+                         return node.connected() && node.state() == v1::NODE_STATE_INCONSISTENT;
+                       }
+                     }
+                     return false;
+                   },
+                   absl::Seconds(30))
+                   .status();
     }
   }
   if (status.ok() && options_.fault == Fault::kUnhealthy) {
@@ -132,27 +145,41 @@ int SandboxRun::RunRollout() {
                        "the sandbox's cloud-controller-manager on this node never gets healthy\n");
     Say(StrCat("fault: ", target.spec().name, "'s cloud-controller-manager will never be healthy"));
   }
-  if (status.ok()) {
-    status = Call("start", [](ctl::OperatorClient& client) {
+  auto start = [this] {
+    return Call("start", [](ctl::OperatorClient& client) {
       return client.Start(v1::StartRequest()).status();
     });
-  }
+  };
   if (status.ok() && options_.fault == Fault::kStrayBackup) {
-    absl::StatusOr<v1::RolloutStatus> stuck = Await(
-        "the coordinator to refuse the inconsistent node",
-        [](const v1::RolloutStatus& s) { return s.phase() == v1::RolloutStatus::STUCK; },
-        absl::Seconds(60));
-    status = stuck.status();
-    if (status.ok()) {
-      Say(StrCat("stuck as it must be: ", stuck->next()));
+    // The preflight refuses to start beside an inconsistent node, and says which and why.
+    absl::Status refused = start();
+    if (refused.ok() || !absl::IsFailedPrecondition(refused)) {
+      status = absl::InternalError(StrCat(
+          "the start beside an inconsistent node was not refused by the preflight: ",
+          refused.ok() ? "it started" : refused.message()));
+    } else {
+      Say(StrCat("refused as it must be: ", refused.message()));
       status = DurableRemove(*fs_, manifests + "kube-controller-manager.yaml.bak");
       if (status.ok()) status = RestartAgent(target, /*kill=*/false);
       if (status.ok()) {
         Say(StrCat("operator: removed the stray file, restarted ", target.spec().name,
                    "'s agent"));
+        status = Await(
+                     "every agent to report its node in-tree again",
+                     [](const v1::RolloutStatus& s) {
+                       for (const v1::NodeProgress& node : s.nodes()) {
+                         if (!node.connected() || node.state() != v1::NODE_STATE_IN_TREE) {
+                           return false;
+                         }
+                       }
+                       return s.nodes_size() > 0;
+                     },
+                     absl::Seconds(30))
+                     .status();
       }
     }
   }
+  if (status.ok()) status = start();
   if (status.ok() && options_.fault == Fault::kAgentKill) status = KillAgentMidMove(target);
   if (status.ok() && options_.fault == Fault::kCoordinatorKill) {
     status = KillAndRestartCoordinator();

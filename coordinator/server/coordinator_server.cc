@@ -355,7 +355,9 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
     return Change(context, response, [&](const std::string& actor) {
       NodeState goal = request->goal() == pb::NODE_STATE_UNSPECIFIED ? NodeState::kMigrated
                                                                      : FromProto(request->goal());
-      return controller_.Start(actor, goal);
+      return controller_.Start(actor, goal,
+                               std::vector<std::string>(request->ignore_preflight().begin(),
+                                                        request->ignore_preflight().end()));
     });
   }
 

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "agent/base/strings.h"
+#include "agent/engine/settings.h"
 #include "google/protobuf/util/json_util.h"
 #include "spdlog/spdlog.h"
 
@@ -221,6 +223,9 @@ void RolloutController::ApplyReport(Node& node, const pb::NodeReport& report) {
   node.reasons.assign(report.reasons().begin(), report.reasons().end());
   node.healthy = report.healthy();
   node.health_detail = report.health_detail();
+  node.kube_controller_manager_version = report.kube_controller_manager_version();
+  node.unfinished_transactions.assign(report.unfinished_transactions().begin(),
+                                      report.unfinished_transactions().end());
 }
 
 absl::Status RolloutController::AgentConnected(const std::string& name, const pb::AgentHello& hello,
@@ -730,14 +735,82 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::SetGoal(const std::string& 
   return BuildStatus();
 }
 
-absl::StatusOr<pb::RolloutStatus> RolloutController::Start(const std::string& actor,
-                                                           NodeState goal) {
+absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
+    const std::string& actor, NodeState goal, const std::vector<std::string>& ignore_preflight) {
   if (goal != NodeState::kMigrated && goal != NodeState::kFinalized) {
     return absl::InvalidArgumentError(
         "start takes the goal migrated or finalized; to go back use rollback --to");
   }
+  static const std::set<std::string> kChecks = {"agents", "transactions",     "leases", "rbac",
+                                                 "image",  "leader-migration", "settings"};
+  const std::set<std::string> ignore(ignore_preflight.begin(), ignore_preflight.end());
+  for (const std::string& check : ignore) {
+    if (check != "all" && kChecks.count(check) == 0) {
+      return absl::InvalidArgumentError(
+          StrCat("no preflight check is called \"", check, "\"; the checks are ",
+                 StrJoin(std::vector<std::string>(kChecks.begin(), kChecks.end()), ", "),
+                 " (or all)"));
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
+  std::vector<rollout::PreflightProblem> refusing, ignored;
+  for (rollout::PreflightProblem& problem : RunPreflight()) {
+    const bool skip = ignore.count("all") > 0 || ignore.count(problem.check) > 0;
+    (skip ? ignored : refusing).push_back(std::move(problem));
+  }
+  if (!refusing.empty()) {
+    const std::string why = rollout::DescribePreflight(refusing);
+    // Recorded: an operator reading the history sees why nothing moved.
+    (void)Commit({Entry(actor, "start-refused", "", why)});
+    return absl::FailedPreconditionError(why);
+  }
+  if (!ignored.empty()) {
+    std::vector<store::HistoryEntry> history;
+    for (const rollout::PreflightProblem& problem : ignored) {
+      history.push_back(Entry(actor, "preflight-ignored", "",
+                              StrCat("[", problem.check, "] ", problem.message)));
+    }
+    if (absl::Status committed = Commit(std::move(history)); !committed.ok()) return committed;
+  }
   return SetGoal(actor, "start", goal);
+}
+
+std::vector<rollout::PreflightProblem> RolloutController::RunPreflight() const {
+  rollout::PreflightInput input;
+  for (const Node& node : nodes_) {
+    rollout::PreflightNode checked;
+    checked.name = node.name;
+    checked.state = node.state;
+    checked.connected = node.link != nullptr;
+    checked.reported = node.confirmed;
+    checked.healthy = node.healthy;
+    checked.kube_controller_manager_version = node.kube_controller_manager_version;
+    checked.unfinished_transactions = node.unfinished_transactions;
+    input.nodes.push_back(std::move(checked));
+  }
+  input.cluster_checked = facts_.source == "kubernetes";
+  input.rbac_ready = facts_.rbac_ready;
+  const rollout::ClusterFacts engine = EngineFacts();
+  input.kube_controller_manager = {facts_.kube_controller_manager_holder_node,
+                                   engine.holders.kube_controller_manager};
+  input.cloud_controller_manager = {facts_.cloud_controller_manager_holder_node,
+                                    engine.holders.cloud_controller_manager};
+  if (facts_.lease_held) input.migration = {facts_.lease_holder_node, engine.holders.migration};
+  absl::StatusOr<Settings> settings = ParseSettings(options_.settings_yaml, "--settings");
+  std::vector<rollout::PreflightProblem> problems;
+  if (settings.ok()) {
+    input.settings = *std::move(settings);
+    problems = rollout::Preflight(input);
+  } else {
+    // The checks of what the settings say cannot be made; the others still tell what to fix.
+    problems.push_back({"settings", std::string(settings.status().message())});
+    for (rollout::PreflightProblem& problem : rollout::Preflight(input)) {
+      if (problem.check != "image" && problem.check != "leader-migration") {
+        problems.push_back(std::move(problem));
+      }
+    }
+  }
+  return problems;
 }
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Finalize(const std::string& actor) {

@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "agent/engine/node_state.h"
 #include "agent/system/clock.h"
+#include "coordinator/rollout/preflight.h"
 #include "coordinator/rollout/rollout_engine.h"
 #include "coordinator/store/store.h"
 #include "handoff/v1/handoff.pb.h"
@@ -135,7 +136,10 @@ class RolloutController {
   void Tick();
 
   // --- operators --- (actor: the operator certificate's CN, recorded in the history)
-  absl::StatusOr<pb::RolloutStatus> Start(const std::string& actor, NodeState goal);
+  // Refused (FailedPrecondition, nothing moved) while a preflight check fails
+  // (rollout/preflight.h), except those named in `ignore_preflight` ("all": every one).
+  absl::StatusOr<pb::RolloutStatus> Start(const std::string& actor, NodeState goal,
+                                          const std::vector<std::string>& ignore_preflight = {});
   absl::StatusOr<pb::RolloutStatus> Pause(const std::string& actor, const std::string& reason);
   absl::StatusOr<pb::RolloutStatus> Resume(const std::string& actor);
   absl::StatusOr<pb::RolloutStatus> Abort(const std::string& actor, const std::string& reason);
@@ -167,6 +171,9 @@ class RolloutController {
     std::string last_result;
     int64_t last_seen_unix_ms = 0;
     std::shared_ptr<AgentLink> link;  // null while disconnected
+    // From its last report, for the preflight.
+    std::string kube_controller_manager_version;
+    std::vector<std::string> unfinished_transactions;
   };
   struct PendingPlan;
 
@@ -179,6 +186,8 @@ class RolloutController {
                             const std::string& node, const std::string& message) const;
   // Commits the rollout and `history`; on failure halts (in memory) and returns the error.
   absl::Status Commit(std::vector<store::HistoryEntry> history);
+  // The checks before `start` (rollout/preflight.h), but those in `ignore`.
+  std::vector<rollout::PreflightProblem> RunPreflight() const;
   // Sets a new goal (an operator's decision: clears a halt and a pause).
   absl::StatusOr<pb::RolloutStatus> SetGoal(const std::string& actor, const std::string& kind,
                                             NodeState goal);

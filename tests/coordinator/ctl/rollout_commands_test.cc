@@ -310,6 +310,9 @@ TEST_F(RolloutCommandsTest, EachChangeSendsItsRequestAndPrintsTheStatus) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"start"}, "Start {goal: NODE_STATE_MIGRATED}"},
       {{"start", "--finalize"}, "Start {goal: NODE_STATE_FINALIZED}"},
+      {{"start", "--ignore-preflight", "leases,rbac"},
+       "Start {goal: NODE_STATE_MIGRATED ignore_preflight: \"leases\" ignore_preflight: "
+       "\"rbac\"}"},
       {{"pause"}, "Pause {}"},
       {{"pause", "--reason", "change freeze"}, "Pause {reason: \"change freeze\"}"},
       {{"resume"}, "Resume {}"},

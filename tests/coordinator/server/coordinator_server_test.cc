@@ -226,7 +226,8 @@ TEST_F(CoordinatorServerTest, AWatchSeesTheRolloutStart) {
   pb::RolloutStatus status;
   ASSERT_TRUE(reader->Read(&status));
   EXPECT_EQ(status.phase(), pb::RolloutStatus::IDLE);
-  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  // No agent is connected here: the preflight would refuse.
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated, {"all"}).ok());
   ASSERT_TRUE(reader->Read(&status));
   EXPECT_EQ(status.goal(), pb::NODE_STATE_MIGRATED);
   context.TryCancel();

@@ -38,10 +38,19 @@ class RecordingLink : public AgentLink {
   std::optional<absl::Status> closed;
 };
 
+// The settings every test's rollout carries.
+constexpr char kSettings[] =
+    "kubernetesVersion: v1.27.4\n"
+    "cloudControllerManager:\n"
+    "  image: registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.1\n";
+
 pb::NodeReport Report(NodeState state, bool healthy = true) {
   pb::NodeReport report;
   report.set_state(ToProto(state));
   report.set_healthy(healthy);
+  // The kube-controller-manager is 1.26 until the node is migrated.
+  const bool upgraded = state == NodeState::kMigrated || state == NodeState::kFinalized;
+  report.set_kube_controller_manager_version(upgraded ? "v1.27.4" : "v1.26.9");
   return report;
 }
 
@@ -77,7 +86,7 @@ class RolloutControllerTest : public ::testing::Test {
     store_ = *std::move(store);
     ControllerOptions options;
     options.nodes = nodes_;
-    options.settings_yaml = "kubernetesVersion: v1.27.4\n";
+    options.settings_yaml = kSettings;
     absl::StatusOr<std::unique_ptr<RolloutController>> controller =
         RolloutController::Create(*store_, clock_, options);
     ASSERT_TRUE(controller.ok()) << controller.status();
@@ -175,8 +184,7 @@ TEST_F(RolloutControllerTest, FullRolloutPreparesAllThenMigratesOneByOne) {
     EXPECT_EQ(node.steps_total(), 2);
   }
   // Every move carries the rollout's settings.
-  EXPECT_EQ(links_["cp-2"]->Commands().front().move().settings_yaml(),
-            "kubernetesVersion: v1.27.4\n");
+  EXPECT_EQ(links_["cp-2"]->Commands().front().move().settings_yaml(), kSettings);
 }
 
 TEST_F(RolloutControllerTest, TheNodesWhoseManagersHoldTheLeasesMoveLastInTheirPhase) {
@@ -227,7 +235,7 @@ TEST_F(RolloutControllerTest, TheMoveListenerHearsEachMoveAndTheProofsOfTheMoveI
   RecordingListener listener;
   ControllerOptions options;
   options.nodes = nodes_;
-  options.settings_yaml = "kubernetesVersion: v1.27.4\n";
+  options.settings_yaml = kSettings;
   options.move_listener = &listener;
   controller_.reset();
   absl::StatusOr<std::unique_ptr<RolloutController>> controller =
@@ -295,6 +303,41 @@ TEST_F(RolloutControllerTest, ANodeIsInconsistentOnlyWhileItsAgentSaysSo) {
   EXPECT_EQ(info_of("cp-1"), pb::NODE_STATE_UNSPECIFIED);
   // A consistent state last reported stays shown (with the agent away).
   EXPECT_EQ(state_of("cp-2"), pb::NODE_STATE_MIGRATED);
+}
+
+TEST_F(RolloutControllerTest, ThePreflightRefusesAStartWithWhatToFixAndNothingMoves) {
+  Connect("cp-1", Hello("cp-1", NodeState::kInTree));
+  pb::AgentHello busy = Hello("cp-2", NodeState::kInTree);
+  busy.mutable_report()->add_unfinished_transactions("t-1");
+  Connect("cp-2", busy);
+  absl::StatusOr<pb::RolloutStatus> refused = controller_->Start("alice", NodeState::kMigrated);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.status().message(),
+            "the preflight checks refuse to start the rollout (nothing was moved):\n"
+            "  [agents] cp-3: no agent is connected; start handoff-agent on the node (systemctl "
+            "start handoff-agent)\n"
+            "  [transactions] cp-2: unfinished transaction t-1; run `handoff-agent recover` on "
+            "the node to settle it");
+  EXPECT_EQ(controller_->Status().phase(), pb::RolloutStatus::IDLE);
+  EXPECT_TRUE(links_["cp-1"]->Commands().empty());
+  absl::StatusOr<pb::HistoryResponse> history = controller_->History(0, 100);
+  ASSERT_TRUE(history.ok());
+  EXPECT_EQ(history->entries(history->entries_size() - 1).kind(), "start-refused");
+
+  // An unknown check is an error; a named one is skipped, and the history says so.
+  EXPECT_EQ(controller_->Start("alice", NodeState::kMigrated, {"agent"}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(controller_->Start("alice", NodeState::kMigrated, {"agents"}).status().code(),
+            absl::StatusCode::kFailedPrecondition);  // transactions still refuses
+  ASSERT_TRUE(
+      controller_->Start("alice", NodeState::kMigrated, {"agents", "transactions"}).ok());
+  history = controller_->History(0, 100);
+  ASSERT_TRUE(history.ok());
+  int ignored = 0;
+  for (const pb::HistoryEntry& entry : history->entries()) {
+    if (entry.kind() == "preflight-ignored") ++ignored;
+  }
+  EXPECT_EQ(ignored, 2);
 }
 
 TEST_F(RolloutControllerTest, RollbackToInTreeWalksBackInReverseOrder) {
@@ -452,7 +495,7 @@ TEST_F(RolloutControllerTest, ARestartWithOtherNodesIsRefused) {
   controller_.reset();
   ControllerOptions options;
   options.nodes = {"cp-1", "cp-2"};
-  options.settings_yaml = "kubernetesVersion: v1.27.4\n";
+  options.settings_yaml = kSettings;
   absl::StatusOr<std::unique_ptr<RolloutController>> other =
       RolloutController::Create(*store_, clock_, options);
   ASSERT_FALSE(other.ok());

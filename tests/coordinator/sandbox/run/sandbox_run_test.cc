@@ -63,8 +63,9 @@ TEST(SandboxRunTest, AComponentThatNeverGetsHealthyIsRolledBackAndHaltsTheRollou
 TEST(SandboxRunTest, AStrayBackupFileStopsTheRolloutUntilItIsRemoved) {
   SandboxOutcome run = Sandbox({"--fault", "stray-backup"});
   ExpectCompletedAndHeld(run);
-  EXPECT_THAT(run.output, HasSubstr("stuck as it must be"));
-  EXPECT_THAT(run.output, HasSubstr("node cp-2 is inconsistent"));
+  EXPECT_THAT(run.output, HasSubstr("refused as it must be: handoffctl start: the preflight "
+                                    "checks refuse to start the rollout (nothing was moved)"));
+  EXPECT_THAT(run.output, HasSubstr("[agents] cp-2: inconsistent"));
 }
 
 // The monitor is proven able to fail: the order the coordinator forbids breaks the invariant.

@@ -1,0 +1,75 @@
+// The checks before `start`: what must hold before the first node of a rollout moves, each
+// refusal naming what to fix. Pure: the coordinator gathers the inputs (agents' reports, the
+// leases and RBAC it read, the rollout's settings) and refuses the start while any check fails;
+// nothing moves.
+//
+//  agents            every control-plane node has a connected agent that has reported its node
+//                    since the coordinator started, and no node is inconsistent;
+//  transactions      no agent reports an unfinished transaction (`handoff-agent recover` first);
+//  leases            (read from the cluster) the kube-controller-manager's main lease, the
+//                    cloud-controller-manager's once any node runs one, and the migration lease once
+//                    any node runs with Leader Migration, are each held by a manager on a node of
+//                    the rollout that is connected and healthy;
+//  rbac              (read from the cluster) both managers may use the migration lease;
+//  image             the cloud-controller-manager image (or, untagged, the settings'
+//                    kubernetesVersion) is one minor version after every kube-controller-manager
+//                    the agents report;
+//  leader-migration  the Leader Migration files the agents will write, rendered from the settings
+//                    as the agents render them, lint clean for the manager and version reading
+//                    each: the kube-controller-manager (N) on prepared nodes, the
+//                    cloud-controller-manager (N+1) on migrated ones.
+#ifndef HANDOFF_COORDINATOR_ROLLOUT_PREFLIGHT_H_
+#define HANDOFF_COORDINATOR_ROLLOUT_PREFLIGHT_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/base/kube_version.h"
+#include "agent/engine/node_state.h"
+#include "agent/engine/settings.h"
+
+namespace handoff::rollout {
+
+struct PreflightNode {
+  std::string name;
+  NodeState state = NodeState::kInconsistent;
+  bool connected = false;
+  bool reported = false;  // its agent said hello since this coordinator started
+  bool healthy = false;
+  std::string kube_controller_manager_version;  // "v1.26.9", "" when not known
+  std::vector<std::string> unfinished_transactions;
+};
+
+// A lease as read: its holder's host ("" when nobody validly holds it) and the rollout's node that
+// host is ("" when none).
+struct PreflightLease {
+  std::string holder_host;
+  std::string holder_node;
+};
+
+struct PreflightInput {
+  std::vector<PreflightNode> nodes;
+  // False with --no-cluster-checks: the lease and RBAC checks are skipped (and said so).
+  bool cluster_checked = false;
+  bool rbac_ready = false;
+  PreflightLease kube_controller_manager;
+  PreflightLease cloud_controller_manager;
+  PreflightLease migration;
+  Settings settings;  // the rollout's settings, as sent with every move
+};
+
+struct PreflightProblem {
+  std::string check;    // "agents", "transactions", "leases", "rbac", "image", "leader-migration"
+  std::string message;  // what is wrong and what to do
+};
+
+// Every failed check, in the order above; empty: the rollout may start.
+std::vector<PreflightProblem> Preflight(const PreflightInput& input);
+
+// "preflight refused the start:\n  [agents] ...\n  [rbac] ..." for the operator.
+std::string DescribePreflight(const std::vector<PreflightProblem>& problems);
+
+}  // namespace handoff::rollout
+
+#endif  // HANDOFF_COORDINATOR_ROLLOUT_PREFLIGHT_H_
