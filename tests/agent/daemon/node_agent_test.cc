@@ -67,6 +67,33 @@ TEST_F(NodeAgentTest, HelloDescribesTheNodeAsItIsNow) {
   EXPECT_EQ(fs_.write_calls(), 0);
 }
 
+TEST_F(NodeAgentTest, ReportCarriesTheControllerManagersVersionAndUnfinishedTransactions) {
+  std::unique_ptr<NodeAgent> agent = OpenAgent();
+  v1::NodeReport report = agent->Report();
+  EXPECT_EQ(report.kube_controller_manager_version(), "v1.26.9");
+  EXPECT_THAT(report.unfinished_transactions(), IsEmpty());
+  // A transaction left started (an apply killed by hand), one that never got its journal (it
+  // changed nothing) and a committed one: only the first is unfinished.
+  Journal journal;
+  journal.id = "0001-20261124T050000Z-in-tree-to-prepared";
+  journal.from = "in-tree";
+  journal.to = "prepared";
+  journal.phase = std::string(kPhaseStarted);
+  journal.started_at = clock_.Now();
+  ASSERT_TRUE(EnsureDirectory(fs_, TransactionDir(kStateDir, journal.id)).ok());
+  ASSERT_TRUE(AtomicReplace(fs_, JournalPath(kStateDir, journal.id), journal.Emit()).ok());
+  Journal committed = journal;
+  committed.id = "0000-20261124T040000Z-in-tree-to-prepared";
+  committed.phase = std::string(kPhaseCommitted);
+  ASSERT_TRUE(EnsureDirectory(fs_, TransactionDir(kStateDir, committed.id)).ok());
+  ASSERT_TRUE(AtomicReplace(fs_, JournalPath(kStateDir, committed.id), committed.Emit()).ok());
+  ASSERT_TRUE(
+      EnsureDirectory(fs_, TransactionDir(kStateDir, "0002-20261124T050100Z-in-tree-to-prepared"))
+          .ok());
+  report = agent->Report();
+  EXPECT_THAT(report.unfinished_transactions(), ::testing::ElementsAre(journal.id));
+}
+
 TEST_F(NodeAgentTest, ReportNamesTheComponentThatIsNotHealthy) {
   kubelet_.unhealthy_ports.insert(10257);
   std::unique_ptr<NodeAgent> agent = OpenAgent();
