@@ -17,6 +17,7 @@
 #include "coordinator/server/cluster_facts.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/coordinator/lease_object.h"
 #include "tests/real/ctl_runner.h"
 #include "tests/real/real_cluster.h"
 
@@ -58,23 +59,14 @@ class CtlRealTest : public ::testing::Test {
     }
   }
 
-  // MicroTime as client-go writes it: the API server refuses any other number of fractional
-  // digits (kube::FormatTimestamp, for people, drops trailing zeros).
-  static std::string MicroTime(absl::Time time) {
-    return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", time, absl::UTCTimeZone());
-  }
-
   // Creates or replaces a lease in kube-system held by `holder`, renewed at `renewed`.
   void PutLease(const std::string& name, const std::string& holder, absl::Time renewed) {
-    Json lease = Json::object();
-    lease["apiVersion"] = "coordination.k8s.io/v1";
-    lease["kind"] = "Lease";
-    lease["metadata"] = {{"name", name}, {"namespace", "kube-system"}};
-    lease["spec"] = {{"holderIdentity", holder},
-                     {"leaseDurationSeconds", 15},
-                     {"acquireTime", MicroTime(renewed - absl::Minutes(1))},
-                     {"renewTime", MicroTime(renewed)},
-                     {"leaseTransitions", 0}};
+    testing::LeaseFields fields;
+    fields.name = name;
+    fields.holder = holder;
+    fields.renewed = renewed;
+    fields.held_for = absl::Minutes(1);
+    const Json lease = testing::LeaseObject(fields);
     absl::Status removed = admin_->Delete({&kube::kLeases, "kube-system", name});
     ASSERT_TRUE(removed.ok() || absl::IsNotFound(removed)) << removed;
     absl::StatusOr<Json> created = admin_->Create(kube::kLeases, "kube-system", lease);

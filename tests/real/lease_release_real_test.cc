@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/kube/interposing_transport.h"
+#include "tests/coordinator/lease_object.h"
 #include "tests/real/real_cluster.h"
 
 namespace handoff {
@@ -49,22 +50,16 @@ class LeaseReleaseRealTest : public ::testing::Test {
     PutLease(kKcm, gone_at_ - absl::Milliseconds(1800));
   }
 
-  static std::string MicroTime(absl::Time time) {
-    return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", time, absl::UTCTimeZone());
-  }
 
   // A fresh kube-system/kube-controller-manager held by `holder`, renewed at `renewed`.
   void PutLease(const std::string& holder, absl::Time renewed) {
-    Json lease = Json::object();
-    lease["apiVersion"] = "coordination.k8s.io/v1";
-    lease["kind"] = "Lease";
-    lease["metadata"] = {{"name", kLease}, {"namespace", "kube-system"},
-                         {"labels", {{"owner", "kubeadm"}}}};
-    lease["spec"] = {{"holderIdentity", holder},
-                     {"leaseDurationSeconds", 15},
-                     {"acquireTime", MicroTime(renewed - absl::Hours(1))},
-                     {"renewTime", MicroTime(renewed)},
-                     {"leaseTransitions", 3}};
+    testing::LeaseFields fields;
+    fields.name = kLease;
+    fields.holder = holder;
+    fields.renewed = renewed;
+    fields.transitions = 3;
+    fields.labels = {{"owner", "kubeadm"}};
+    const Json lease = testing::LeaseObject(fields);
     absl::Status removed = admin_->Delete(Ref());
     ASSERT_TRUE(removed.ok() || absl::IsNotFound(removed)) << removed;
     absl::StatusOr<Json> created = admin_->Create(kube::kLeases, "kube-system", lease);
@@ -160,8 +155,8 @@ TEST_F(LeaseReleaseRealTest, AConflictToANewHolderIsALostRaceAndTheNewHolderStay
     Change([](Json& lease) {
       lease["spec"]["holderIdentity"] = kCcm;
       lease["spec"]["leaseTransitions"] = 4;
-      lease["spec"]["acquireTime"] = MicroTime(absl::Now());
-      lease["spec"]["renewTime"] = MicroTime(absl::Now());
+      lease["spec"]["acquireTime"] = testing::MicroTime(absl::Now());
+      lease["spec"]["renewTime"] = testing::MicroTime(absl::Now());
     });
     taken_version = Current().resource_version;
   });

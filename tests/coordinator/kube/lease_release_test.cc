@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/fake_cluster.h"
+#include "tests/coordinator/lease_object.h"
 #include "tests/coordinator/kube/interposing_transport.h"
 
 namespace handoff::kube {
@@ -156,21 +157,13 @@ class ReleaseIfDeadTest : public ::testing::Test {
   // Writes the lease as a manager's leader election would, with a label to show the release
   // keeps the metadata it read.
   void PutLease(const std::string& holder, absl::Time renewed) {
-    Json lease = Json::object();
-    lease["apiVersion"] = "coordination.k8s.io/v1";
-    lease["kind"] = "Lease";
-    lease["metadata"] = {{"name", kKcm}, {"namespace", "kube-system"},
-                         {"labels", {{"owner", "kubeadm"}}}};
-    lease["spec"] = {{"holderIdentity", holder},
-                     {"leaseDurationSeconds", 15},
-                     {"acquireTime", MicroTime(renewed - absl::Hours(1))},
-                     {"renewTime", MicroTime(renewed)},
-                     {"leaseTransitions", 3}};
-    ASSERT_TRUE(cluster_.store().Put(lease).ok());
-  }
-
-  static std::string MicroTime(absl::Time time) {
-    return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", time, absl::UTCTimeZone());
+    testing::LeaseFields fields;
+    fields.name = kKcm;
+    fields.holder = holder;
+    fields.renewed = renewed;
+    fields.transitions = 3;
+    fields.labels = {{"owner", "kubeadm"}};
+    ASSERT_TRUE(cluster_.store().Put(testing::LeaseObject(fields)).ok());
   }
 
   const ObjectRef& Ref() const { return ref_; }
@@ -296,8 +289,8 @@ TEST_F(ReleaseIfDeadTest, AConflictThatRereadsToANewHolderIsALostRace) {
     Change([&](Json& lease) {
       lease["spec"]["holderIdentity"] = kCcmB;
       lease["spec"]["leaseTransitions"] = 4;
-      lease["spec"]["acquireTime"] = MicroTime(cluster_.clock().Now());
-      lease["spec"]["renewTime"] = MicroTime(cluster_.clock().Now());
+      lease["spec"]["acquireTime"] = testing::MicroTime(cluster_.clock().Now());
+      lease["spec"]["renewTime"] = testing::MicroTime(cluster_.clock().Now());
     });
     taken_version = Current().resource_version;
   });
@@ -372,7 +365,7 @@ TEST_F(ReleaseIfDeadTest, ARenewalDuringTheReleaseIsNotTouched) {
   // re-read shows the renewal, and the second decision refuses.
   transport_->BeforeNext("PUT", 1, [&](const HttpRequest&) {
     Change([&](Json& lease) {
-      lease["spec"]["renewTime"] = MicroTime(gone_at_ + absl::Milliseconds(500));
+      lease["spec"]["renewTime"] = testing::MicroTime(gone_at_ + absl::Milliseconds(500));
     });
   });
   absl::StatusOr<ReleaseOutcome> outcome = Release(Proof(gone_at_));

@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/fake_cluster.h"
+#include "tests/coordinator/lease_object.h"
 
 namespace handoff::server {
 namespace {
@@ -46,19 +47,12 @@ class LeaseReleaserTest : public ::testing::Test {
   }
 
   void PutLease(const std::string& name, const std::string& holder) {
-    kube::Json lease = kube::Json::object();
-    lease["apiVersion"] = "coordination.k8s.io/v1";
-    lease["kind"] = "Lease";
-    lease["metadata"] = {{"name", name}, {"namespace", "kube-system"}};
-    lease["spec"] = {{"holderIdentity", holder},
-                     {"leaseDurationSeconds", 15},
-                     {"acquireTime", MicroTime(renewed_ - absl::Hours(1))},
-                     {"renewTime", MicroTime(renewed_)},
-                     {"leaseTransitions", 2}};
-    ASSERT_TRUE(cluster_.store().Put(lease).ok());
-  }
-  static std::string MicroTime(absl::Time time) {
-    return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", time, absl::UTCTimeZone());
+    testing::LeaseFields fields;
+    fields.name = name;
+    fields.holder = holder;
+    fields.renewed = renewed_;
+    fields.transitions = 2;
+    ASSERT_TRUE(cluster_.store().Put(testing::LeaseObject(fields)).ok());
   }
   kube::LeaseInfo Lease(const std::string& name) {
     std::unique_ptr<kube::KubeClient> client = cluster_.Client();
