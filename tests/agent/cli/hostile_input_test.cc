@@ -11,6 +11,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/cli/agent_cli.h"
@@ -18,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/agent/cli/run_agent.h"
 
 namespace handoff {
 namespace {
@@ -26,12 +28,6 @@ namespace stdfs = std::filesystem;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
 
 // Every entry under `dir`: a file's bytes, a symlink's target, or "(directory)"; a FIFO or
 // device is listed by kind and never opened.
@@ -69,16 +65,7 @@ class HostileInputTest : public ::testing::TestWithParam<RootResolution> {
   }
   void TearDown() override { stdfs::remove_all(temp_); }
 
-  Result Run(std::vector<std::string> args) {
-    args.insert(args.begin(), "handoff-agent");
-    std::vector<const char*> argv;
-    for (const std::string& arg : args) argv.push_back(arg.c_str());
-    std::ostringstream out;
-    std::ostringstream err;
-    const int code =
-        RunAgentCli(static_cast<int>(argv.size()), argv.data(), out, err, environment_);
-    return Result{code, out.str(), err.str()};
-  }
+  Result Run(std::vector<std::string> args) { return RunAgent(std::move(args), environment_); }
 
   // A copy of tests/testdata/nodes/kubeadm.
   std::string CopyNode() {

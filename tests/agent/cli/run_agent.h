@@ -16,15 +16,17 @@ struct Result {
   std::string err;
 };
 
-// `handoff-agent ARGS...` on the real host environment; its exit code, stdout and stderr.
-inline Result RunAgent(std::vector<std::string> args) {
+// `handoff-agent ARGS...` in `environment` (the real host's by default); its exit code, stdout
+// and stderr.
+inline Result RunAgent(std::vector<std::string> args,
+                       const AgentEnvironment& environment = RealAgentEnvironment()) {
   args.insert(args.begin(), "handoff-agent");
   std::vector<const char*> argv;
   for (const std::string& arg : args) argv.push_back(arg.c_str());
   std::ostringstream out;
   std::ostringstream err;
   const int code =
-      RunAgentCli(static_cast<int>(argv.size()), argv.data(), out, err, RealAgentEnvironment());
+      RunAgentCli(static_cast<int>(argv.size()), argv.data(), out, err, environment);
   return Result{code, out.str(), err.str()};
 }
 
