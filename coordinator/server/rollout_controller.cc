@@ -459,6 +459,24 @@ void RolloutController::RecordAudit(const std::string& kind, const std::string& 
   Notify();
 }
 
+bool RolloutController::Halt(const std::string& kind, const std::string& reason,
+                             const std::string& detail_json) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!rollout_.goal || rollout_.halted || next_.kind == rollout::Decision::Kind::kDone) {
+    return false;
+  }
+  rollout_.halted = true;
+  rollout_.halt_reason = reason;
+  store::HistoryEntry entry = Entry("coordinator", kind, "", reason);
+  entry.detail_json = detail_json;
+  if (absl::Status committed = Commit({std::move(entry)}); !committed.ok()) {
+    spdlog::error("cannot record the halt ({}) in the history: {}", reason,
+                  std::string(committed.message()));
+  }
+  Advance();
+  return true;
+}
+
 void RolloutController::Tick() {
   Deferred deferred;
   {

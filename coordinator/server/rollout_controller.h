@@ -134,6 +134,10 @@ class RolloutController {
                    const std::string& detail_json);
   // Time passed: expires plans that waited too long, re-evaluates.
   void Tick();
+  // Halts the rollout under way (R5) for what the coordinator saw itself (the live double-run
+  // detector): history entry `kind` with `detail_json` (the evidence). Returns false, recording
+  // nothing, when no rollout is moving (none started, done, or already halted).
+  bool Halt(const std::string& kind, const std::string& reason, const std::string& detail_json);
 
   // --- operators --- (actor: the operator certificate's CN, recorded in the history)
   // Refused (FailedPrecondition, nothing moved) while a preflight check fails

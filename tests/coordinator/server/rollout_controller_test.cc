@@ -382,6 +382,37 @@ TEST_F(RolloutControllerTest, AFailedMoveHaltsWithTheOthersUntouched) {
   EXPECT_NE(again->id(), command->id());
 }
 
+TEST_F(RolloutControllerTest, TheCoordinatorHaltsARolloutUnderWayWithItsEvidence) {
+  ConnectAll(NodeState::kInTree);
+  // Nothing to halt before a start.
+  EXPECT_FALSE(controller_->Halt("double-run", "service runs twice", "{}"));
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  std::string node;
+  std::optional<pb::Command> first = InFlightCommand(&node);
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(controller_->Halt("double-run", "service runs twice", R"({"controller":"service"})"));
+  // A second finding keeps the first reason.
+  EXPECT_FALSE(controller_->Halt("double-run", "route runs twice", "{}"));
+  Answer(node, Succeeded(*first));  // the move in flight finishes; nothing new is sent
+  pb::RolloutStatus status = controller_->Status();
+  EXPECT_EQ(status.phase(), pb::RolloutStatus::HALTED);
+  EXPECT_EQ(status.halt_reason(), "service runs twice");
+  EXPECT_FALSE(status.has_in_flight());
+  absl::StatusOr<pb::HistoryResponse> history = controller_->History(0, 0);
+  ASSERT_TRUE(history.ok());
+  int halts = 0;
+  for (const pb::HistoryEntry& entry : history->entries()) {
+    if (entry.kind() != "double-run") continue;
+    ++halts;
+    EXPECT_EQ(entry.actor(), "coordinator");
+    EXPECT_THAT(entry.detail_json(), HasSubstr("service"));
+  }
+  EXPECT_EQ(halts, 1);
+  // Only the operator resumes (R5).
+  ASSERT_TRUE(controller_->Resume("alice").ok());
+  EXPECT_TRUE(controller_->Status().has_in_flight());
+}
+
 TEST_F(RolloutControllerTest, PauseSendsNothingNewAndResumeContinues) {
   ConnectAll(NodeState::kInTree);
   ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
