@@ -68,8 +68,6 @@ int SandboxRun::Run() {
     err_ << "handoffctl sandbox: " << status.message() << "\n";
     return kSandboxSetupFailed;
   }
-  if (options_.unsafe_order) return RunUnsafeOrder();
-
   status = StartCoordinator();
   for (NodeRun& node : nodes_) {
     if (status.ok()) status = StartAgent(node);
@@ -87,7 +85,7 @@ int SandboxRun::Run() {
   }
   Say(StrCat("coordinator on 127.0.0.1:", coordinator_port_, ", ", options_.nodes,
              " agents connected (mutual TLS, one certificate each)"));
-  return RunRollout();
+  return options_.unsafe_order ? RunUnsafeOrder() : RunRollout();
 }
 
 bool ParseFault(const std::string& name, Fault* fault) {
