@@ -129,6 +129,7 @@ struct RunOptions {
   std::string reconnect_max = "30s";
   std::string stream_deadline = "30m";
   std::string move_delay = "0s";
+  std::string sample_interval = "2s";
 };
 
 void AddRunOptions(CLI::App& command, RunOptions& options) {
@@ -169,6 +170,11 @@ void AddRunOptions(CLI::App& command, RunOptions& options) {
                      "For rehearsals and tests: wait this long after recording a move as started "
                      "and before applying it, which widens the window in which a move is in "
                      "progress (default 0s)");
+  command.add_option("--sample-interval", options.sample_interval,
+                     "How often to ask this node's kube-controller-manager and "
+                     "cloud-controller-manager (/healthz?verbose on their secure ports) which "
+                     "cloud controllers they run, for the coordinator's live double-run "
+                     "detector (default 2s; 0s: never)");
 }
 
 class Commands {
@@ -413,6 +419,10 @@ class Commands {
     absl::StatusOr<absl::Duration> delay = ParseDurationFlag("--move-delay", run.move_delay, true);
     if (!delay.ok()) return Refuse(delay.status());
     config.agent.move_delay = *delay;
+    absl::StatusOr<absl::Duration> sample =
+        ParseDurationFlag("--sample-interval", run.sample_interval, true);
+    if (!sample.ok()) return Refuse(sample.status());
+    config.client.sample_interval = *sample;
 
     NodeOptions node;
     node.root = run.root;

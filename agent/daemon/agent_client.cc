@@ -82,6 +82,10 @@ AgentClient::~AgentClient() {
     Shutdown();
     worker_.join();
   }
+  if (sampler_.joinable()) {
+    Shutdown();
+    sampler_.join();
+  }
 }
 
 void AgentClient::Shutdown() {
@@ -95,6 +99,7 @@ void AgentClient::Shutdown() {
 
 absl::Status AgentClient::Run() {
   worker_ = std::thread(&AgentClient::WorkerLoop, this);
+  if (options_.sample_controllers) sampler_ = std::thread(&AgentClient::SamplerLoop, this);
   std::mt19937_64 random(options_.jitter_seed != 0 ? options_.jitter_seed : std::random_device()());
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   ReconnectBackoff backoff(options_.reconnect_initial, options_.reconnect_max);
@@ -128,6 +133,8 @@ absl::Status AgentClient::Run() {
   }
   work_changed_.notify_all();
   worker_.join();
+  shutdown_.Request();  // a refusal ends Run without Shutdown(); the sampler stops too
+  if (sampler_.joinable()) sampler_.join();
   logger_->info("disconnected from the coordinator; stopped");
   return stopped_by;
 }
@@ -315,6 +322,18 @@ void AgentClient::WorkerLoop() {
     }
   }
   CloseForShutdown();
+}
+
+void AgentClient::SamplerLoop() {
+  while (!shutdown_.WaitTimeoutOrShutdown(options_.sample_interval)) {
+    {
+      std::lock_guard<std::mutex> lock(write_mutex_);
+      if (stream_ == nullptr) continue;  // not welcomed: nobody to tell
+    }
+    v1::AgentMessage message;
+    *message.mutable_controllers() = options_.sample_controllers();
+    Send(message);  // a stream that ended meanwhile drops it; the next sample goes to the next
+  }
 }
 
 bool AgentClient::Send(const v1::AgentMessage& message) {

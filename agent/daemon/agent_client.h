@@ -50,6 +50,12 @@ struct AgentClientOptions {
   // and the CA it verifies the coordinator with ("/etc/handoff/ca.crt"). "" leaves them out.
   std::string certificate_description;
   std::string ca_description;
+  // Who runs which cloud controller on the node (ControllerProbe::Sample), taken every
+  // `sample_interval` on a thread of its own and sent while the coordinator has welcomed the
+  // agent, also during a move: the coordinator's live double-run detector reads these. Unset:
+  // no samples.
+  std::function<v1::ControllerSample()> sample_controllers;
+  absl::Duration sample_interval = absl::Seconds(2);
 };
 
 // Threads: Run() reads the stream on the calling thread; a worker thread it owns carries out
@@ -95,6 +101,7 @@ class AgentClient {
   grpc::Status Session(bool* welcomed);
   void OnCommand(const v1::Command& command);
   void WorkerLoop();
+  void SamplerLoop();
   // Writes to the current (welcomed) stream; false when there is none or the write failed.
   bool Send(const v1::AgentMessage& message);
   bool SendResult(const v1::CommandResult& result);
@@ -112,6 +119,7 @@ class AgentClient {
   AgentClientOptions options_;
   ShutdownSignal shutdown_;
   std::thread worker_;
+  std::thread sampler_;
 
   std::mutex mutex_;  // guards the members below; taken before the NodeAgent's locks
   std::condition_variable work_changed_;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/daemon/certificate.h"
+#include "agent/daemon/controller_probe.h"
 #include "agent/daemon/log_stream.h"
 #include "agent/daemon/shutdown.h"
 #include "agent/daemon/signal_watcher.h"
@@ -100,6 +101,12 @@ absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
   client_options.check_credentials = [&config, &host] {
     return CheckCertificate(config, host.clock.Now());
   };
+  // The probe runs on the client's sampler thread beside the commands: the procfs table and the
+  // curl checker keep no state between calls.
+  ControllerProbe probe(host.processes, host.health, host.clock);
+  if (config.client.sample_interval > absl::ZeroDuration()) {
+    client_options.sample_controllers = [&probe] { return probe.Sample(); };
+  }
   AgentClient agent_client(channel, **agent, *sleeper, logger, client_options);
   {
     std::lock_guard<std::mutex> lock(mutex);

@@ -32,6 +32,7 @@ struct CurlHandleDeleter {
 };
 
 struct Body {
+  size_t limit = kBodyExcerptBytes;
   std::string excerpt;
   bool truncated = false;
 };
@@ -41,7 +42,7 @@ struct Body {
 size_t CaptureBody(char* data, size_t size, size_t count, void* user) {
   auto* body = static_cast<Body*>(user);
   const size_t bytes = size * count;
-  const size_t room = kBodyExcerptBytes - std::min(kBodyExcerptBytes, body->excerpt.size());
+  const size_t room = body->limit - std::min(body->limit, body->excerpt.size());
   body->excerpt.append(data, std::min(bytes, room));
   if (bytes > room) body->truncated = true;
   return bytes;
@@ -58,78 +59,103 @@ std::string PrintableExcerpt(const Body& body) {
   return trimmed;
 }
 
+// One GET of `endpoint` within `timeout`, keeping at most `body->limit` bytes of the body.
+absl::StatusOr<long> Perform(const HealthEndpoint& endpoint, absl::Duration timeout, Body* body) {
+  const std::string url = endpoint.Url();
+  if (endpoint.scheme != "https" && endpoint.scheme != "http") {
+    return absl::InvalidArgumentError(
+        StrCat("health check ", url, ": scheme must be http or https"));
+  }
+  if (absl::Status init = InitCurlOnce(); !init.ok()) return init;
+  std::unique_ptr<CURL, CurlHandleDeleter> curl(curl_easy_init());
+  if (curl == nullptr) {
+    return absl::InternalError(StrCat("health check ", url, ": curl_easy_init failed"));
+  }
+
+  // At least 1ms: 0 would mean "no timeout" to libcurl.
+  const long timeout_ms = static_cast<long>(std::clamp<int64_t>(
+      absl::ToInt64Milliseconds(timeout), 1, std::numeric_limits<long>::max()));
+  char error_buffer[CURL_ERROR_SIZE] = {};
+  CURL* handle = curl.get();
+  CURLcode code = CURLE_OK;
+  auto set = [&](CURLcode result) {
+    if (code == CURLE_OK) code = result;
+  };
+  set(curl_easy_setopt(handle, CURLOPT_URL, url.c_str()));
+  set(curl_easy_setopt(handle, CURLOPT_HTTPGET, 1L));
+  set(curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error_buffer));
+  set(curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, CaptureBody));
+  set(curl_easy_setopt(handle, CURLOPT_WRITEDATA, body));
+  set(curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, timeout_ms));
+  // The default SIGALRM-based resolver timeout is unsafe in a multi-threaded agent.
+  set(curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L));
+  // The endpoint is on this node; an https_proxy/no_proxy inherited from the environment
+  // (common on nodes that pull images through a proxy) must not divert it.
+  set(curl_easy_setopt(handle, CURLOPT_NOPROXY, "*"));
+  set(curl_easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 0L));
+  // Not verified on purpose: the kube-controller-manager and cloud-controller-manager serve a
+  // self-signed certificate generated at startup on loopback, and their /healthz is anonymous.
+  // The check proves that the restarted process answers 200, not who it is.
+  set(curl_easy_setopt(handle, CURLOPT_SSL_VERIFYPEER, 0L));
+  set(curl_easy_setopt(handle, CURLOPT_SSL_VERIFYHOST, 0L));
+  set(curl_easy_setopt(handle, CURLOPT_USERAGENT, "handoff-agent"));
+  if (code != CURLE_OK) {
+    return absl::InternalError(
+        StrCat("health check ", url, ": cannot configure libcurl: ", curl_easy_strerror(code)));
+  }
+
+  code = curl_easy_perform(handle);
+  if (code != CURLE_OK) {
+    std::string detail = error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(code);
+    long os_errno = 0;
+    if (curl_easy_getinfo(handle, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK && os_errno != 0) {
+      StrAppend(&detail, " (", std::strerror(static_cast<int>(os_errno)), ")");
+    }
+    if (code == CURLE_OPERATION_TIMEDOUT) {
+      return absl::UnavailableError(StrCat("GET ", url, ": no answer within the timeout of ",
+                                           absl::FormatDuration(timeout), ": ", detail));
+    }
+    return absl::UnavailableError(StrCat("GET ", url, ": ", detail));
+  }
+  long status = 0;
+  curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
+  return status;
+}
+
 class CurlHealthChecker : public HealthChecker {
  public:
   absl::Status Check(const HealthEndpoint& endpoint, absl::Duration timeout) override {
-    const std::string url = endpoint.Url();
-    if (endpoint.scheme != "https" && endpoint.scheme != "http") {
-      return absl::InvalidArgumentError(
-          StrCat("health check ", url, ": scheme must be http or https"));
-    }
-    if (absl::Status init = InitCurlOnce(); !init.ok()) return init;
-    std::unique_ptr<CURL, CurlHandleDeleter> curl(curl_easy_init());
-    if (curl == nullptr) {
-      return absl::InternalError(StrCat("health check ", url, ": curl_easy_init failed"));
-    }
-
-    // At least 1ms: 0 would mean "no timeout" to libcurl.
-    const long timeout_ms = static_cast<long>(std::clamp<int64_t>(
-        absl::ToInt64Milliseconds(timeout), 1, std::numeric_limits<long>::max()));
-    char error_buffer[CURL_ERROR_SIZE] = {};
     Body body;
-    CURL* handle = curl.get();
-    CURLcode code = CURLE_OK;
-    auto set = [&](CURLcode result) {
-      if (code == CURLE_OK) code = result;
-    };
-    set(curl_easy_setopt(handle, CURLOPT_URL, url.c_str()));
-    set(curl_easy_setopt(handle, CURLOPT_HTTPGET, 1L));
-    set(curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error_buffer));
-    set(curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, CaptureBody));
-    set(curl_easy_setopt(handle, CURLOPT_WRITEDATA, &body));
-    set(curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, timeout_ms));
-    // The default SIGALRM-based resolver timeout is unsafe in a multi-threaded agent.
-    set(curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L));
-    // The endpoint is on this node; an https_proxy/no_proxy inherited from the environment
-    // (common on nodes that pull images through a proxy) must not divert it.
-    set(curl_easy_setopt(handle, CURLOPT_NOPROXY, "*"));
-    set(curl_easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 0L));
-    // Not verified on purpose: the kube-controller-manager and cloud-controller-manager serve a
-    // self-signed certificate generated at startup on loopback, and their /healthz is anonymous.
-    // The check proves that the restarted process answers 200, not who it is.
-    set(curl_easy_setopt(handle, CURLOPT_SSL_VERIFYPEER, 0L));
-    set(curl_easy_setopt(handle, CURLOPT_SSL_VERIFYHOST, 0L));
-    set(curl_easy_setopt(handle, CURLOPT_USERAGENT, "handoff-agent"));
-    if (code != CURLE_OK) {
-      return absl::InternalError(
-          StrCat("health check ", url, ": cannot configure libcurl: ", curl_easy_strerror(code)));
-    }
-
-    code = curl_easy_perform(handle);
-    if (code != CURLE_OK) {
-      std::string detail = error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(code);
-      long os_errno = 0;
-      if (curl_easy_getinfo(handle, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK && os_errno != 0) {
-        StrAppend(&detail, " (", std::strerror(static_cast<int>(os_errno)), ")");
-      }
-      if (code == CURLE_OPERATION_TIMEDOUT) {
-        return absl::UnavailableError(StrCat("GET ", url, ": no answer within the timeout of ",
-                                             absl::FormatDuration(timeout), ": ", detail));
-      }
-      return absl::UnavailableError(StrCat("GET ", url, ": ", detail));
-    }
-    long status = 0;
-    curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
-    if (status != 200) {
+    absl::StatusOr<long> status = Perform(endpoint, timeout, &body);
+    if (!status.ok()) return status.status();
+    if (*status != 200) {
       std::string excerpt = PrintableExcerpt(body);
-      return absl::UnavailableError(
-          StrCat("GET ", url, ": HTTP ", status, excerpt.empty() ? "" : ": ", excerpt));
+      return absl::UnavailableError(StrCat("GET ", endpoint.Url(), ": HTTP ", *status,
+                                           excerpt.empty() ? "" : ": ", excerpt));
     }
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<HttpAnswer> Get(const HealthEndpoint& endpoint, absl::Duration timeout,
+                                 size_t max_body) override {
+    Body body;
+    body.limit = max_body;
+    absl::StatusOr<long> status = Perform(endpoint, timeout, &body);
+    if (!status.ok()) return status.status();
+    HttpAnswer answer;
+    answer.status = *status;
+    answer.body = std::move(body.excerpt);
+    answer.truncated = body.truncated;
+    return answer;
   }
 };
 
 }  // namespace
+
+absl::StatusOr<HttpAnswer> HealthChecker::Get(const HealthEndpoint& endpoint, absl::Duration,
+                                              size_t) {
+  return absl::UnimplementedError(StrCat("GET ", endpoint.Url(), ": this checker only checks"));
+}
 
 std::string HealthEndpoint::Url() const {
   std::string url_host = host;

@@ -8,15 +8,6 @@
 namespace handoff {
 namespace {
 
-// The AWS cloud-controller-manager image's entrypoint is /bin/aws-cloud-controller-manager;
-// other builds (and manifests that set `command`) run "cloud-controller-manager".
-std::vector<std::string> BinariesOf(std::string_view component) {
-  if (component == "cloud-controller-manager") {
-    return {"aws-cloud-controller-manager", "cloud-controller-manager"};
-  }
-  return {std::string(component)};
-}
-
 std::string_view Basename(std::string_view path) {
   size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
@@ -143,6 +134,17 @@ bool SameProcess(const ProcessInfo& a, const ProcessInfo& b) {
 }
 
 }  // namespace
+
+std::vector<std::string> BinariesOf(std::string_view component) {
+  if (component == "cloud-controller-manager") {
+    return {"aws-cloud-controller-manager", "cloud-controller-manager"};
+  }
+  return {std::string(component)};
+}
+
+bool IsProcessOf(const ProcessInfo& process, const std::vector<std::string>& binaries) {
+  return IsOneOf(process, binaries);
+}
 
 ComponentCheck CheckForManifest(std::string_view component, const StaticPod* pod,
                                 size_t container) {

@@ -38,6 +38,12 @@ struct ComponentCheck {
   std::vector<ProcessInfo> before;
 };
 
+// The basenames of argv[0] a component's process runs as: the component's name; for the
+// cloud-controller-manager also the AWS image's entrypoint, /bin/aws-cloud-controller-manager.
+std::vector<std::string> BinariesOf(std::string_view component);
+// Whether argv[0]'s basename is one of `binaries`.
+bool IsProcessOf(const ProcessInfo& process, const std::vector<std::string>& binaries);
+
 // The check for `component`, whose container `container` of `pod` was just written (or, with
 // `pod` nullptr, removed): argv from its command and args; health on its --secure-port (default
 // 10257 kube-controller-manager, 10258 cloud-controller-manager, 10259 kube-scheduler, 6443

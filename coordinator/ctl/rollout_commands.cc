@@ -192,6 +192,42 @@ std::string FactsText(const v1::RolloutStatus& status) {
   return text;
 }
 
+std::string Runner(const v1::ControllerRunner& runner) {
+  return StrCat(runner.manager(), " on ", runner.node(), " (pid ", runner.pid(), ", since ",
+                TimeText(runner.since_unix_ms()), ")");
+}
+
+std::string GapText(int64_t start_ms, int64_t end_ms) {
+  return StrCat(absl::FormatDuration(absl::Milliseconds(end_ms - start_ms)), " (", TimeText(start_ms),
+                " to ", TimeText(end_ms), ")");
+}
+
+// Who runs each cloud controller now, as the managers themselves say (the coordinator's live
+// double-run detector); nothing when no agent samples its managers.
+std::string CloudControllersText(const v1::RolloutStatus& status) {
+  if (status.cloud_controllers().empty()) return "";
+  std::vector<std::vector<std::string>> rows = {{"CONTROLLER", "RUNS IN", "LAST GAP"}};
+  for (const v1::CloudControllerView& view : status.cloud_controllers()) {
+    std::string runs;
+    if (view.runners_size() > 1) runs = "TWICE: ";
+    for (int i = 0; i < view.runners_size(); ++i) {
+      StrAppend(&runs, i > 0 ? " and " : "", Runner(view.runners(i)));
+    }
+    if (view.runners().empty()) {
+      runs = view.none_since_unix_ms() != 0
+                 ? StrCat("nothing since ", TimeText(view.none_since_unix_ms()))
+                 : "nothing seen";
+    }
+    if (!view.unknown_reason().empty()) StrAppend(&runs, " [unknown: ", view.unknown_reason(), "]");
+    rows.push_back({view.name(), runs,
+                    view.last_gap_end_unix_ms() == 0
+                        ? "-"
+                        : GapText(view.last_gap_start_unix_ms(), view.last_gap_end_unix_ms())});
+  }
+  return StrCat("\ncloud controllers (from the managers' /healthz, sampled by the agents):\n",
+                Table(rows));
+}
+
 std::string StatusText(const v1::RolloutStatus& status) {
   std::string text;
   std::string rollout = status.rollout_id().empty() ? "none started yet" : status.rollout_id();
@@ -231,6 +267,7 @@ std::string StatusText(const v1::RolloutStatus& status) {
                     StateText(node.moving_to()), OrDash(node.last_result())});
   }
   text += Table(rows);
+  text += CloudControllersText(status);
   return text;
 }
 

@@ -28,8 +28,6 @@ namespace {
 
 constexpr char kOperator[] = "sandbox-operator";
 constexpr char kKubeletHealthzPort[] = "10248";
-// The coordinator's gRPC server name in its certificate.
-constexpr char kCoordinatorServerName[] = "localhost";
 
 }  // namespace
 

@@ -35,6 +35,9 @@
 
 namespace handoff::sandbox {
 
+// The coordinator's gRPC server name in its certificate.
+inline constexpr char kCoordinatorServerName[] = "localhost";
+
 class SandboxRun {
  public:
   SandboxRun(const SandboxOptions& options, std::ostream& out, std::ostream& err,
@@ -89,6 +92,8 @@ class SandboxRun {
   // --- scenario.cc
   int RunRollout();
   int RunUnsafeOrder();
+  // Prints what `handoffctl status` says now (the CLI run as an operator runs it).
+  void ShowOperatorStatus();
   absl::Status KillAgentMidMove(NodeRun& node);
   absl::Status KillAndRestartCoordinator();
   absl::Status CheckProviderIds();

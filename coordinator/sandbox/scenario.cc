@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -242,21 +243,57 @@ int SandboxRun::RunRollout() {
 int SandboxRun::RunUnsafeOrder() {
   // The order the coordinator forbids: one node goes straight to a cloud-controller-manager
   // with Leader Migration while the other kube-controller-managers run the cloud controllers
-  // without it. Done with the agent's own command line, around the coordinator.
-  // Not the node whose kube-controller-manager holds the main lease: that one, gone external,
-  // would keep the lease and no in-tree manager would run the controllers beside the CCM.
+  // without it. Done with the agent's own command line, around the coordinator, while a rollout
+  // is under way (started, then paused): the coordinator's live double-run detector must halt it
+  // and `handoffctl status` must name both managers, as the sandbox's own monitor must report it.
+  absl::Status status = Call("start", [](ctl::OperatorClient& client) {
+    return client.Start(v1::StartRequest()).status();
+  });
+  if (status.ok()) {
+    status = Call("pause", [](ctl::OperatorClient& client) {
+      v1::PauseRequest request;
+      request.set_reason("the unsafe order is forced next (test-only)");
+      return client.Pause(request).status();
+    });
+  }
+  absl::StatusOr<v1::RolloutStatus> paused = absl::UnknownError("not paused");
+  if (status.ok()) {
+    paused = Await(
+        "the move sent before the pause to finish",
+        [](const v1::RolloutStatus& s) {
+          return s.phase() == v1::RolloutStatus::PAUSED && !s.has_in_flight();
+        },
+        absl::Seconds(60));
+    status = paused.status();
+  }
+  if (!status.ok()) {
+    err_ << "handoffctl sandbox: " << status.message() << "\n";
+    return Summarise(false, StrCat("unsafe order (test-only) not set up: ", status.message()));
+  }
+  // A node still in-tree, and not the one whose kube-controller-manager holds the main lease:
+  // that one, gone external, would keep the lease and no in-tree manager would run the
+  // controllers beside the CCM.
   std::string holder;
   for (const ControllerStats& stats : cluster_->Poll(absl::Now()).controllers) {
     if (!stats.runs.empty() && stats.runs.back().end == RunEnd::kStillRunning) {
       holder = stats.runs.back().process.node;
     }
   }
-  const NodeRun* chosen = &nodes_.front();
+  const NodeRun* chosen = nullptr;
   for (const NodeRun& candidate : nodes_) {
-    if (candidate.spec().name != holder) {
+    bool in_tree = false;
+    for (const v1::NodeProgress& node : paused->nodes()) {
+      if (node.name() == candidate.spec().name) in_tree = node.state() == v1::NODE_STATE_IN_TREE;
+    }
+    if (in_tree && candidate.spec().name != holder) {
       chosen = &candidate;
       break;
     }
+  }
+  if (chosen == nullptr) {
+    err_ << "handoffctl sandbox: the unsafe order needs an in-tree node that does not hold the "
+            "lease: run it with --nodes 3 or more\n";
+    return kSandboxSetupFailed;
   }
   const NodeRun& node = *chosen;
   for (const char* to : {"prepared", "migrated"}) {
@@ -273,14 +310,42 @@ int SandboxRun::RunUnsafeOrder() {
              " runs a cloud-controller-manager while the others run the in-tree controllers "
              "without Leader Migration"));
   // The cloud-controller-manager takes both leases (no one else competes for them) and starts
-  // its controllers: a few lease durations at most.
+  // its controllers: a few lease durations at most. The agents sample the managers meanwhile.
+  absl::StatusOr<v1::RolloutStatus> halted = Await(
+      "the coordinator to halt the rollout on the double run",
+      [](const v1::RolloutStatus& s) { return s.phase() == v1::RolloutStatus::HALTED; },
+      absl::Seconds(20) + 5 * timing_.lease_duration);
+  if (halted.ok()) {
+    Say(StrCat("coordinator halted the rollout: ", halted->halt_reason()));
+  } else {
+    Say(StrCat("the coordinator did NOT halt the rollout: ", halted.status().message()));
+  }
   absl::Time deadline = absl::Now() + absl::Seconds(20) + 5 * timing_.lease_duration;
   while (absl::Now() < deadline && !interrupted_()) {
     if (!cluster_->Poll(absl::Now()).invariant_held) break;
     // The monitor reads what the managers append; nothing signals a new record.
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return Summarise(false, "unsafe order (test-only): the monitor must report the broken invariant");
+  ShowOperatorStatus();
+  return Summarise(false,
+                   "unsafe order (test-only): the monitor and the coordinator must report the "
+                   "broken invariant");
+}
+
+void SandboxRun::ShowOperatorStatus() {
+  // What an operator sees, from the CLI itself: this program.
+  const std::string log = Path("logs/handoffctl-status.txt");
+  absl::StatusOr<std::unique_ptr<Process>> shown = SpawnOwned(
+      {std::filesystem::read_symlink("/proc/self/exe").string(), "status", "--coordinator", StrCat("127.0.0.1:", coordinator_port_),
+       "--server-name", kCoordinatorServerName, "--ca", Path("pki/handoff-ca.crt"), "--cert",
+       Path("pki/operator.crt"), "--key", Path("pki/operator.key")},
+      log);
+  if (!shown.ok()) return;
+  (*shown)->WaitFor(absl::Seconds(30), nullptr);
+  absl::StatusOr<std::string> text = fs_->ReadFile(log);
+  if (!text.ok()) return;
+  Say("handoffctl status:");
+  out_ << *text << std::flush;
 }
 
 }  // namespace handoff::sandbox

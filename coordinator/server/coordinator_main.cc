@@ -58,6 +58,7 @@ struct Options {
   std::string context;
   bool no_cluster_checks = false;
   std::string lease_release = "on";
+  std::string gap_limit = "60s";
   std::string facts_interval = "5s";
   std::string plan_timeout = "30s";
   std::string shutdown_grace = "10s";
@@ -159,6 +160,8 @@ int Run(const Options& options) {
   absl::StatusOr<absl::Duration> plan_timeout =
       PositiveDuration("--plan-timeout", options.plan_timeout);
   if (!plan_timeout.ok()) return Fail(plan_timeout.status());
+  absl::StatusOr<absl::Duration> gap_limit = PositiveDuration("--gap-limit", options.gap_limit);
+  if (!gap_limit.ok()) return Fail(gap_limit.status());
   absl::StatusOr<absl::Duration> grace =
       PositiveDuration("--shutdown-grace", options.shutdown_grace);
   if (!grace.ok()) return Fail(grace.status());
@@ -255,6 +258,10 @@ int Run(const Options& options) {
   }
   // The first facts before any agent can connect, so the first decisions use them.
   (*controller)->SetFacts(facts->Check());
+  DetectorOptions detector;
+  detector.nodes = nodes;
+  detector.gap_limit_ms = absl::ToInt64Milliseconds(*gap_limit);
+  RunWatch run_watch(**controller, detector);
 
   ServerOptions server_options;
   server_options.listen = options.listen;
@@ -262,6 +269,7 @@ int Run(const Options& options) {
   server_options.cert_pem = *cert;
   server_options.key_pem = *key;
   server_options.reflection = options.reflection;
+  server_options.run_watch = &run_watch;
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
       CoordinatorServer::Start(**controller, server_options);
   if (!server.ok()) return Fail(server.status());
@@ -338,6 +346,14 @@ int RunCoordinator(int argc, const char* const* argv) {
                  "before the move and was not renewed since, each decision in the history. off: "
                  "leases expire on their own")
       ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  app.add_option("--gap-limit", options.gap_limit,
+                 "The live double-run detector halts a moving rollout when a cloud controller "
+                 "that ran has run nowhere for longer than this (the agents sample each "
+                 "manager's /healthz?verbose). A successor takes a lease one lease duration after "
+                 "it last saw it renewed, a kube-controller-manager waits out two (main, then "
+                 "migration): keep it above twice --leader-elect-lease-duration plus a manager's "
+                 "start. Two managers running one controller halt it always")
       ->capture_default_str();
   app.add_option("--facts-interval", options.facts_interval,
                  "How often to re-read the RBAC and the lease")

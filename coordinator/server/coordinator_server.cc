@@ -65,8 +65,10 @@ class StreamLink : public AgentLink {
 // time (gRPC allows one outstanding write per stream).
 class AgentStream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage> {
  public:
-  AgentStream(RolloutController& controller, grpc::CallbackServerContext* context)
+  AgentStream(RolloutController& controller, RunWatch* run_watch,
+              grpc::CallbackServerContext* context)
       : controller_(controller),
+        run_watch_(run_watch),
         context_(context),
         link_(std::make_shared<StreamLink>(this, context->peer())) {
     StartRead(&in_);
@@ -75,7 +77,10 @@ class AgentStream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::C
   void OnReadDone(bool ok) override {
     if (!ok) {
       // The agent went away (or the stream was finished): the controller hears it once.
-      if (!node_.empty()) controller_.AgentDisconnected(node_, link_.get());
+      if (!node_.empty()) {
+        controller_.AgentDisconnected(node_, link_.get());
+        if (run_watch_ != nullptr) run_watch_->Away(node_);
+      }
       Close(absl::OkStatus());
       return;
     }
@@ -87,6 +92,9 @@ class AgentStream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::C
         Close(registered);
         return;
       }
+    } else if (in_.has_controllers()) {
+      // Samples go to the detector only: they change nothing the rollout controller keeps.
+      if (run_watch_ != nullptr) run_watch_->Observe(node_, in_.controllers());
     } else {
       controller_.AgentMessage(node_, link_.get(), in_);
     }
@@ -155,6 +163,7 @@ class AgentStream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::C
   }
 
   RolloutController& controller_;
+  RunWatch* run_watch_;
   grpc::CallbackServerContext* context_;
   const std::shared_ptr<StreamLink> link_;
   pb::AgentMessage in_;
@@ -180,14 +189,16 @@ void StreamLink::Close(const absl::Status& status) {
 
 class AgentServiceImpl final : public pb::AgentService::CallbackService {
  public:
-  explicit AgentServiceImpl(RolloutController& controller) : controller_(controller) {}
+  AgentServiceImpl(RolloutController& controller, RunWatch* run_watch)
+      : controller_(controller), run_watch_(run_watch) {}
   grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* context) override {
-    return new AgentStream(controller_, context);
+    return new AgentStream(controller_, run_watch_, context);
   }
 
  private:
   RolloutController& controller_;
+  RunWatch* run_watch_;
 };
 
 class StatusWriter;
@@ -220,10 +231,12 @@ const grpc::Status& ShuttingDown() {
 // watcher skips revisions instead of queueing them.
 class StatusWriter final : public grpc::ServerWriteReactor<pb::RolloutStatus> {
  public:
-  StatusWriter(RolloutController& controller, WatchRegistry& watches, bool watch)
-      : controller_(controller), watches_(watches) {
+  StatusWriter(RolloutController& controller, const RunWatch* run_watch, WatchRegistry& watches,
+               bool watch)
+      : controller_(controller), run_watch_(run_watch), watches_(watches) {
     if (!watch) {
       current_ = controller_.Status();
+      if (run_watch_ != nullptr) run_watch_->Fill(current_);
       StartWriteAndFinish(&current_, grpc::WriteOptions(), grpc::Status::OK);
       return;
     }
@@ -273,9 +286,11 @@ class StatusWriter final : public grpc::ServerWriteReactor<pb::RolloutStatus> {
     if (finished_) return;
     if (writing_) {
       pending_ = status;
+      if (run_watch_ != nullptr) run_watch_->Fill(*pending_);
       return;
     }
     current_ = status;
+    if (run_watch_ != nullptr) run_watch_->Fill(current_);
     writing_ = true;
     StartWrite(&current_);
   }
@@ -287,6 +302,7 @@ class StatusWriter final : public grpc::ServerWriteReactor<pb::RolloutStatus> {
   }
 
   RolloutController& controller_;
+  const RunWatch* run_watch_;
   WatchRegistry& watches_;
   int token_ = 0;
   bool registered_ = false;
@@ -320,7 +336,8 @@ void WatchRegistry::EndAll() {
 
 class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
  public:
-  explicit OperatorServiceImpl(RolloutController& controller) : controller_(controller) {}
+  OperatorServiceImpl(RolloutController& controller, const RunWatch* run_watch)
+      : controller_(controller), run_watch_(run_watch) {}
 
   // Shutdown: every open watch ends now, and new ones end at once.
   void EndWatches() { watches_.EndAll(); }
@@ -373,7 +390,7 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
       };
       return new Refusal(ToGrpc(actor.status()));
     }
-    return new StatusWriter(controller_, watches_, request->watch());
+    return new StatusWriter(controller_, run_watch_, watches_, request->watch());
   }
 
   grpc::ServerUnaryReactor* Pause(grpc::CallbackServerContext* context,
@@ -462,13 +479,15 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
   }
 
   RolloutController& controller_;
+  const RunWatch* run_watch_;
   WatchRegistry watches_;
 };
 
 }  // namespace
 
 struct CoordinatorServer::Services {
-  explicit Services(RolloutController& controller) : agents(controller), operators(controller) {}
+  Services(RolloutController& controller, RunWatch* run_watch)
+      : agents(controller, run_watch), operators(controller, run_watch) {}
   AgentServiceImpl agents;
   OperatorServiceImpl operators;
 };
@@ -476,7 +495,7 @@ struct CoordinatorServer::Services {
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     RolloutController& controller, const ServerOptions& options) {
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
-  server->services_ = std::make_unique<Services>(controller);
+  server->services_ = std::make_unique<Services>(controller, options.run_watch);
 
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       ClientCheckingServerCredentials(

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "coordinator/server/rollout_controller.h"
+#include "coordinator/server/run_watch.h"
 #include "grpcpp/server.h"
 
 namespace handoff::server {
@@ -22,6 +23,9 @@ struct ServerOptions {
   std::string cert_pem;                 // the coordinator's certificate and key
   std::string key_pem;
   bool reflection = false;  // gRPC server reflection (for grpcurl and the like)
+  // Borrowed, may be null: the live double-run detector, fed the agents' controller samples;
+  // it adds who runs each cloud controller to the status operators read.
+  RunWatch* run_watch = nullptr;
 };
 
 class CoordinatorServer {

@@ -46,6 +46,7 @@ void ControllerManager::StartControllers(const std::vector<CloudController>& con
   for (CloudController controller : controllers) {
     recorder_.ControllerStart(controller, lock);
     running_.push_back({controller, lock});
+    if (checks_ != nullptr) checks_->Add(std::string(CanonicalControllerName(controller)));
     logger_->info("started controller {} (under the {} lease)", CanonicalControllerName(controller),
                   LockName(lock));
   }
@@ -58,6 +59,7 @@ void ControllerManager::StopAll(const char* reason) {
     logger_->info("stopped controller {} ({})", CanonicalControllerName(it->controller), reason);
   }
   running_.clear();
+  if (checks_ != nullptr) checks_->Clear();
 }
 
 void ControllerManager::CapRequests() {

@@ -31,6 +31,7 @@
 #include "agent/system/clock.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/sandbox/standin/controller_plan.h"
+#include "coordinator/sandbox/standin/health_server.h"
 #include "coordinator/sandbox/standin/leader_elector.h"
 #include "coordinator/sandbox/standin/run_recorder.h"
 #include "coordinator/sandbox/standin/stop_signal.h"
@@ -70,6 +71,9 @@ class ControllerManager {
   ManagerOutcome Run();
   // Asks Run() to stop; callable from any thread, any number of times.
   void Stop() { stop_.Request(); }
+  // Where each started controller is listed for /healthz?verbose (cleared when they stop);
+  // borrowed, may be null. Call before Run().
+  void ListStartedIn(NamedChecks* checks) { checks_ = checks; }
 
   // The controllers running now, in start order, and under which lock.
   struct Running {
@@ -100,6 +104,7 @@ class ControllerManager {
   std::unique_ptr<LeaderElector> main_;
   std::unique_ptr<LeaderElector> migration_;
   std::vector<Running> running_;
+  NamedChecks* checks_ = nullptr;
 };
 
 }  // namespace handoff::standin

@@ -86,9 +86,23 @@ class HealthServer::Impl {
     server_->set_keep_alive_timeout(2);
     server_->set_tcp_nodelay(true);
     for (const std::string& path : options.paths) {
-      server_->Get(path, [marker = options.unhealthy_marker](const httplib::Request&,
-                                                             httplib::Response& response) {
-        if (!marker.empty() && access(marker.c_str(), F_OK) == 0) {
+      server_->Get(path, [marker = options.unhealthy_marker, checks = options.checks](
+                             const httplib::Request& request, httplib::Response& response) {
+        const bool unhealthy = !marker.empty() && access(marker.c_str(), F_OK) == 0;
+        if (request.has_param("verbose")) {
+          // k8s.io/apiserver/pkg/server/healthz: one line per check, then the verdict.
+          std::string body = "[+]ping ok\n[+]log ok\n";
+          body += unhealthy ? "[-]leaderElection failed: reason withheld\n"
+                            : "[+]leaderElection ok\n";
+          if (checks) {
+            for (const std::string& name : checks->Names()) body += "[+]" + name + " ok\n";
+          }
+          body += unhealthy ? "healthz check failed\n" : "healthz check passed\n";
+          response.status = unhealthy ? 500 : 200;
+          response.set_content(body, "text/plain; charset=utf-8");
+          return;
+        }
+        if (unhealthy) {
           response.status = 500;
           response.set_content("unhealthy: " + marker + " exists", "text/plain; charset=utf-8");
           return;
@@ -145,5 +159,20 @@ absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(
 
 void HealthServer::Stop() { impl_->Stop(); }
 int HealthServer::port() const { return impl_->port(); }
+
+void NamedChecks::Add(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  names_.push_back(name);
+}
+
+void NamedChecks::Clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  names_.clear();
+}
+
+std::vector<std::string> NamedChecks::Names() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return names_;
+}
 
 }  // namespace handoff::standin

@@ -8,6 +8,7 @@
 #define HANDOFF_COORDINATOR_SANDBOX_STANDIN_HEALTH_SERVER_H_
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,21 @@
 #include "absl/time/time.h"
 
 namespace handoff::standin {
+
+// The named checks /healthz?verbose lists after ping, log and leaderElection: one per controller
+// the manager started, as kube-controller-manager and cloud-controller-manager add a
+// controllerhealthz check per started controller. Thread-safe (the manager adds, the server
+// reads).
+class NamedChecks {
+ public:
+  void Add(const std::string& name);
+  void Clear();
+  std::vector<std::string> Names() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> names_;
+};
 
 struct HealthServerOptions {
   std::string bind_address = "0.0.0.0";
@@ -24,6 +40,9 @@ struct HealthServerOptions {
   // Sandbox fault injection (`handoffctl sandbox --fault unhealthy`): while this file exists,
   // every path answers 500, like a component that never becomes healthy. "" = never.
   std::string unhealthy_marker;
+  // Listed by `?verbose` ("[+]service ok" lines, then "healthz check passed"); null: only the
+  // generic checks.
+  std::shared_ptr<const NamedChecks> checks;
 };
 
 class HealthServer {

@@ -130,7 +130,8 @@ struct Serving {
 };
 
 Serving StartHealth(Role role, const StandinOptions& options, absl::Time now,
-                    spdlog::logger& logger) {
+                    spdlog::logger& logger,
+                    std::shared_ptr<const NamedChecks> checks = nullptr) {
   Serving serving;
   if (options.secure_port == 0) {
     logger.info("--secure-port=0: not serving health");
@@ -141,6 +142,7 @@ Serving StartHealth(Role role, const StandinOptions& options, absl::Time now,
   health.port = options.secure_port;
   health.paths = HealthPaths(role);
   health.component = std::string(RoleName(role));
+  health.checks = std::move(checks);
   if (const char* root = std::getenv("HANDOFF_SANDBOX_ROOT"); root != nullptr && *root != '\0') {
     health.unhealthy_marker =
         std::string(root) + "/etc/handoff-sandbox/unhealthy/" + health.component;
@@ -327,7 +329,8 @@ int RunStandin(int argc, const char* const* argv) {
       ManagerConfigFor(*plan, options->leader_elect, main_election);
   if (options->leader_elect) logger->info("leader-election identity {}", main_election.identity);
 
-  Serving serving = StartHealth(*role, *options, clock->Now(), *logger);
+  auto started = std::make_shared<NamedChecks>();
+  Serving serving = StartHealth(*role, *options, clock->Now(), *logger, started);
   if (serving.exit_code != 0) return serving.exit_code;
 
   std::mt19937_64 generator{std::random_device{}()};
@@ -336,6 +339,7 @@ int RunStandin(int argc, const char* const* argv) {
   ControllerManager controller_manager(manager_config, client.get(), deadline, *clock, *sleeper,
                                        recorder, logger,
                                        [&generator, &unit] { return unit(generator); });
+  controller_manager.ListStartedIn(started.get());
   SignalThread signal_thread([&controller_manager, &logger] {
     logger->info("received a termination signal: stopping");
     controller_manager.Stop();

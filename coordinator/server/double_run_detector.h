@@ -1,0 +1,110 @@
+// The live double-run detector's logic, pure (no clock, no threads): from the agents' samples of
+// who runs which cloud controller on their nodes (handoff.proto ControllerSample), whether two
+// managers ran one controller at once, and how long none ran.
+//
+// What makes a sample proof: a manager starts a cloud controller only as a leader and never stops
+// it without exiting (kube-controller-manager and k8s.io/cloud-provider exit on a lost lease). So
+// one process (node, manager, pid) seen running a controller at t1 and again at t2 ran it over
+// all of [t1, t2]: its *proven run*. Two proven runs of one controller that overlap by at least
+// `confirm` are a double run, whatever happened between the samples. Times are the nodes' own
+// (observed_unix_ms): on one node exact, across nodes as good as their clocks agree, which
+// `confirm` covers.
+//
+// A gap is a time no manager is known to run the controller: from the last sighting of the runs
+// that ended to the first sighting of the next. It is only measured while every node is known:
+// a node whose agent is away, whose look failed, or one of whose managers did not answer (it may
+// be the one running it) makes the controller's runner unknown, never "none".
+#ifndef HANDOFF_COORDINATOR_SERVER_DOUBLE_RUN_DETECTOR_H_
+#define HANDOFF_COORDINATOR_SERVER_DOUBLE_RUN_DETECTOR_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "handoff/v1/handoff.pb.h"
+
+namespace handoff::server {
+
+struct DetectorOptions {
+  // The control-plane nodes; each must be known for a gap to be measured.
+  std::vector<std::string> nodes;
+  // The controllers watched, in the order shown.
+  std::vector<std::string> controllers = {"route", "service", "cloud-node-lifecycle"};
+  // Two proven runs must overlap this long to be a double run (covers clock skew between nodes).
+  int64_t confirm_ms = 2000;
+  // A gap longer than this is a finding. A successor takes a lease one lease duration after it
+  // last saw it renewed, and a kube-controller-manager successor waits out two leases (main, then
+  // migration): twice the lease duration (15s by default) plus its start.
+  int64_t gap_limit_ms = 60000;
+};
+
+// One process running one controller, as proven by its node's samples.
+struct ProvenRun {
+  std::string controller;
+  std::string node;
+  std::string manager;
+  int64_t pid = 0;
+  int64_t first_ms = 0;  // first sample that listed it (node's clock)
+  int64_t last_ms = 0;   // latest sample that listed it
+  bool current = false;  // listed by its node's latest sample
+};
+
+struct Finding {
+  enum class Kind { kDoubleRun, kLongGap };
+  Kind kind = Kind::kDoubleRun;
+  std::string controller;
+  // kDoubleRun: the two runs; kLongGap: the last runs before the gap (may be empty).
+  std::vector<ProvenRun> runs;
+  int64_t from_ms = 0;  // the overlap, or the gap so far
+  int64_t to_ms = 0;
+  std::string Summary() const;  // one line for the halt reason
+  std::string EvidenceJson() const;
+};
+
+class DoubleRunDetector {
+ public:
+  explicit DoubleRunDetector(DetectorOptions options);
+
+  // A sample from `node`'s agent. Returns the findings it brings, each reported once (a double
+  // run per pair of processes, a long gap once per gap).
+  std::vector<Finding> Observe(const std::string& node, const v1::ControllerSample& sample);
+  // `node`'s agent disconnected: what runs there is unknown until its next sample.
+  void Away(const std::string& node);
+
+  // Who runs each watched controller now, the current and last gap.
+  std::vector<v1::CloudControllerView> View() const;
+
+ private:
+  using ProcessKey = std::tuple<std::string, std::string, int64_t>;  // node, manager, pid
+  struct NodeView {
+    bool known = false;  // a sample since the last Away, with no error and every manager answered
+    std::string unknown_reason;
+    int64_t observed_ms = 0;
+  };
+  struct Gap {
+    std::optional<int64_t> none_since_ms;  // set while no run is current and all is known
+    bool reported = false;                 // the long gap was reported
+    int64_t last_start_ms = 0;
+    int64_t last_end_ms = 0;
+  };
+
+  std::string UnknownReason() const;
+  std::vector<Finding> CheckDoubleRuns(const std::string& controller);
+  std::optional<Finding> CheckGap(const std::string& controller, int64_t now_ms);
+
+  DetectorOptions options_;
+  std::map<std::string, NodeView> nodes_;
+  // Per controller, every proven run by process (the finished ones too: a double run may be
+  // proven only once both ended).
+  std::map<std::string, std::map<ProcessKey, ProvenRun>> runs_;
+  std::map<std::string, Gap> gaps_;
+  std::set<std::tuple<std::string, ProcessKey, ProcessKey>> reported_pairs_;
+};
+
+}  // namespace handoff::server
+
+#endif  // HANDOFF_COORDINATOR_SERVER_DOUBLE_RUN_DETECTOR_H_

@@ -1,0 +1,39 @@
+// The live double-run detector in the coordinator: takes each agent's ControllerSample (who runs
+// which cloud controller on its node, as the managers say), runs DoubleRunDetector over them,
+// halts the rollout under way (R5) on a double run or a gap past the limit with the evidence in
+// the history, and adds who runs what to every status the operators see.
+//
+// Thread safety: every method may be called from any thread. Observe calls the controller
+// (Halt, RecordAudit) without its own lock held; Fill takes only its own lock, so it may be called
+// with the controller's mutex held (a watcher's callback).
+#ifndef HANDOFF_COORDINATOR_SERVER_RUN_WATCH_H_
+#define HANDOFF_COORDINATOR_SERVER_RUN_WATCH_H_
+
+#include <mutex>
+#include <string>
+
+#include "coordinator/server/double_run_detector.h"
+#include "coordinator/server/rollout_controller.h"
+#include "handoff/v1/handoff.pb.h"
+
+namespace handoff::server {
+
+class RunWatch {
+ public:
+  // Borrows `controller`, which must outlive the watch.
+  RunWatch(RolloutController& controller, DetectorOptions options);
+
+  void Observe(const std::string& node, const pb::ControllerSample& sample);
+  void Away(const std::string& node);
+  // Sets status.cloud_controllers.
+  void Fill(pb::RolloutStatus& status) const;
+
+ private:
+  RolloutController& controller_;
+  mutable std::mutex mu_;
+  DoubleRunDetector detector_;
+};
+
+}  // namespace handoff::server
+
+#endif  // HANDOFF_COORDINATOR_SERVER_RUN_WATCH_H_
