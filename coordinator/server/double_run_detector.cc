@@ -102,8 +102,9 @@ std::vector<Finding> DoubleRunDetector::Observe(const std::string& node,
     const ProcessKey key{node, manager.component(), manager.pid()};
     for (const std::string& controller : manager.controllers()) {
       listed.insert({controller, key});
-      ProvenRun& run = runs_[controller][key];
-      if (run.first_ms == 0) {
+      auto [entry, added] = runs_[controller].try_emplace(key);
+      ProvenRun& run = entry->second;
+      if (added) {
         run.controller = controller;
         run.node = node;
         run.manager = manager.component();

@@ -2,6 +2,7 @@
 // requires and verifies client certificates from the handoff test CA.
 #include "agent/daemon/agent_client.h"
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -82,7 +83,8 @@ class AgentClientTest : public DaemonNodeTest {
   // Starts the agent's client with the certificate of `identity` ("cp-1", "rogue-cp-1"),
   // trusting `ca` for the coordinator's.
   void StartClient(const std::string& identity = "cp-1", const std::string& ca = "ca.crt",
-                   std::function<absl::Status()> check_credentials = nullptr) {
+                   std::function<absl::Status()> check_credentials = nullptr,
+                   std::function<v1::ControllerSample()> sample_controllers = nullptr) {
     rpc::ClientTls tls;
     tls.ca_pem = ReadTestdata("handoff-tls/" + ca);
     tls.cert_pem = ReadTestdata("handoff-tls/" + identity + ".crt");
@@ -97,6 +99,8 @@ class AgentClientTest : public DaemonNodeTest {
       changed_.notify_all();
     };
     options.check_credentials = std::move(check_credentials);
+    options.sample_controllers = std::move(sample_controllers);
+    options.sample_interval = absl::Milliseconds(10);
     options.certificate_description = identity + ".crt: CN=cp-1";
     options.ca_description = ca;
     logger_ = std::make_shared<spdlog::logger>("test", client_log_);
@@ -161,6 +165,35 @@ TEST_F(AgentClientTest, HelloComesFirstWithTheNodeNameOfTheCertificate) {
   EXPECT_TRUE(first.hello.verifies());
   EXPECT_EQ(first.hello.report().state(), v1::NODE_STATE_IN_TREE);
   EXPECT_TRUE(first.hello.report().healthy());
+}
+
+TEST_F(AgentClientTest, ControllerSamplesGoToTheCoordinatorAlsoWhileAMoveRuns) {
+  std::atomic<int64_t> taken{0};
+  StartClient("cp-1", "ca.crt", nullptr, [&taken] {
+    v1::ControllerSample sample;
+    sample.set_observed_unix_ms(++taken);
+    v1::ManagerControllers* manager = sample.add_managers();
+    manager->set_component("kube-controller-manager");
+    manager->set_answered(true);
+    manager->add_controllers("service");
+    return sample;
+  });
+  ASSERT_TRUE(
+      coordinator_.WaitFor([](const auto& hellos, const auto&) { return !hellos.empty(); }));
+  // A move held in its verification: the sampler does not wait for it.
+  health_.Arm();
+  coordinator_.Send(MoveCommand("r1-1", v1::NODE_STATE_IN_TREE, v1::NODE_STATE_PREPARED));
+  ASSERT_TRUE(health_.WaitUntilReached());
+  const size_t before = coordinator_.WaitForSamples(1).size();
+  std::vector<v1::ControllerSample> samples = coordinator_.WaitForSamples(before + 3);
+  health_.Release();
+  ASSERT_GE(samples.size(), before + 3);
+  EXPECT_EQ(samples.back().managers(0).controllers(0), "service");
+  for (size_t i = 1; i < samples.size(); ++i) {
+    EXPECT_LT(samples[i - 1].observed_unix_ms(), samples[i].observed_unix_ms());
+  }
+  ASSERT_TRUE(coordinator_.WaitFor(
+      [](const auto&, const auto& results) { return CountResults(results, "r1-1") == 1; }));
 }
 
 TEST_F(AgentClientTest, ACommandSentTwiceIsCarriedOutOnce) {

@@ -82,6 +82,7 @@ class FakeCoordinator final : public v1::AgentService::Service {
       while (stream->Read(&message)) {
         std::lock_guard<std::mutex> lock(mutex_);
         if (message.has_result()) results_.push_back(message.result());
+        if (message.has_controllers()) samples_.push_back(message.controllers());
         changed_.notify_all();
       }
       std::lock_guard<std::mutex> lock(mutex_);
@@ -149,6 +150,12 @@ class FakeCoordinator final : public v1::AgentService::Service {
     std::lock_guard<std::mutex> lock(mutex_);
     return results_;
   }
+  // Waits (generously) until at least `count` controller samples arrived; then returns them all.
+  std::vector<v1::ControllerSample> WaitForSamples(size_t count) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait_for(lock, kPatience, [&] { return samples_.size() >= count; });
+    return samples_;
+  }
   // Streams the agent ended by half-closing them.
   int half_closes() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -161,6 +168,7 @@ class FakeCoordinator final : public v1::AgentService::Service {
   std::function<grpc::Status(const v1::AgentHello&)> admit_;
   std::vector<Hello> hellos_;
   std::vector<v1::CommandResult> results_;
+  std::vector<v1::ControllerSample> samples_;
   std::deque<v1::Command> outbox_;
   bool end_ = false;
   bool stopping_ = false;

@@ -1,0 +1,193 @@
+#include "coordinator/server/double_run_detector.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace handoff::server {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+constexpr char kKcm[] = "kube-controller-manager";
+constexpr char kCcm[] = "cloud-controller-manager";
+
+struct Manager {
+  std::string component;
+  int64_t pid = 0;
+  std::vector<std::string> controllers;
+  bool answered = true;
+};
+
+v1::ControllerSample Sample(int64_t at_ms, const std::vector<Manager>& managers) {
+  v1::ControllerSample sample;
+  sample.set_observed_unix_ms(at_ms);
+  for (const Manager& manager : managers) {
+    v1::ManagerControllers* out = sample.add_managers();
+    out->set_component(manager.component);
+    out->set_pid(manager.pid);
+    out->set_answered(manager.answered);
+    if (!manager.answered) out->set_error("connection refused");
+    for (const std::string& controller : manager.controllers) out->add_controllers(controller);
+  }
+  return sample;
+}
+
+DetectorOptions Options() {
+  DetectorOptions options;
+  options.nodes = {"cp-1", "cp-2"};
+  options.controllers = {"service", "route"};
+  options.confirm_ms = 2000;
+  options.gap_limit_ms = 10000;
+  return options;
+}
+
+// By value: the views are a temporary.
+v1::CloudControllerView ViewOf(const std::vector<v1::CloudControllerView>& views,
+                               const std::string& name) {
+  for (const v1::CloudControllerView& view : views) {
+    if (view.name() == name) return view;
+  }
+  ADD_FAILURE() << "no view of " << name;
+  return {};
+}
+
+TEST(DoubleRunDetectorTest, TwoManagersSeenRunningOneControllerOverTheConfirmTimeAreADoubleRun) {
+  DoubleRunDetector detector(Options());
+  std::vector<Finding> findings;
+  for (int64_t t = 0; t <= 4000; t += 1000) {
+    std::vector<Finding> a = detector.Observe("cp-1", Sample(t, {{kKcm, 11, {"service"}}}));
+    std::vector<Finding> b = detector.Observe("cp-2", Sample(t + 500, {{kCcm, 22, {"service"}}}));
+    findings.insert(findings.end(), a.begin(), a.end());
+    findings.insert(findings.end(), b.begin(), b.end());
+  }
+  // Reported once, as soon as the proven runs overlap by 2s: when cp-1's sample at 3000 came,
+  // cp-1's run was proven over [0, 3000] and cp-2's over [500, 2500].
+  ASSERT_THAT(findings, SizeIs(1));
+  const Finding& finding = findings[0];
+  EXPECT_EQ(finding.kind, Finding::Kind::kDoubleRun);
+  EXPECT_EQ(finding.controller, "service");
+  EXPECT_EQ(finding.from_ms, 500);
+  EXPECT_EQ(finding.to_ms, 2500);
+  EXPECT_EQ(finding.runs[0].node, "cp-1");
+  EXPECT_EQ(finding.runs[1].node, "cp-2");
+  EXPECT_THAT(finding.Summary(), HasSubstr("kube-controller-manager on cp-1 (pid 11)"));
+  EXPECT_THAT(finding.Summary(), HasSubstr("cloud-controller-manager on cp-2 (pid 22)"));
+  nlohmann::json evidence = nlohmann::json::parse(finding.EvidenceJson());
+  EXPECT_EQ(evidence["finding"], "double-run");
+  EXPECT_EQ(evidence["runs"].size(), 2u);
+
+  std::vector<v1::CloudControllerView> views = detector.View();
+  EXPECT_THAT(ViewOf(views, "service").runners(), SizeIs(2));
+  EXPECT_THAT(ViewOf(views, "route").runners(), IsEmpty());
+}
+
+TEST(DoubleRunDetectorTest, AHandoverWithoutOverlapIsNoDoubleRunAndItsGapIsMeasured) {
+  DoubleRunDetector detector(Options());
+  std::vector<Finding> findings;
+  auto observe = [&](const std::string& node, const v1::ControllerSample& sample) {
+    std::vector<Finding> found = detector.Observe(node, sample);
+    findings.insert(findings.end(), found.begin(), found.end());
+  };
+  // cp-1's manager runs service until 3000, is gone at 4000; cp-2's starts it at 5500.
+  for (int64_t t = 0; t <= 3000; t += 1000) {
+    observe("cp-1", Sample(t, {{kKcm, 11, {"service"}}}));
+    observe("cp-2", Sample(t + 500, {{kCcm, 22, {}}}));
+  }
+  observe("cp-1", Sample(4000, {}));
+  observe("cp-2", Sample(4500, {{kCcm, 22, {}}}));
+  EXPECT_EQ(ViewOf(detector.View(), "service").none_since_unix_ms(), 3000);
+  observe("cp-1", Sample(5000, {}));
+  observe("cp-2", Sample(5500, {{kCcm, 22, {"service"}}}));
+  observe("cp-2", Sample(9500, {{kCcm, 22, {"service"}}}));
+  EXPECT_THAT(findings, IsEmpty());
+  const v1::CloudControllerView service = ViewOf(detector.View(), "service");
+  ASSERT_THAT(service.runners(), SizeIs(1));
+  EXPECT_EQ(service.runners(0).node(), "cp-2");
+  EXPECT_EQ(service.runners(0).since_unix_ms(), 5500);
+  EXPECT_EQ(service.none_since_unix_ms(), 0);
+  EXPECT_EQ(service.last_gap_start_unix_ms(), 3000);
+  EXPECT_EQ(service.last_gap_end_unix_ms(), 5500);
+}
+
+TEST(DoubleRunDetectorTest, AnOverlapShorterThanTheConfirmTimeIsNotAFinding) {
+  DoubleRunDetector detector(Options());
+  EXPECT_THAT(detector.Observe("cp-1", Sample(0, {{kKcm, 11, {"service"}}})), IsEmpty());
+  EXPECT_THAT(detector.Observe("cp-2", Sample(100, {{kCcm, 22, {"service"}}})), IsEmpty());
+  EXPECT_THAT(detector.Observe("cp-1", Sample(1000, {{kKcm, 11, {"service"}}})), IsEmpty());
+  EXPECT_THAT(detector.Observe("cp-1", Sample(2000, {})), IsEmpty());
+  EXPECT_THAT(detector.Observe("cp-2", Sample(2100, {{kCcm, 22, {"service"}}})), IsEmpty());
+}
+
+TEST(DoubleRunDetectorTest, BothManagersOfOneNodeCount) {
+  DoubleRunDetector detector(Options());
+  std::vector<Finding> findings;
+  for (int64_t t = 0; t <= 2000; t += 1000) {
+    findings = detector.Observe("cp-1", Sample(t, {{kKcm, 11, {"service"}}, {kCcm, 12, {"service"}}}));
+  }
+  ASSERT_THAT(findings, SizeIs(1));
+  EXPECT_EQ(findings[0].runs[0].node, "cp-1");
+  EXPECT_EQ(findings[0].runs[1].node, "cp-1");
+}
+
+TEST(DoubleRunDetectorTest, AFinishedDoubleRunIsStillProven) {
+  // Each process seen at both ends of its run; the overlap is proven although neither runs now.
+  DoubleRunDetector detector(Options());
+  detector.Observe("cp-1", Sample(0, {{kKcm, 11, {"service"}}}));
+  detector.Observe("cp-2", Sample(500, {{kCcm, 22, {"service"}}}));
+  detector.Observe("cp-2", Sample(3500, {{kCcm, 22, {"service"}}}));
+  std::vector<Finding> findings = detector.Observe("cp-1", Sample(3000, {{kKcm, 11, {"service"}}}));
+  ASSERT_THAT(findings, SizeIs(1));
+  EXPECT_EQ(findings[0].from_ms, 500);
+  EXPECT_EQ(findings[0].to_ms, 3000);
+}
+
+TEST(DoubleRunDetectorTest, ALongGapIsAFindingOnlyWhileEveryNodeIsKnown) {
+  DoubleRunDetector detector(Options());
+  detector.Observe("cp-1", Sample(0, {{kKcm, 11, {"service"}}}));
+  detector.Observe("cp-2", Sample(0, {{kCcm, 22, {}}}));
+  detector.Observe("cp-1", Sample(1000, {}));
+  // cp-2's agent goes away: what runs there is unknown, so no gap grows into a finding.
+  detector.Away("cp-2");
+  EXPECT_THAT(detector.Observe("cp-1", Sample(20000, {})), IsEmpty());
+  EXPECT_THAT(ViewOf(detector.View(), "service").unknown_reason(), HasSubstr("cp-2: agent away"));
+  // A manager that does not answer may be the one running it: unknown too.
+  EXPECT_THAT(detector.Observe("cp-2", Sample(21000, {{kCcm, 22, {}, /*answered=*/false}})),
+              IsEmpty());
+  // Known again, and still nobody: the gap since 1000's last sighting (0) is past the limit.
+  std::vector<Finding> findings = detector.Observe("cp-2", Sample(22000, {{kCcm, 22, {}}}));
+  ASSERT_THAT(findings, SizeIs(1));
+  EXPECT_EQ(findings[0].kind, Finding::Kind::kLongGap);
+  EXPECT_EQ(findings[0].from_ms, 0);
+  EXPECT_EQ(findings[0].to_ms, 22000);
+  EXPECT_THAT(findings[0].Summary(), HasSubstr("service has run nowhere for 22s"));
+  // Once per gap.
+  EXPECT_THAT(detector.Observe("cp-2", Sample(23000, {{kCcm, 22, {}}})), IsEmpty());
+}
+
+TEST(DoubleRunDetectorTest, AControllerNoManagerRunsHasNoGap) {
+  // route with --configure-cloud-routes=false: never started anywhere, never a finding.
+  DoubleRunDetector detector(Options());
+  EXPECT_THAT(detector.Observe("cp-1", Sample(0, {{kKcm, 11, {"service"}}})), IsEmpty());
+  EXPECT_THAT(detector.Observe("cp-2", Sample(0, {{kCcm, 22, {}}})), IsEmpty());
+  EXPECT_THAT(detector.Observe("cp-1", Sample(60000, {{kKcm, 11, {"service"}}})), IsEmpty());
+  const v1::CloudControllerView route = ViewOf(detector.View(), "route");
+  EXPECT_THAT(route.runners(), IsEmpty());
+  EXPECT_EQ(route.none_since_unix_ms(), 0);
+}
+
+TEST(DoubleRunDetectorTest, AnOlderSampleThanOneSeenIsIgnored) {
+  DoubleRunDetector detector(Options());
+  detector.Observe("cp-1", Sample(5000, {{kKcm, 11, {"service"}}}));
+  detector.Observe("cp-1", Sample(1000, {{kKcm, 11, {}}}));
+  EXPECT_THAT(ViewOf(detector.View(), "service").runners(), SizeIs(1));
+}
+
+}  // namespace
+}  // namespace handoff::server

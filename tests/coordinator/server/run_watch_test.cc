@@ -1,0 +1,145 @@
+// The live double-run detector inside the coordinator: samples in, a halt with its evidence in the
+// history and who runs what in the status out. The detection rules themselves are in
+// double_run_detector_test.cc.
+#include "coordinator/server/run_watch.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace handoff::server {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+class NullLink : public AgentLink {
+ public:
+  void Send(const pb::CoordinatorMessage&) override {}
+  void Close(const absl::Status&) override {}
+  std::string Peer() const override { return "test"; }
+};
+
+pb::ControllerSample Sample(int64_t at_ms, const std::string& manager, int64_t pid,
+                            bool runs_service) {
+  pb::ControllerSample sample;
+  sample.set_observed_unix_ms(at_ms);
+  pb::ManagerControllers* out = sample.add_managers();
+  out->set_component(manager);
+  out->set_pid(pid);
+  out->set_answered(true);
+  if (runs_service) out->add_controllers("service");
+  return sample;
+}
+
+class RunWatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = std::filesystem::path(::testing::TempDir()) / "run-watch-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    absl::StatusOr<std::unique_ptr<store::Store>> store =
+        store::Store::Open(dir_ + "/coordinator.db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    ControllerOptions options;
+    options.nodes = {"cp-1", "cp-2"};
+    options.settings_yaml =
+        "kubernetesVersion: v1.27.4\ncloudControllerManager:\n"
+        "  image: registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.1\n";
+    absl::StatusOr<std::unique_ptr<RolloutController>> controller =
+        RolloutController::Create(*store_, clock_, options);
+    ASSERT_TRUE(controller.ok()) << controller.status();
+    controller_ = *std::move(controller);
+    FactsReport facts;
+    facts.rbac_ready = true;
+    facts.lease_held = true;
+    facts.source = "assumed";
+    controller_->SetFacts(facts);
+    for (const std::string node : {"cp-1", "cp-2"}) {
+      pb::AgentHello hello;
+      hello.set_node_name(node);
+      hello.mutable_report()->set_state(pb::NODE_STATE_IN_TREE);
+      hello.mutable_report()->set_healthy(true);
+      hello.mutable_report()->set_kube_controller_manager_version("v1.26.9");
+      ASSERT_TRUE(controller_->AgentConnected(node, hello, std::make_shared<NullLink>()).ok());
+    }
+    DetectorOptions detector;
+    detector.nodes = {"cp-1", "cp-2"};
+    watch_ = std::make_unique<RunWatch>(*controller_, detector);
+  }
+  void TearDown() override {
+    watch_.reset();
+    controller_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // Both nodes' managers run service from 0 to `until_ms`, sampled each second.
+  void DoubleRunUntil(int64_t until_ms) {
+    for (int64_t t = 0; t <= until_ms; t += 1000) {
+      watch_->Observe("cp-1", Sample(t, "kube-controller-manager", 11, true));
+      watch_->Observe("cp-2", Sample(t + 100, "cloud-controller-manager", 22, true));
+    }
+  }
+  std::vector<pb::HistoryEntry> EntriesOfKind(const std::string& kind) {
+    std::vector<pb::HistoryEntry> found;
+    absl::StatusOr<pb::HistoryResponse> history = controller_->History(0, 0);
+    EXPECT_TRUE(history.ok());
+    for (const pb::HistoryEntry& entry : history->entries()) {
+      if (entry.kind() == kind) found.push_back(entry);
+    }
+    return found;
+  }
+
+  std::string dir_;
+  FakeClock clock_{absl::FromUnixSeconds(1800000000)};
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<RolloutController> controller_;
+  std::unique_ptr<RunWatch> watch_;
+};
+
+TEST_F(RunWatchTest, ADoubleRunHaltsTheRolloutWithTheEvidenceAndStatusNamesBothManagers) {
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  DoubleRunUntil(3000);
+  pb::RolloutStatus status = controller_->Status();
+  EXPECT_EQ(status.phase(), pb::RolloutStatus::HALTED);
+  EXPECT_THAT(status.halt_reason(), HasSubstr("double run: service"));
+  std::vector<pb::HistoryEntry> halts = EntriesOfKind("double-run");
+  ASSERT_THAT(halts, SizeIs(1));
+  EXPECT_THAT(halts[0].detail_json(), HasSubstr("\"pid\":22"));
+
+  watch_->Fill(status);
+  ASSERT_THAT(status.cloud_controllers(), SizeIs(3));
+  const pb::CloudControllerView& service = status.cloud_controllers(1);
+  EXPECT_EQ(service.name(), "service");
+  ASSERT_THAT(service.runners(), SizeIs(2));
+  EXPECT_EQ(service.runners(0).manager(), "kube-controller-manager");
+  EXPECT_EQ(service.runners(0).node(), "cp-1");
+  EXPECT_EQ(service.runners(1).manager(), "cloud-controller-manager");
+  EXPECT_EQ(service.runners(1).node(), "cp-2");
+}
+
+TEST_F(RunWatchTest, WithoutARolloutMovingTheFindingGoesToTheHistoryOnly) {
+  DoubleRunUntil(3000);
+  EXPECT_EQ(controller_->Status().phase(), pb::RolloutStatus::IDLE);
+  EXPECT_THAT(EntriesOfKind("double-run"), SizeIs(1));
+}
+
+TEST_F(RunWatchTest, AnAgentAwayMakesItsNodeUnknown) {
+  watch_->Observe("cp-1", Sample(0, "kube-controller-manager", 11, true));
+  watch_->Observe("cp-2", Sample(0, "cloud-controller-manager", 22, false));
+  watch_->Away("cp-2");
+  pb::RolloutStatus status;
+  watch_->Fill(status);
+  EXPECT_THAT(status.cloud_controllers(1).unknown_reason(), HasSubstr("cp-2: agent away"));
+  EXPECT_THAT(status.cloud_controllers(1).runners(), SizeIs(1));
+}
+
+}  // namespace
+}  // namespace handoff::server
