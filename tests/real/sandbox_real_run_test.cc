@@ -80,6 +80,17 @@ TEST(SandboxRealRunTest, TheMonitorCatchesTheUnsafeOrderOnRealManagers) {
   // cloud-controller-manager, as their own logs tell.
   EXPECT_THAT(run.output, HasSubstr("kube-controller-manager pid"));
   EXPECT_THAT(run.output, HasSubstr("cloud-controller-manager pid"));
+  // The coordinator saw it too, from the real managers' own /healthz?verbose, and halted the
+  // rollout under way; `handoffctl status` names both managers and their nodes.
+  EXPECT_THAT(run.output, HasSubstr("coordinator halted the rollout: double run: "));
+  EXPECT_THAT(run.output, ContainsRegex("\nhalted: +double run: (service|cloud-node-lifecycle) "
+                                        "ran in [a-z-]+-controller-manager on cp-[0-9] \\(pid "
+                                        "[0-9]+\\) and in [a-z-]+-controller-manager on cp-[0-9]"));
+  EXPECT_THAT(run.output, ContainsRegex("\nservice +TWICE: [a-z-]+-controller-manager on cp-[0-9] "
+                                        "\\(pid [0-9]+, since [^)]+\\) and [a-z-]+-controller-"
+                                        "manager on cp-[0-9]"));
+  EXPECT_THAT(run.output, HasSubstr("kube-controller-manager on cp-"));
+  EXPECT_THAT(run.output, HasSubstr("cloud-controller-manager on cp-"));
 }
 
 }  // namespace
