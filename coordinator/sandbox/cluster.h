@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "coordinator/pki/pki.h"
+#include "coordinator/sandbox/lease_holders.h"
 #include "coordinator/sandbox/monitor/monitor.h"
 #include "coordinator/sandbox/node_layout.h"
 
@@ -71,6 +72,12 @@ class SandboxCluster {
   // and whether one ever ran in two at once. The reference stays valid until the next Poll. A
   // read error keeps the previous report (the next poll tries again).
   virtual const MonitorReport& Poll(absl::Time now) = 0;
+
+  // Each change of holder of the leader-election leases so far, in time order, for the timeline:
+  // from the same records the monitor reads (the model's stand-ins write lease records; the real
+  // managers' are read from their logs), and for the real cluster also the API server's view
+  // (kObserved). Empty when the records cannot be read.
+  virtual std::vector<LeaseHolderChange> LeaseHolders() const = 0;
 
   // One line per component the cluster runs, with its version, for the summary.
   virtual std::vector<std::string> ComponentLines() const = 0;

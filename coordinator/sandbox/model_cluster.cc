@@ -4,6 +4,7 @@
 
 #include "agent/base/strings.h"
 #include "agent/fs/file_system.h"
+#include "coordinator/sandbox/monitor/run_record.h"
 #include "coordinator/fakeapi/api_store.h"
 #include "coordinator/fakeapi/fake_api_server.h"
 
@@ -54,6 +55,13 @@ class ModelCluster : public SandboxCluster {
   const MonitorReport& Poll(absl::Time now) override {
     (void)monitor_->Poll(absl::ToUnixNanos(now));
     return monitor_->report();
+  }
+
+  std::vector<LeaseHolderChange> LeaseHolders() const override {
+    absl::StatusOr<std::vector<RunRecord>> records =
+        ReadRunRecords(*fs_, StrCat(setup_.dir, "/records"));
+    if (!records.ok()) return {};
+    return LeaseHolderChangesFromRecords(*std::move(records));
   }
 
   std::vector<std::string> ComponentLines() const override {

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -197,6 +198,19 @@ class RealCluster : public SandboxCluster {
     return monitor_->report();
   }
 
+  std::vector<LeaseHolderChange> LeaseHolders() const override {
+    absl::StatusOr<std::vector<RunRecord>> records =
+        ReadRunRecords(*fs_, StrCat(setup_.dir, "/records"));
+    std::vector<LeaseHolderChange> changes;
+    if (records.ok()) changes = LeaseHolderChangesFromRecords(*std::move(records));
+    changes.insert(changes.end(), observed_.begin(), observed_.end());
+    std::stable_sort(changes.begin(), changes.end(),
+                     [](const LeaseHolderChange& a, const LeaseHolderChange& b) {
+                       return a.t_ns < b.t_ns;
+                     });
+    return changes;
+  }
+
   std::vector<std::string> ComponentLines() const override {
     std::vector<std::string> lines;
     for (const real::ComponentVersion& component : components_.versions) {
@@ -285,6 +299,13 @@ class RealCluster : public SandboxCluster {
                             " (was ", seen.empty() ? "nobody" : seen, ")");
       if (AppendRunRecord(StrCat(setup_.dir, "/records/leases.jsonl"), note).ok()) {
         seen = info.holder_identity;
+        LeaseHolderChange observed;
+        observed.t_ns = note.t_ns;
+        observed.lease = StrCat(info.ns, "/", info.name);
+        observed.kind = LeaseHolderChange::Kind::kObserved;
+        observed.node = note.node;
+        observed.identity = info.holder_identity;
+        observed_.push_back(std::move(observed));
       }
     }
   }
@@ -301,6 +322,7 @@ class RealCluster : public SandboxCluster {
   std::unique_ptr<kube::KubeClient> admin_;
   absl::Time next_lease_read_ = absl::InfinitePast();
   std::map<std::string, std::string> lease_holders_;  // lease name → holder identity last noted
+  std::vector<LeaseHolderChange> observed_;           // the API server's view, as noted
 };
 
 }  // namespace

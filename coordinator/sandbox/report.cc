@@ -69,6 +69,10 @@ std::string SummaryText(const SummaryInputs& inputs) {
               FormatSeconds(absl::Nanoseconds(stats.no_runner_ns)), ", ", stats.long_gaps,
               " long gap(s)\n");
   }
+  if (!inputs.timeline.empty()) {
+    StrAppend(&text, "timeline: ", inputs.timeline,
+              inputs.timeline_note.empty() ? "" : " ", inputs.timeline_note, "\n");
+  }
   text += report.invariant_held
               ? "invariant held: no cloud controller ran in two processes at once\n"
               : "INVARIANT BROKEN:\n" + report.Summary();

@@ -1,6 +1,7 @@
 // What the sandbox prints: the live progress line of the rollout, and the summary at the end
 // (the outcome, the components, steps and time per node from the coordinator's history, each
-// cloud controller's handovers, and the invariant's verdict). Pure functions of their inputs.
+// cloud controller's handovers, where the timeline picture is, and the invariant's verdict).
+// Pure functions of their inputs.
 #ifndef HANDOFF_COORDINATOR_SANDBOX_REPORT_H_
 #define HANDOFF_COORDINATOR_SANDBOX_REPORT_H_
 
@@ -30,10 +31,15 @@ struct SummaryInputs {
   std::optional<v1::HistoryResponse> history;
   MonitorReport monitor;
   LeaseTiming timing;
+  // Where the run's timeline picture is (timeline_svg.h); "" = no line. The note follows the
+  // path: that the file goes with the sandbox's directory, or why it was not written.
+  std::string timeline;
+  std::string timeline_note;
 };
 
 // The summary, from "\n== summary ==\n" on; every line ends in "\n". Steps are the commands the
 // history shows a result for, with the time from each command to its result added up per node.
+// With a timeline, a line "timeline: <path>[ <note>]" comes before the invariant's verdict.
 // A broken invariant ends with MonitorReport::Summary(), naming each overlap.
 std::string SummaryText(const SummaryInputs& inputs);
 

@@ -8,6 +8,7 @@
 #include "agent/base/strings.h"
 #include "coordinator/sandbox/report.h"
 #include "coordinator/sandbox/sandbox_run.h"
+#include "coordinator/sandbox/timeline_svg.h"
 
 namespace handoff::sandbox {
 namespace {
@@ -45,6 +46,22 @@ int SandboxRun::Summarise(bool completed, const std::string& outcome) {
     absl::StatusOr<v1::HistoryResponse> history =
         ConnectOperator()->History(v1::HistoryRequest());
     if (history.ok()) inputs.history = *std::move(history);
+  }
+  // The picture of the same run, written whole or not at all, so that an operator never opens
+  // half a file.
+  TimelineInputs timeline;
+  timeline.outcome = outcome;
+  timeline.started = started_;
+  timeline.monitor = inputs.monitor;
+  timeline.history = inputs.history;
+  timeline.lease_holders = cluster_->LeaseHolders();
+  const std::string path = Path("timeline.svg");
+  absl::Status written = WriteFile(path, TimelineSvg(timeline));
+  inputs.timeline = path;
+  if (!written.ok()) {
+    inputs.timeline_note = StrCat("(not written: ", written.message(), ")");
+  } else if (!options_.keep) {
+    inputs.timeline_note = "(removed with the sandbox's directory at exit: --keep keeps it)";
   }
   out_ << SummaryText(inputs);
   return completed && inputs.monitor.invariant_held ? kSandboxHeld : kSandboxBroken;
