@@ -152,6 +152,16 @@ bool Healthy(int port, const std::string& path = "/healthz") {
   return NewCurlHealthChecker()->Check(endpoint, absl::Seconds(2)).ok();
 }
 
+absl::StatusOr<std::string> VerboseHealth(int port) {
+  HealthEndpoint endpoint;
+  endpoint.port = port;
+  endpoint.path = "/healthz?verbose";
+  absl::StatusOr<HttpAnswer> answer =
+      NewCurlHealthChecker()->Get(endpoint, absl::Seconds(2), 64 * 1024);
+  if (!answer.ok()) return answer.status();
+  return answer->body;
+}
+
 class StandinBinaryTest : public ::testing::Test {
  protected:
   StandinBinaryTest() : cluster_(/*seed=*/false), kubeconfig_(cluster_.WriteKubeconfig()) {}
@@ -217,6 +227,17 @@ TEST_F(StandinBinaryTest, OneKubeControllerManagerRunsTheCloudControllersAndTheO
   EXPECT_EQ(started[0].lock, "main");
   EXPECT_EQ(started[0].pid, by_node[leader]->pid());
   EXPECT_EQ(Select(records_.path(), leader, "process-start").size(), 1u);
+  // /healthz?verbose lists each started controller as a check, as the real managers' does; the
+  // follower lists none (the agents' double-run probe reads exactly this).
+  std::map<std::string, int> ports = {{"cp-1", port_1}, {"cp-2", port_2}};
+  absl::StatusOr<std::string> leader_checks = VerboseHealth(ports[leader]);
+  ASSERT_TRUE(leader_checks.ok()) << leader_checks.status();
+  EXPECT_THAT(*leader_checks, HasSubstr("[+]leaderElection ok\n"));
+  EXPECT_THAT(*leader_checks, HasSubstr("[+]service ok\n[+]cloud-node-lifecycle ok\n"));
+  absl::StatusOr<std::string> follower_checks = VerboseHealth(ports[follower]);
+  ASSERT_TRUE(follower_checks.ok()) << follower_checks.status();
+  EXPECT_THAT(*follower_checks, Not(HasSubstr("[+]service")));
+  EXPECT_THAT(*follower_checks, HasSubstr("healthz check passed"));
 
   // SIGKILL: no last words, no release.
   by_node[leader]->Signal(SIGKILL);
