@@ -1,8 +1,17 @@
 // `handoffctl sandbox` as the operator runs it: the real binaries, the invariant monitor, and
 // its summary. Each run takes seconds to a minute (real lease handovers with 1s leases).
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "coordinator/sandbox/process.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/sandbox/run/handoffctl_sandbox.h"
@@ -19,6 +28,115 @@ SandboxOutcome Sandbox(const std::vector<std::string>& flags) {
   return testing::RunHandoffctlSandbox(HANDOFFCTL_BIN, flags, absl::Minutes(4));
 }
 
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// `handoffctl sandbox --keep` in a directory of the test's, so that the test can read what the
+// run leaves behind (RunHandoffctlSandbox removes its directory before it returns). The
+// directory goes with the object.
+class KeptSandbox {
+ public:
+  explicit KeptSandbox(const std::vector<std::string>& flags) {
+    dir_ = std::filesystem::path(::testing::TempDir()) / "sandbox-kept-XXXXXX";
+    EXPECT_NE(mkdtemp(dir_.data()), nullptr);
+    std::vector<std::string> argv = {HANDOFFCTL_BIN, "sandbox", "--keep", "--dir",
+                                     dir_ + "/sandbox"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    absl::StatusOr<std::unique_ptr<Process>> process = Process::Spawn(argv, dir_ + "/output.log");
+    if (!process.ok()) {
+      ADD_FAILURE() << process.status();
+      return;
+    }
+    int status = 0;
+    if (!(*process)->WaitFor(absl::Minutes(4), &status)) {
+      ADD_FAILURE() << "handoffctl sandbox did not finish within 4 minutes";
+      status = (*process)->Stop(SIGINT, absl::Seconds(60));
+    }
+    run_.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    run_.output = ReadText(dir_ + "/output.log");
+  }
+  ~KeptSandbox() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  KeptSandbox(const KeptSandbox&) = delete;
+  KeptSandbox& operator=(const KeptSandbox&) = delete;
+
+  const SandboxOutcome& run() const { return run_; }
+  std::string sandbox_dir() const { return dir_ + "/sandbox"; }
+
+ private:
+  std::string dir_;
+  SandboxOutcome run_;
+};
+
+// Seconds from "2.3s".
+double SecondsOf(const std::string& text) { return std::stod(text.substr(0, text.size() - 1)); }
+
+// The run's timeline is where the summary says, and shows every move the history counted per
+// node and every gap behind each controller's "longest gap" and "no runner for" figures.
+// Returns the SVG.
+std::string ExpectTimelineShowsTheSummary(const KeptSandbox& sandbox) {
+  const std::string& output = sandbox.run().output;
+  const std::string path = sandbox.sandbox_dir() + "/timeline.svg";
+  EXPECT_THAT(output, HasSubstr("\ntimeline: " + path + "\n")) << output;
+  const std::string svg = ReadText(path);
+  EXPECT_EQ(svg.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg ", 0), 0u) << path;
+  EXPECT_THAT(svg, ::testing::EndsWith("</svg>\n"));
+
+  // Moves: the summary counts those with a result, per node.
+  std::map<std::string, int> moves;
+  const std::regex move_title("<g class=\"move\"><title>([^:<]+): move [^<]*, result at ");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), move_title);
+       it != std::sregex_iterator(); ++it) {
+    moves[(*it)[1]]++;
+  }
+  int steps = 0;
+  const std::regex node_line("\n  (cp-[0-9]): ([0-9]+) moves, ");
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), node_line);
+       it != std::sregex_iterator(); ++it) {
+    EXPECT_EQ(moves[(*it)[1]], std::stoi((*it)[2])) << "moves of " << (*it)[1] << " in " << path;
+    steps += std::stoi((*it)[2]);
+  }
+  EXPECT_GT(steps, 0) << output;
+  EXPECT_THAT(output, HasSubstr("steps: " + std::to_string(steps) + " moves"));
+
+  // Gaps: each controller's longest is drawn, and the gaps drawn add up to its time with no
+  // runner (each rounded to a tenth).
+  std::map<std::string, std::vector<double>> gaps;
+  const std::regex gap_title("<g class=\"gap\"><title>([a-z-]+): no runner for ([0-9.]+s)");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), gap_title);
+       it != std::sregex_iterator(); ++it) {
+    gaps[(*it)[1]].push_back(SecondsOf((*it)[2]));
+    EXPECT_THAT(svg, HasSubstr(">" + std::string((*it)[2]) + "</text>"));  // its visible label
+  }
+  const std::regex controller_line(
+      "\n  ([a-z-]+): [0-9]+ runs, longest gap ([0-9.]+s), no runner for ([0-9.]+s)");
+  int controllers = 0;
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), controller_line);
+       it != std::sregex_iterator(); ++it) {
+    ++controllers;
+    const std::string controller = (*it)[1];
+    const double longest = SecondsOf((*it)[2]);
+    const double no_runner = SecondsOf((*it)[3]);
+    const std::vector<double>& drawn = gaps[controller];
+    double sum = 0, max = 0;
+    for (double gap : drawn) {
+      sum += gap;
+      max = std::max(max, gap);
+    }
+    EXPECT_DOUBLE_EQ(max, longest) << controller << " in " << path;
+    EXPECT_NEAR(sum, no_runner, 0.05 * static_cast<double>(drawn.size() + 1))
+        << controller << " in " << path;
+  }
+  EXPECT_GT(controllers, 0) << output;
+  return svg;
+}
+
 void ExpectCompletedAndHeld(const SandboxOutcome& run) {
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("rollout to 1.27 and rollback to 1.26 completed"));
@@ -27,8 +145,16 @@ void ExpectCompletedAndHeld(const SandboxOutcome& run) {
 }
 
 TEST(SandboxRunTest, ThreeNodesMigrateAndComeBackWithTheInvariantHeld) {
-  SandboxOutcome run = Sandbox({});
+  KeptSandbox sandbox({});
+  const SandboxOutcome& run = sandbox.run();
   ExpectCompletedAndHeld(run);
+  const std::string svg = ExpectTimelineShowsTheSummary(sandbox);
+  EXPECT_THAT(svg, HasSubstr("invariant held: no cloud controller ran in two processes"));
+  EXPECT_THAT(svg, Not(HasSubstr("<g class=\"overlap\">")));
+  EXPECT_THAT(svg, HasSubstr("kube-system/kube-controller-manager: held by "
+                             "kube-controller-manager@cp-"));
+  EXPECT_THAT(svg, HasSubstr("kube-system/cloud-controller-manager: held by "
+                             "cloud-controller-manager@cp-"));
   EXPECT_THAT(run.output, HasSubstr("node providerIDs: all 3 control-plane nodes"));
   EXPECT_THAT(run.output, HasSubstr("steps: 12 moves carried out by the agents"));
   EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 migrated  cp-2 migrated  cp-3 migrated"));
@@ -43,8 +169,11 @@ TEST(SandboxRunTest, FiveNodes) {
 }
 
 TEST(SandboxRunTest, AnAgentKilledMidMove) {
-  SandboxOutcome run = Sandbox({"--fault", "agent-kill"});
+  KeptSandbox sandbox({"--fault", "agent-kill"});
+  const SandboxOutcome& run = sandbox.run();
   ExpectCompletedAndHeld(run);
+  const std::string svg = ExpectTimelineShowsTheSummary(sandbox);
+  EXPECT_THAT(svg, HasSubstr("<g class=\"away\"><title>cp-2: agent away from "));
   EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the agent of cp-2 during move"));
 }
 
@@ -70,10 +199,15 @@ TEST(SandboxRunTest, AStrayBackupFileStopsTheRolloutUntilItIsRemoved) {
 
 // The monitor is proven able to fail: the order the coordinator forbids breaks the invariant.
 TEST(SandboxRunTest, TheMonitorCatchesTheUnsafeOrder) {
-  SandboxOutcome run = Sandbox({"--unsafe-order-for-tests"});
+  KeptSandbox sandbox({"--unsafe-order-for-tests"});
+  const SandboxOutcome& run = sandbox.run();
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("INVARIANT BROKEN"));
   EXPECT_THAT(run.output, HasSubstr("cloud-controller-manager"));
+  // The picture shows the broken invariant in red.
+  const std::string svg = ReadText(sandbox.sandbox_dir() + "/timeline.svg");
+  EXPECT_THAT(svg, HasSubstr("INVARIANT BROKEN: "));
+  EXPECT_THAT(svg, HasSubstr("<g class=\"overlap\"><title>INVARIANT BROKEN: "));
 }
 
 TEST(SandboxRunTest, AnUnknownClusterIsRefused) {
