@@ -83,6 +83,7 @@ std::string DoubleRunDetector::UnknownReason() const {
 
 std::vector<Finding> DoubleRunDetector::Observe(const std::string& node,
                                                 const v1::ControllerSample& sample) {
+  sampled_ = true;
   NodeView& view = nodes_[node];
   const int64_t at = sample.observed_unix_ms();
   // An older sample than one already seen (a reconnect's reordering) adds nothing.
@@ -199,8 +200,9 @@ std::optional<Finding> DoubleRunDetector::CheckGap(const std::string& controller
 }
 
 std::vector<v1::CloudControllerView> DoubleRunDetector::View() const {
-  const std::string unknown = UnknownReason();
   std::vector<v1::CloudControllerView> views;
+  if (!sampled_) return views;  // no agent samples its managers: nothing to show
+  const std::string unknown = UnknownReason();
   for (const std::string& controller : options_.controllers) {
     v1::CloudControllerView view;
     view.set_name(controller);

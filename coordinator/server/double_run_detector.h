@@ -75,7 +75,7 @@ class DoubleRunDetector {
   // `node`'s agent disconnected: what runs there is unknown until its next sample.
   void Away(const std::string& node);
 
-  // Who runs each watched controller now, the current and last gap.
+  // Who runs each watched controller now, the current and last gap; empty before any sample.
   std::vector<v1::CloudControllerView> View() const;
 
  private:
@@ -97,6 +97,7 @@ class DoubleRunDetector {
   std::optional<Finding> CheckGap(const std::string& controller, int64_t now_ms);
 
   DetectorOptions options_;
+  bool sampled_ = false;
   std::map<std::string, NodeView> nodes_;
   // Per controller, every proven run by process (the finished ones too: a double run may be
   // proven only once both ended).

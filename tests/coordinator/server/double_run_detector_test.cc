@@ -182,6 +182,15 @@ TEST(DoubleRunDetectorTest, AControllerNoManagerRunsHasNoGap) {
   EXPECT_EQ(route.none_since_unix_ms(), 0);
 }
 
+TEST(DoubleRunDetectorTest, NothingIsShownBeforeAnyAgentSampled) {
+  DoubleRunDetector detector(Options());
+  EXPECT_THAT(detector.View(), IsEmpty());
+  detector.Observe("cp-1", Sample(0, {{kKcm, 11, {"service"}}}));
+  std::vector<v1::CloudControllerView> views = detector.View();
+  ASSERT_THAT(views, SizeIs(2));
+  EXPECT_THAT(views[0].unknown_reason(), HasSubstr("cp-2: no sample yet"));
+}
+
 TEST(DoubleRunDetectorTest, AnOlderSampleThanOneSeenIsIgnored) {
   DoubleRunDetector detector(Options());
   detector.Observe("cp-1", Sample(5000, {{kKcm, 11, {"service"}}}));
