@@ -29,11 +29,11 @@ bool RunsCloudControllerManager(NodeState state) {
 }
 
 void CheckAgents(const PreflightInput& input, Problems& problems) {
-  for (const PreflightNode& node : input.nodes) {
+  for (const NodeStatus& node : input.nodes) {
     if (!node.connected) {
       problems.Add("agents", StrCat(node.name, ": no agent is connected; start handoff-agent on "
                                     "the node (systemctl start handoff-agent)"));
-    } else if (!node.reported) {
+    } else if (node.awaiting_hello) {
       problems.Add("agents", StrCat(node.name, ": its agent has not reported the node yet"));
     } else if (node.state == NodeState::kInconsistent) {
       problems.Add("agents", StrCat(node.name, ": inconsistent; `handoff-agent status` on the node "
@@ -43,7 +43,7 @@ void CheckAgents(const PreflightInput& input, Problems& problems) {
 }
 
 void CheckTransactions(const PreflightInput& input, Problems& problems) {
-  for (const PreflightNode& node : input.nodes) {
+  for (const NodeStatus& node : input.nodes) {
     if (node.unfinished_transactions.empty()) continue;
     problems.Add("transactions",
                  StrCat(node.name, ": unfinished transaction ",
@@ -53,8 +53,8 @@ void CheckTransactions(const PreflightInput& input, Problems& problems) {
 }
 
 // The node called `name`, or nullptr.
-const PreflightNode* Find(const PreflightInput& input, const std::string& name) {
-  for (const PreflightNode& node : input.nodes) {
+const NodeStatus* Find(const PreflightInput& input, const std::string& name) {
+  for (const NodeStatus& node : input.nodes) {
     if (node.name == name) return &node;
   }
   return nullptr;
@@ -68,7 +68,7 @@ void CheckLease(const PreflightInput& input, const std::string& what, const Pref
                                   "duration)"));
     return;
   }
-  const PreflightNode* node = lease.holder_node.empty() ? nullptr : Find(input, lease.holder_node);
+  const NodeStatus* node = lease.holder_node.empty() ? nullptr : Find(input, lease.holder_node);
   if (node == nullptr) {
     problems.Add("leases",
                  StrCat("the ", what, " is held by a manager on ", lease.holder_host,
@@ -83,7 +83,7 @@ void CheckLease(const PreflightInput& input, const std::string& what, const Pref
 
 void CheckLeases(const PreflightInput& input, Problems& problems) {
   bool any_ccm = false, any_leader_migration = false;
-  for (const PreflightNode& node : input.nodes) {
+  for (const NodeStatus& node : input.nodes) {
     any_ccm = any_ccm || RunsCloudControllerManager(node.state);
     any_leader_migration = any_leader_migration || node.state == NodeState::kPrepared ||
                            node.state == NodeState::kMigrated;
@@ -103,7 +103,7 @@ void CheckLeases(const PreflightInput& input, Problems& problems) {
 // The kube-controller-manager versions the agents report, by version text, with the nodes.
 std::map<std::string, std::vector<std::string>> KcmVersions(const PreflightInput& input) {
   std::map<std::string, std::vector<std::string>> versions;
-  for (const PreflightNode& node : input.nodes) {
+  for (const NodeStatus& node : input.nodes) {
     if (!node.kube_controller_manager_version.empty()) {
       versions[node.kube_controller_manager_version].push_back(node.name);
     }
@@ -132,7 +132,7 @@ void CheckImageAndLeaderMigration(const PreflightInput& input, Problems& problem
   const std::optional<KubeVersion> ccm = CcmVersion(input.settings, problems);
   const std::map<std::string, std::vector<std::string>> kcm_versions = KcmVersions(input);
   std::vector<KubeVersion> kcms;  // the in-tree managers' versions, each once
-  for (const PreflightNode& node : input.nodes) {
+  for (const NodeStatus& node : input.nodes) {
     if (node.kube_controller_manager_version.empty() &&
         !RunsCloudControllerManager(node.state) && node.connected) {
       problems.Add("image", StrCat(node.name, ": its kube-controller-manager's image names no "
@@ -150,7 +150,7 @@ void CheckImageAndLeaderMigration(const PreflightInput& input, Problems& problem
     // A migrated node's manager is already N+1; only the in-tree ones (N) set the pair.
     bool in_tree_manager = false;
     for (const std::string& name : names) {
-      const PreflightNode* node = Find(input, name);
+      const NodeStatus* node = Find(input, name);
       in_tree_manager = in_tree_manager || (node && !RunsCloudControllerManager(node->state));
     }
     if (!in_tree_manager) continue;

@@ -28,18 +28,9 @@
 #include "agent/base/kube_version.h"
 #include "agent/engine/node_state.h"
 #include "agent/engine/settings.h"
+#include "coordinator/rollout/rollout_engine.h"
 
 namespace handoff::rollout {
-
-struct PreflightNode {
-  std::string name;
-  NodeState state = NodeState::kInconsistent;
-  bool connected = false;
-  bool reported = false;  // its agent said hello since this coordinator started
-  bool healthy = false;
-  std::string kube_controller_manager_version;  // "v1.26.9", "" when not known
-  std::vector<std::string> unfinished_transactions;
-};
 
 // A lease as read: its holder's host ("" when nobody validly holds it) and the rollout's node that
 // host is ("" when none).
@@ -49,7 +40,8 @@ struct PreflightLease {
 };
 
 struct PreflightInput {
-  std::vector<PreflightNode> nodes;
+  // The nodes as the engine sees them (rollout_engine.h); in_transition is not read.
+  std::vector<NodeStatus> nodes;
   // False with --no-cluster-checks: the lease and RBAC checks are skipped (and said so).
   bool cluster_checked = false;
   bool rbac_ready = false;

@@ -76,6 +76,16 @@ std::string NamesWithStates(const std::vector<NodeStatus>& nodes, std::size_t sk
   return out;
 }
 
+// The names of the nodes that match `pred`: "a, b"; "" when none does.
+template <typename Predicate>
+std::string NamesOf(const std::vector<NodeStatus>& nodes, Predicate pred) {
+  std::string out;
+  for (const NodeStatus& node : nodes) {
+    if (pred(node)) StrAppend(&out, out.empty() ? "" : ", ", node.name);
+  }
+  return out;
+}
+
 // The names must address the nodes: non-empty and unique. (Quadratic, and allocation-free: a
 // control plane has a handful of nodes.)
 absl::Status ValidateNames(const std::vector<NodeStatus>& nodes) {
@@ -387,6 +397,13 @@ Decision NextStep(const std::vector<NodeStatus>& nodes, const Goal& goal, const 
   }
   if (goal.target == NodeState::kInconsistent) {
     return MakeDecision(Kind::kStuck, "the goal is not a node state");
+  }
+  // After a coordinator restart the states are what the agents said before; any node may have
+  // changed since, so neither the rules nor "done" can be judged until each agent says hello.
+  if (std::string awaiting = NamesOf(nodes, [](const NodeStatus& n) { return n.awaiting_hello; });
+      !awaiting.empty()) {
+    return MakeDecision(Kind::kWait, Text("waiting for the agents of ", awaiting,
+                                          " to report their nodes' state before anything moves"));
   }
 
   // Done is a fact about the nodes, so it holds even when halted or paused; a node in transition

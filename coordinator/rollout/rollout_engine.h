@@ -35,13 +35,22 @@
 
 namespace handoff::rollout {
 
-// One control-plane node as the coordinator knows it.
+// One control-plane node as the coordinator knows it: the one shape the engine, the plan
+// simulation (plan_simulation.h) and the preflight (preflight.h) read. The coordinator builds it
+// from its own record of the node once per event.
 struct NodeStatus {
   std::string name;
   NodeState state = NodeState::kInconsistent;  // as last reported by its agent
   bool connected = false;                      // its agent holds a stream to the coordinator
   bool healthy = false;                        // its last move (or report) was verified healthy
   bool in_transition = false;                  // a move was sent and no result has come back
+  // Its agent has not said hello since the coordinator started: `state` is only what the agent
+  // said before, and the node may have changed since. Nothing moves until no node awaits it.
+  bool awaiting_hello = false;
+  // From its agent's last report; only the preflight reads them. (Initialised, so that the
+  // engine's tests may write a node as {name, state, connected, healthy}.)
+  std::string kube_controller_manager_version{};  // "v1.26.9", "" when not known
+  std::vector<std::string> unfinished_transactions{};
 };
 
 // Where the operator wants the control plane. Forward: kMigrated ("start"), then kFinalized
@@ -106,6 +115,8 @@ struct Decision {
 // nodes when no holder is known) go in node order for forward moves and reverse node order for
 // backward moves.
 // The order is strict: a blocked move is waited for, never skipped.
+// First of all: while any node awaits its agent's hello → kWait, naming those nodes (their states
+// may be stale, so not even kDone can be judged).
 // kDone: every node is at the goal and none is in transition (even when halted or paused).
 // Otherwise, first: halted → kStuck; paused → kWait; a node in transition → kWait; an
 // inconsistent or unhealthy node → kStuck. Then the planned move's obstacles: kStuck when any
@@ -117,7 +128,9 @@ Decision NextStep(const std::vector<NodeStatus>& nodes, const Goal& goal, const 
 
 // Whether moving `node` to `to` now is allowed by R1–R5 (and adjacency); OK or
 // FailedPrecondition naming the rule and the nodes in the way. The coordinator checks every move
-// with this just before sending it, whatever chose it.
+// with this just before sending it, whatever chose it. It does not read awaiting_hello: that
+// holds back the choice of a new move (NextStep), while a move recorded before a restart is
+// settled, and may be sent again, on its own node's hello.
 // The message starts with what refuses it: "R1:" … "R5:", "paused:", "inconsistent:",
 // "disconnected:" or "not one step:". An unknown node is NotFound; a target of kInconsistent or
 // node names that are empty or not unique are InvalidArgument.

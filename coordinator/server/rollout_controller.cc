@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "agent/base/strings.h"
 #include "agent/engine/settings.h"
+#include "coordinator/rollout/rollout_progress.h"
 #include "google/protobuf/util/json_util.h"
 #include "spdlog/spdlog.h"
 
@@ -57,24 +58,32 @@ std::string OutcomeName(pb::CommandResult::Outcome outcome) {
   }
 }
 
-// Distance along the chain in-tree → prepared → migrated → finalized.
-int ChainIndex(NodeState state) {
-  switch (state) {
-    case NodeState::kInTree:
-      return 0;
-    case NodeState::kPrepared:
-      return 1;
-    case NodeState::kMigrated:
-      return 2;
-    case NodeState::kFinalized:
-      return 3;
-    default:
-      return -1;
+// The wire name of each phase.
+pb::RolloutStatus::Phase PhaseToProto(rollout::Phase phase) {
+  using Phase = rollout::Phase;
+  switch (phase) {
+    case Phase::kIdle:
+      return pb::RolloutStatus::IDLE;
+    case Phase::kPreparing:
+      return pb::RolloutStatus::PREPARING;
+    case Phase::kMigrating:
+      return pb::RolloutStatus::MIGRATING;
+    case Phase::kFinalizing:
+      return pb::RolloutStatus::FINALIZING;
+    case Phase::kRollingBack:
+      return pb::RolloutStatus::ROLLING_BACK;
+    case Phase::kDone:
+      return pb::RolloutStatus::DONE;
+    case Phase::kHalted:
+      return pb::RolloutStatus::HALTED;
+    case Phase::kPaused:
+      return pb::RolloutStatus::PAUSED;
+    case Phase::kWaiting:
+      return pb::RolloutStatus::WAITING;
+    case Phase::kStuck:
+      return pb::RolloutStatus::STUCK;
   }
-}
-
-bool IsBackwardGoal(NodeState goal) {
-  return goal == NodeState::kPrepared || goal == NodeState::kInTree;
+  return pb::RolloutStatus::PHASE_UNSPECIFIED;
 }
 
 
@@ -245,7 +254,7 @@ absl::Status RolloutController::AgentConnected(const std::string& name, const pb
       FailPlansOf(name, "the agent reconnected before answering", deferred);
     }
     node->link = link;
-    node->confirmed = true;
+    node->said_hello = true;
     node->verifies = hello.verifies();
     node->agent_version = hello.agent_version();
     node->last_seen_unix_ms = NowMs();
@@ -285,12 +294,13 @@ void RolloutController::SettleInFlight(Node& node, const pb::AgentHello& hello,
   // The agent never received the move, or lost it before recording it (it records a move before
   // starting it, so it did not start).
   if (node.state == move.from) {
-    std::vector<rollout::NodeStatus> engine_nodes = EngineNodes();
-    for (rollout::NodeStatus& status : engine_nodes) {
+    // Judged as a move about to be sent, which it is again.
+    EngineView view = View();
+    for (rollout::NodeStatus& status : view.nodes) {
       if (status.name == node.name) status.in_transition = false;
     }
     absl::Status allowed =
-        rollout::CheckMove(engine_nodes, node.name, move.to, EngineFacts(), EngineControl());
+        rollout::CheckMove(view.nodes, node.name, move.to, view.facts, view.control);
     if (allowed.ok()) {
       node.link->Send(WrapCommand(MoveCommand(move)));
       history.push_back(Entry("coordinator", "command", node.name,
@@ -456,7 +466,7 @@ void RolloutController::RecordAudit(const std::string& kind, const std::string& 
     spdlog::error("cannot record {} of {} in the history: {}", kind, node,
                   std::string(committed.message()));
   }
-  Notify();
+  Notify(View());
 }
 
 bool RolloutController::Halt(const std::string& kind, const std::string& reason,
@@ -507,12 +517,16 @@ std::vector<rollout::NodeStatus> RolloutController::EngineNodes() const {
     status.connected = node.link != nullptr;
     status.healthy = node.healthy;
     status.in_transition = rollout_.in_flight && rollout_.in_flight->node == node.name;
+    status.awaiting_hello = !node.said_hello;
+    status.kube_controller_manager_version = node.kube_controller_manager_version;
+    status.unfinished_transactions = node.unfinished_transactions;
     nodes.push_back(std::move(status));
   }
   return nodes;
 }
 
-rollout::ClusterFacts RolloutController::EngineFacts() const {
+rollout::ClusterFacts RolloutController::EngineFacts(
+    const std::vector<rollout::NodeStatus>& nodes) const {
   rollout::ClusterFacts facts;
   facts.rbac_ready = facts_.rbac_ready;
   if (facts_.source == "assumed") {
@@ -521,16 +535,16 @@ rollout::ClusterFacts RolloutController::EngineFacts() const {
   }
   // The rollout's node a manager's host is, or "".
   auto node_of = [&](const std::string& hostname) -> std::string {
-    for (const Node& node : nodes_) {
+    for (const rollout::NodeStatus& node : nodes) {
       if (HostnameMatchesNode(hostname, node.name)) return node.name;
     }
     return "";
   };
   if (facts_.lease_held) {
     facts.holders.migration = node_of(facts_.lease_holder_node);
-    for (const Node& node : nodes_) {
+    for (const rollout::NodeStatus& node : nodes) {
       if (node.name == facts.holders.migration) {
-        facts.lease_held_by_healthy_manager = node.healthy && node.link != nullptr;
+        facts.lease_held_by_healthy_manager = node.healthy && node.connected;
       }
     }
   }
@@ -545,6 +559,14 @@ rollout::Control RolloutController::EngineControl() const {
   control.halted = rollout_.halted;
   control.halt_reason = rollout_.halt_reason;
   return control;
+}
+
+RolloutController::EngineView RolloutController::View() const {
+  EngineView view;
+  view.nodes = EngineNodes();
+  view.facts = EngineFacts(view.nodes);
+  view.control = EngineControl();
+  return view;
 }
 
 std::string RolloutController::NewCommandId() {
@@ -562,69 +584,68 @@ pb::Command RolloutController::MoveCommand(const store::InFlight& move) const {
 }
 
 void RolloutController::Advance() {
-  waiting_for_agents_.clear();
+  EngineView view = View();
   if (!rollout_.goal) {
     next_ = rollout::Decision{};
     next_.kind = rollout::Decision::Kind::kWait;
     next_.reason = "no rollout yet: `handoffctl start` begins one";
-    Notify();
-    return;
-  }
-  std::vector<std::string> unconfirmed;
-  for (const Node& node : nodes_) {
-    if (!node.confirmed) unconfirmed.push_back(node.name);
-  }
-  if (!unconfirmed.empty()) {
-    // The stored states are what the agents said before; a node may have changed since.
-    waiting_for_agents_ = StrJoin(unconfirmed, ", ");
-    next_ = rollout::Decision{};
-    next_.kind = rollout::Decision::Kind::kWait;
-    next_.reason = StrCat("waiting for the agents of ", waiting_for_agents_,
-                          " to report their nodes' state before anything moves");
-    Notify();
+    Notify(view);
     return;
   }
   const rollout::Goal goal{*rollout_.goal};
-  next_ = rollout::NextStep(EngineNodes(), goal, EngineFacts(), EngineControl());
-  if (next_.kind == rollout::Decision::Kind::kMove) {
-    absl::Status allowed =
-        rollout::CheckMove(EngineNodes(), next_.node, next_.to, EngineFacts(), EngineControl());
-    Node* node = FindNode(next_.node);
-    if (!allowed.ok() || node == nullptr || !node->link) {
-      // NextStep never proposes what CheckMove refuses; if it ever did, waiting is the safe side.
-      spdlog::error("refused the engine's move of {} to {}: {}", next_.node, Name(next_.to),
-                    std::string(allowed.message()));
-      next_.kind = rollout::Decision::Kind::kWait;
-      next_.reason = StrCat("move of ", next_.node, " refused: ", allowed.message());
-    } else {
-      store::InFlight move;
-      move.command_id = NewCommandId();
-      move.node = node->name;
-      move.from = node->state;
-      move.to = next_.to;
-      move.sent_unix_ms = NowMs();
-      rollout_.in_flight = move;
-      store::HistoryEntry entry = Entry("coordinator", "command", node->name,
-                                        StrCat("move ", Name(move.from), " → ", Name(move.to)));
-      entry.command_id = move.command_id;
-      pb::Command command = MoveCommand(move);
-      pb::Command recorded = command;
-      recorded.mutable_move()->clear_settings_yaml();  // the rollout's settings, recorded once
-      entry.detail_json = ToJson(recorded);
-      // Recorded before it is sent: a coordinator that dies in between asks the agent about it.
-      if (Commit({std::move(entry)}).ok()) {
-        // The holders before the move, for the lease release: the facts were read before it.
-        if (options_.move_listener != nullptr) {
-          options_.move_listener->MoveSent(node->name, move.command_id, facts_);
-        }
-        node->link->Send(WrapCommand(command));
-      } else {
-        rollout_.in_flight.reset();
-      }
-      next_ = rollout::NextStep(EngineNodes(), goal, EngineFacts(), EngineControl());
-    }
+  next_ = rollout::NextStep(view.nodes, goal, view.facts, view.control);
+  if (next_.kind != rollout::Decision::Kind::kMove) {
+    Notify(view);
+    return;
   }
-  Notify();
+  absl::Status allowed =
+      rollout::CheckMove(view.nodes, next_.node, next_.to, view.facts, view.control);
+  Node* node = FindNode(next_.node);
+  if (!allowed.ok() || node == nullptr || !node->link) {
+    // NextStep never proposes what CheckMove refuses; if it ever did, waiting is the safe side.
+    spdlog::error("refused the engine's move of {} to {}: {}", next_.node, Name(next_.to),
+                  std::string(allowed.message()));
+    next_.kind = rollout::Decision::Kind::kWait;
+    next_.reason = StrCat("move of ", next_.node, " refused: ", allowed.message());
+    Notify(view);
+    return;
+  }
+  store::InFlight move;
+  move.command_id = NewCommandId();
+  move.node = node->name;
+  move.from = node->state;
+  move.to = next_.to;
+  move.sent_unix_ms = NowMs();
+  SendMove(move, *node);
+  // What the status shows next: the move in flight, or the halt of a failed record.
+  for (rollout::NodeStatus& status : view.nodes) {
+    status.in_transition = rollout_.in_flight && rollout_.in_flight->node == status.name;
+  }
+  view.control = EngineControl();
+  next_ = rollout::NextStep(view.nodes, goal, view.facts, view.control);
+  Notify(view);
+}
+
+bool RolloutController::SendMove(const store::InFlight& move, Node& node) {
+  rollout_.in_flight = move;
+  store::HistoryEntry entry = Entry("coordinator", "command", node.name,
+                                    StrCat("move ", Name(move.from), " → ", Name(move.to)));
+  entry.command_id = move.command_id;
+  pb::Command command = MoveCommand(move);
+  pb::Command recorded = command;
+  recorded.mutable_move()->clear_settings_yaml();  // the rollout's settings, recorded once
+  entry.detail_json = ToJson(recorded);
+  // Recorded before it is sent: a coordinator that dies in between asks the agent about it.
+  if (!Commit({std::move(entry)}).ok()) {
+    rollout_.in_flight.reset();
+    return false;
+  }
+  // The holders before the move, for the lease release: the facts were read before it.
+  if (options_.move_listener != nullptr) {
+    options_.move_listener->MoveSent(node.name, move.command_id, facts_);
+  }
+  node.link->Send(WrapCommand(command));
+  return true;
 }
 
 void RolloutController::FinishPlanIfComplete(int64_t plan_id, Deferred& deferred) {
@@ -653,6 +674,27 @@ void RolloutController::FailPlansOf(const std::string& node, const std::string& 
   for (int64_t id : touched) FinishPlanIfComplete(id, deferred);
 }
 
+void RolloutController::AskForDiffs(PendingPlan& plan,
+                                    const rollout::SimulatedRollout& simulated) {
+  for (const Node& node : nodes_) {
+    pb::NodePlan* node_plan = plan.response.add_nodes();
+    node_plan->set_node(node.name);
+    node_plan->set_state(ToProto(node.state));
+    const std::vector<NodeState> chain = simulated.ChainOf(node.name);
+    if (chain.empty()) continue;
+    if (!node.link) {
+      node_plan->set_error("the agent is not connected");
+      continue;
+    }
+    pb::Command command;
+    command.set_id(StrCat("plan-", instance_id_, "-", plan.id, "-", node.name));
+    for (NodeState target : chain) command.mutable_plan()->add_chain(ToProto(target));
+    command.mutable_plan()->set_settings_yaml(rollout_.settings_yaml);
+    plan.outstanding[command.id()] = static_cast<size_t>(plan.response.nodes_size() - 1);
+    node.link->Send(WrapCommand(command));
+  }
+}
+
 void RolloutController::PlanRollout(NodeState goal, PlanCallback done) {
   Deferred deferred;
   {
@@ -666,61 +708,23 @@ void RolloutController::PlanRollout(NodeState goal, PlanCallback done) {
     plan->deadline = clock_.Now() + options_.plan_timeout;
     plan->response.set_goal(ToProto(goal));
 
-    // The moves, if each succeeds and every agent stays: the engine run on a copy of the nodes.
-    std::vector<rollout::NodeStatus> simulated = EngineNodes();
-    for (rollout::NodeStatus& node : simulated) {
-      node.connected = true;
-      node.healthy = true;
-      node.in_transition = false;
-    }
+    std::optional<rollout::Move> in_flight;
     if (rollout_.in_flight) {
-      for (rollout::NodeStatus& node : simulated) {
-        if (node.name == rollout_.in_flight->node) node.state = rollout_.in_flight->to;
-      }
+      in_flight = rollout::Move{rollout_.in_flight->node, rollout_.in_flight->from,
+                                rollout_.in_flight->to};
     }
-    // The leases' holders as they are now: the first move of each phase is the one the rollout
-    // makes; later ones may change order as the leases change hands.
-    rollout::ClusterFacts facts = EngineFacts();
-    facts.rbac_ready = true;
-    facts.lease_held_by_healthy_manager = true;
-    std::map<std::string, std::vector<NodeState>> chains;
-    const size_t max_steps = 4 * simulated.size() + 4;
-    for (size_t step = 0; step < max_steps; ++step) {
-      rollout::Decision decision =
-          rollout::NextStep(simulated, rollout::Goal{goal}, facts, rollout::Control{});
-      if (decision.kind == rollout::Decision::Kind::kDone) break;
-      if (decision.kind != rollout::Decision::Kind::kMove) {
-        plan->response.set_blocked_reason(decision.reason);
-        break;
-      }
-      for (rollout::NodeStatus& node : simulated) {
-        if (node.name != decision.node) continue;
-        pb::PlannedStep* planned = plan->response.add_steps();
-        planned->set_index(static_cast<int>(step) + 1);
-        planned->set_node(node.name);
-        planned->set_from(ToProto(node.state));
-        planned->set_to(ToProto(decision.to));
-        node.state = decision.to;
-        chains[node.name].push_back(decision.to);
-      }
+    const std::vector<rollout::NodeStatus> nodes = EngineNodes();
+    const rollout::SimulatedRollout simulated =
+        rollout::SimulateRollout(nodes, goal, EngineFacts(nodes).holders, in_flight);
+    plan->response.set_blocked_reason(simulated.blocked_reason);
+    for (size_t i = 0; i < simulated.moves.size(); ++i) {
+      pb::PlannedStep* planned = plan->response.add_steps();
+      planned->set_index(static_cast<int>(i) + 1);
+      planned->set_node(simulated.moves[i].node);
+      planned->set_from(ToProto(simulated.moves[i].from));
+      planned->set_to(ToProto(simulated.moves[i].to));
     }
-    for (const Node& node : nodes_) {
-      pb::NodePlan* node_plan = plan->response.add_nodes();
-      node_plan->set_node(node.name);
-      node_plan->set_state(ToProto(node.state));
-      const std::vector<NodeState>& chain = chains[node.name];
-      if (chain.empty()) continue;
-      if (!node.link) {
-        node_plan->set_error("the agent is not connected");
-        continue;
-      }
-      pb::Command command;
-      command.set_id(StrCat("plan-", instance_id_, "-", plan->id, "-", node.name));
-      for (NodeState target : chain) command.mutable_plan()->add_chain(ToProto(target));
-      command.mutable_plan()->set_settings_yaml(rollout_.settings_yaml);
-      plan->outstanding[command.id()] = static_cast<size_t>(plan->response.nodes_size() - 1);
-      node.link->Send(WrapCommand(command));
-    }
+    AskForDiffs(*plan, simulated);
     int64_t id = plan->id;
     plans_[id] = std::move(plan);
     FinishPlanIfComplete(id, deferred);
@@ -750,7 +754,7 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::SetGoal(const std::string& 
   absl::Status committed = Commit({Entry(actor, kind, "", message)});
   if (!committed.ok()) return committed;
   Advance();
-  return BuildStatus();
+  return BuildStatus(View());
 }
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
@@ -772,7 +776,7 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
   }
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<rollout::PreflightProblem> refusing, ignored;
-  for (rollout::PreflightProblem& problem : RunPreflight()) {
+  for (rollout::PreflightProblem& problem : RunPreflight(View())) {
     const bool skip = ignore.count("all") > 0 || ignore.count(problem.check) > 0;
     (skip ? ignored : refusing).push_back(std::move(problem));
   }
@@ -793,22 +797,13 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
   return SetGoal(actor, "start", goal);
 }
 
-std::vector<rollout::PreflightProblem> RolloutController::RunPreflight() const {
+std::vector<rollout::PreflightProblem> RolloutController::RunPreflight(
+    const EngineView& view) const {
   rollout::PreflightInput input;
-  for (const Node& node : nodes_) {
-    rollout::PreflightNode checked;
-    checked.name = node.name;
-    checked.state = node.state;
-    checked.connected = node.link != nullptr;
-    checked.reported = node.confirmed;
-    checked.healthy = node.healthy;
-    checked.kube_controller_manager_version = node.kube_controller_manager_version;
-    checked.unfinished_transactions = node.unfinished_transactions;
-    input.nodes.push_back(std::move(checked));
-  }
+  input.nodes = view.nodes;
   input.cluster_checked = facts_.source == "kubernetes";
   input.rbac_ready = facts_.rbac_ready;
-  const rollout::ClusterFacts engine = EngineFacts();
+  const rollout::ClusterFacts& engine = view.facts;
   input.kube_controller_manager = {facts_.kube_controller_manager_holder_node,
                                    engine.holders.kube_controller_manager};
   input.cloud_controller_manager = {facts_.cloud_controller_manager_holder_node,
@@ -865,7 +860,7 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Pause(const std::string& ac
     if (!committed.ok()) return committed;
   }
   Advance();
-  return BuildStatus();
+  return BuildStatus(View());
 }
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Resume(const std::string& actor) {
@@ -883,7 +878,7 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Resume(const std::string& a
     if (!committed.ok()) return committed;
   }
   Advance();
-  return BuildStatus();
+  return BuildStatus(View());
 }
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Abort(const std::string& actor,
@@ -902,12 +897,12 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Abort(const std::string& ac
   absl::Status committed = Commit({Entry(actor, "abort", "", message)});
   if (!committed.ok()) return committed;
   Advance();
-  return BuildStatus();
+  return BuildStatus(View());
 }
 
 pb::RolloutStatus RolloutController::Status() {
   std::lock_guard<std::mutex> lock(mu_);
-  return BuildStatus();
+  return BuildStatus(View());
 }
 
 absl::StatusOr<pb::HistoryResponse> RolloutController::History(int64_t after_sequence, int limit) {
@@ -959,7 +954,7 @@ pb::NodesResponse RolloutController::Nodes() {
   return response;
 }
 
-pb::RolloutStatus RolloutController::BuildStatus() const {
+pb::RolloutStatus RolloutController::BuildStatus(const EngineView& view) const {
   pb::RolloutStatus status;
   status.set_rollout_id(rollout_.rollout_id);
   status.set_revision(rollout_.revision);
@@ -969,45 +964,10 @@ pb::RolloutStatus RolloutController::BuildStatus() const {
   status.set_halt_reason(rollout_.halt_reason);
   status.set_updated_unix_ms(NowMs());
 
-  using Kind = rollout::Decision::Kind;
-  using Phase = pb::RolloutStatus;
-  // What is moving (or about to): the phase of the rollout is the kind of move it makes.
-  std::optional<std::pair<NodeState, NodeState>> move;
-  if (rollout_.in_flight) move = {rollout_.in_flight->from, rollout_.in_flight->to};
-  if (!rollout_.goal) {
-    status.set_phase(Phase::IDLE);
-  } else if (next_.kind == Kind::kDone && !rollout_.in_flight) {
-    status.set_phase(Phase::DONE);
-  } else if (rollout_.halted) {
-    status.set_phase(Phase::HALTED);
-  } else if (rollout_.paused) {
-    status.set_phase(Phase::PAUSED);
-  } else if (move) {
-    if (IsBackwardGoal(*rollout_.goal)) {
-      status.set_phase(Phase::ROLLING_BACK);
-    } else if (move->second == NodeState::kPrepared) {
-      status.set_phase(Phase::PREPARING);
-    } else if (move->second == NodeState::kMigrated) {
-      status.set_phase(Phase::MIGRATING);
-    } else {
-      status.set_phase(Phase::FINALIZING);
-    }
-  } else if (next_.kind == Kind::kStuck) {
-    status.set_phase(Phase::STUCK);
-  } else {
-    status.set_phase(Phase::WAITING);
-  }
-  switch (next_.kind) {
-    case Kind::kDone:
-      status.set_next(rollout_.goal ? StrCat("done: every node is ", Name(*rollout_.goal))
-                                    : "done");
-      break;
-    case Kind::kMove:
-      status.set_next(StrCat("move ", next_.node, " to ", Name(next_.to)));
-      break;
-    default:
-      status.set_next(next_.reason);
-  }
+  std::optional<NodeState> moving_to;
+  if (rollout_.in_flight) moving_to = rollout_.in_flight->to;
+  status.set_phase(PhaseToProto(rollout::PhaseOf(rollout_.goal, EngineControl(), moving_to, next_)));
+  status.set_next(rollout::DescribeNext(next_, rollout_.goal));
 
   for (const Node& node : nodes_) {
     pb::NodeProgress* progress = status.add_nodes();
@@ -1019,23 +979,18 @@ pb::RolloutStatus RolloutController::BuildStatus() const {
       progress->set_moving_to(ToProto(rollout_.in_flight->to));
     }
     if (rollout_.goal) {
-      int start = ChainIndex(node.goal_start);
-      int now = ChainIndex(node.state);
-      int goal = ChainIndex(*rollout_.goal);
-      if (start >= 0 && goal >= 0) {
-        int total = std::abs(goal - start);
-        int done = now >= 0 ? std::abs(now - start) : 0;
-        progress->set_steps_total(total);
-        progress->set_steps_done(std::min(done, total));
+      if (std::optional<rollout::Steps> steps =
+              rollout::StepsOf(node.goal_start, node.state, *rollout_.goal)) {
+        progress->set_steps_total(steps->total);
+        progress->set_steps_done(steps->done);
       }
     }
     progress->set_last_result(node.last_result);
   }
 
   pb::ClusterFacts* facts = status.mutable_facts();
-  rollout::ClusterFacts engine = EngineFacts();
-  facts->set_rbac_ready(engine.rbac_ready);
-  facts->set_lease_held_by_healthy_manager(engine.lease_held_by_healthy_manager);
+  facts->set_rbac_ready(view.facts.rbac_ready);
+  facts->set_lease_held_by_healthy_manager(view.facts.lease_held_by_healthy_manager);
   facts->set_source(facts_.source);
   facts->set_detail(facts_.detail);
   facts->set_checked_unix_ms(facts_checked_ms_);
@@ -1051,8 +1006,8 @@ pb::RolloutStatus RolloutController::BuildStatus() const {
   return status;
 }
 
-void RolloutController::Notify() {
-  pb::RolloutStatus status = BuildStatus();
+void RolloutController::Notify(const EngineView& view) {
+  pb::RolloutStatus status = BuildStatus(view);
   // A change is a change of content; the clock alone is not one.
   pb::RolloutStatus comparable = status;
   comparable.clear_revision();
@@ -1069,7 +1024,7 @@ void RolloutController::Notify() {
 int RolloutController::Watch(std::function<void(const pb::RolloutStatus&)> watcher) {
   std::lock_guard<std::mutex> lock(mu_);
   int token = next_watch_token_++;
-  watcher(BuildStatus());
+  watcher(BuildStatus(View()));
   watchers_[token] = std::move(watcher);
   return token;
 }

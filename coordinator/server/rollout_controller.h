@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "agent/engine/node_state.h"
 #include "agent/system/clock.h"
+#include "coordinator/rollout/plan_simulation.h"
 #include "coordinator/rollout/preflight.h"
 #include "coordinator/rollout/rollout_engine.h"
 #include "coordinator/store/store.h"
@@ -169,7 +170,7 @@ class RolloutController {
     std::vector<std::string> reasons;
     bool healthy = false;
     std::string health_detail;
-    bool confirmed = false;  // its agent said hello since this coordinator started
+    bool said_hello = false;  // its agent said hello since this coordinator started
     bool verifies = false;
     std::string agent_version;
     std::string last_result;
@@ -180,6 +181,13 @@ class RolloutController {
     std::vector<std::string> unfinished_transactions;
   };
   struct PendingPlan;
+  // The engine's view of the rollout (rollout/rollout_engine.h), built from the controller's
+  // record once per decision and passed to whatever reads it.
+  struct EngineView {
+    std::vector<rollout::NodeStatus> nodes;
+    rollout::ClusterFacts facts;
+    rollout::Control control;
+  };
 
   RolloutController(store::Store& store, Clock& clock, ControllerOptions options);
 
@@ -190,8 +198,8 @@ class RolloutController {
                             const std::string& node, const std::string& message) const;
   // Commits the rollout and `history`; on failure halts (in memory) and returns the error.
   absl::Status Commit(std::vector<store::HistoryEntry> history);
-  // The checks before `start` (rollout/preflight.h), but those in `ignore`.
-  std::vector<rollout::PreflightProblem> RunPreflight() const;
+  // The checks before `start` (rollout/preflight.h).
+  std::vector<rollout::PreflightProblem> RunPreflight(const EngineView& view) const;
   // Sets a new goal (an operator's decision: clears a halt and a pause).
   absl::StatusOr<pb::RolloutStatus> SetGoal(const std::string& actor, const std::string& kind,
                                             NodeState goal);
@@ -202,21 +210,29 @@ class RolloutController {
   // On hello: settles the move in flight to `node` from what the agent says.
   void SettleInFlight(Node& node, const pb::AgentHello& hello,
                       std::vector<store::HistoryEntry>& history);
+  // The one translation of the controller's nodes into the engine's (and the preflight's) shape.
   std::vector<rollout::NodeStatus> EngineNodes() const;
-  rollout::ClusterFacts EngineFacts() const;
+  // The facts, with each lease holder's host resolved to a node of `nodes`.
+  rollout::ClusterFacts EngineFacts(const std::vector<rollout::NodeStatus>& nodes) const;
   rollout::Control EngineControl() const;
+  EngineView View() const;
   // Sends the next safe move, if any; refreshes `next_` and notifies watchers.
   void Advance();
+  // Records `move` as in flight, then sends it to its node; false (nothing in flight) when the
+  // record fails.
+  bool SendMove(const store::InFlight& move, Node& node);
   pb::Command MoveCommand(const store::InFlight& move) const;
+  // Sends each connected node that moves in `simulated` a plan of its chain, for its diffs.
+  void AskForDiffs(PendingPlan& plan, const rollout::SimulatedRollout& simulated);
   // Runs a finished plan's callback later (in `deferred`, outside the mutex).
   void FinishPlanIfComplete(int64_t plan_id, std::vector<std::function<void()>>& deferred);
   // Records `error` for every plan still waiting on `node`.
   void FailPlansOf(const std::string& node, const std::string& error,
                    std::vector<std::function<void()>>& deferred);
-  pb::RolloutStatus BuildStatus() const;
+  pb::RolloutStatus BuildStatus(const EngineView& view) const;
   // The state operators see: UNSPECIFIED (unknown) rather than inconsistent while the agent is away.
   static pb::NodeState ShownState(const Node& node);
-  void Notify();
+  void Notify(const EngineView& view);
   std::string NewCommandId();
 
   store::Store& store_;
@@ -229,7 +245,6 @@ class RolloutController {
   FactsReport facts_;
   int64_t facts_checked_ms_ = 0;
   rollout::Decision next_;
-  std::string waiting_for_agents_;  // set while some node has not said hello since the start
   std::map<int, std::function<void(const pb::RolloutStatus&)>> watchers_;
   int next_watch_token_ = 1;
   std::string last_notified_;  // the last status sent to watchers, serialized without revision

@@ -19,10 +19,10 @@ using ::testing::IsEmpty;
 PreflightInput Ready() {
   PreflightInput input;
   for (const char* name : {"cp-1", "cp-2", "cp-3"}) {
-    PreflightNode node;
+    NodeStatus node;
     node.name = name;
     node.state = NodeState::kInTree;
-    node.connected = node.reported = node.healthy = true;
+    node.connected = node.healthy = true;
     node.kube_controller_manager_version = "v1.26.9";
     input.nodes.push_back(node);
   }
@@ -47,7 +47,7 @@ TEST(PreflightTest, AReadyClusterPasses) { EXPECT_THAT(Problems(Ready()), IsEmpt
 TEST(PreflightTest, EveryNodeNeedsAConnectedAgentThatReportedAConsistentNode) {
   PreflightInput input = Ready();
   input.nodes[0].connected = false;
-  input.nodes[1].reported = false;
+  input.nodes[1].awaiting_hello = true;
   input.nodes[2].state = NodeState::kInconsistent;
   EXPECT_THAT(Problems(input),
               ElementsAre("agents: cp-1: no agent is connected; start handoff-agent on the node "
@@ -97,7 +97,7 @@ TEST(PreflightTest, TheLeasesMustBeHeldByAHealthyManagerOnANodeOfTheRollout) {
 TEST(PreflightTest, TheMigrationAndCloudControllerManagerLeasesOnceTheyAreInUse) {
   PreflightInput input = Ready();
   // Prepared nodes run Leader Migration: the migration lease must be held.
-  for (PreflightNode& node : input.nodes) node.state = NodeState::kPrepared;
+  for (NodeStatus& node : input.nodes) node.state = NodeState::kPrepared;
   EXPECT_THAT(Problems(input),
               ElementsAre("leases: the migration lease "
                           "(kube-system/cloud-provider-extraction-migration) is not held by any "

@@ -1,0 +1,75 @@
+#include "coordinator/rollout/rollout_progress.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "agent/base/strings.h"
+
+namespace handoff::rollout {
+namespace {
+
+// Distance along the chain in-tree → prepared → migrated → finalized; -1 off the chain.
+int ChainIndex(NodeState state) {
+  switch (state) {
+    case NodeState::kInTree:
+      return 0;
+    case NodeState::kPrepared:
+      return 1;
+    case NodeState::kMigrated:
+      return 2;
+    case NodeState::kFinalized:
+      return 3;
+    default:
+      return -1;
+  }
+}
+
+bool IsBackwardGoal(NodeState goal) {
+  return goal == NodeState::kPrepared || goal == NodeState::kInTree;
+}
+
+}  // namespace
+
+Phase PhaseOf(const std::optional<NodeState>& goal, const Control& control,
+              const std::optional<NodeState>& moving_to, const Decision& next) {
+  using Kind = Decision::Kind;
+  if (!goal) return Phase::kIdle;
+  if (next.kind == Kind::kDone && !moving_to) return Phase::kDone;
+  // Halted and paused before the move in flight: it finishes, but the operator must know that
+  // nothing follows it.
+  if (control.halted) return Phase::kHalted;
+  if (control.paused) return Phase::kPaused;
+  if (moving_to) {
+    // Every move of a backward goal is a step back, even finalized → migrated on the way.
+    if (IsBackwardGoal(*goal)) return Phase::kRollingBack;
+    if (*moving_to == NodeState::kPrepared) return Phase::kPreparing;
+    if (*moving_to == NodeState::kMigrated) return Phase::kMigrating;
+    return Phase::kFinalizing;
+  }
+  return next.kind == Kind::kStuck ? Phase::kStuck : Phase::kWaiting;
+}
+
+std::string DescribeNext(const Decision& next, const std::optional<NodeState>& goal) {
+  switch (next.kind) {
+    case Decision::Kind::kDone:
+      return goal ? StrCat("done: every node is ", NodeStateName(*goal)) : "done";
+    case Decision::Kind::kMove:
+      return StrCat("move ", next.node, " to ", NodeStateName(next.to));
+    default:
+      return next.reason;
+  }
+}
+
+std::optional<Steps> StepsOf(NodeState goal_start, NodeState now, NodeState goal) {
+  const int start = ChainIndex(goal_start);
+  const int target = ChainIndex(goal);
+  if (start < 0 || target < 0) return std::nullopt;
+  const int current = ChainIndex(now);
+  Steps steps;
+  steps.total = std::abs(target - start);
+  // A node can overshoot the goal's distance (moved by hand, or walked back past its start).
+  steps.done = std::min(current >= 0 ? std::abs(current - start) : 0, steps.total);
+  return steps;
+}
+
+}  // namespace handoff::rollout
