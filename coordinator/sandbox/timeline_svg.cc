@@ -512,6 +512,12 @@ struct Svg {
   void Close() { out += "</g>\n"; }
 };
 
+// An event's label starts just right of its line, or ends left of it near the right edge.
+double EventLabelX(double x, const std::string& label) {
+  const double width = TextWidth(label, 10);
+  return x + 3 + width <= kWidth - 5 ? x + 3 : x - 3 - width;
+}
+
 double TickStep(double end_s) {
   for (double step : {0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0}) {
     if (end_s / step <= 20) return step;
@@ -628,7 +634,8 @@ std::string RenderTimelineSvg(const Timeline& timeline) {
   std::vector<int> event_label_rows;
   for (const TimelineMark& event : timeline.events) {
     const double x = x_of(event.at_s);
-    event_label_rows.push_back(event_rows.Place(x + 3, x + 3 + TextWidth(event.label, 10)));
+    const double x0 = EventLabelX(x, event.label);
+    event_label_rows.push_back(event_rows.Place(x0, x0 + TextWidth(event.label, 10)));
   }
   const double events_top = y;
   y += event_rows.count() * 12 + 18;  // the event labels, then the axis's tick labels
@@ -794,6 +801,13 @@ std::string RenderTimelineSvg(const Timeline& timeline) {
       svg.Text(kLeft + 8, layout.bars_top + kBarHeight - 5, lane.empty_note,
                "fill=\"#888888\" font-style=\"italic\"");
     }
+    // An overlap is a red band behind the bars, so that the runs stay readable in their
+    // colours with the red between and around them; its outline and label come after the bars.
+    for (const TimelineSpan& span : lane.overlaps) {
+      const double x0 = x_of(span.from_s);
+      svg.Rect(x0, layout.bars_top - 3, std::max(x_of(span.to_s) - x0, 2.0), rows_height + 2,
+               "fill=\"#d62828\" fill-opacity=\"0.35\"");
+    }
     for (size_t b = 0; b < lane.bars.size(); ++b) {
       const TimelineBar& bar = lane.bars[b];
       const Style style = StyleOf(bar.kind);
@@ -830,9 +844,8 @@ std::string RenderTimelineSvg(const Timeline& timeline) {
         const double w = std::max(x_of(span.to_s) - x0, 2.0);
         const int row = layout.span_label_rows[label_index++];
         svg.Open(overlaps ? "overlap" : "gap", span.detail);
-        svg.Rect(x0, layout.bars_top - 2, w, rows_height,
-                 overlaps ? "fill=\"#d62828\" fill-opacity=\"0.35\" stroke=\"#c01818\" "
-                            "stroke-width=\"1.5\""
+        svg.Rect(x0, layout.bars_top - (overlaps ? 3 : 2), w, rows_height + (overlaps ? 2 : 0),
+                 overlaps ? "fill=\"none\" stroke=\"#c01818\" stroke-width=\"2\""
                           : "fill=\"url(#gap)\" stroke=\"#f08a4b\"");
         svg.Text(x0 + w / 2, layout.top + 6 + row * kLabelRow + 10, span.label,
                  StrCat("text-anchor=\"middle\" font-weight=\"bold\" fill=\"",
@@ -870,7 +883,7 @@ std::string RenderTimelineSvg(const Timeline& timeline) {
     svg.Open("event", event.detail);
     svg.Line(x, events_top + event_label_rows[i] * 12 + 2, x, lanes_bottom,
              "stroke=\"#555555\" stroke-dasharray=\"4,3\"");
-    svg.Text(x + 3, events_top + event_label_rows[i] * 12 + 10, event.label,
+    svg.Text(EventLabelX(x, event.label), events_top + event_label_rows[i] * 12 + 10, event.label,
              "font-size=\"10\" fill=\"#333333\"");
     svg.Close();
   }

@@ -355,6 +355,7 @@ TEST(TimelineTest, TheSvgShowsEveryMoveHolderChangeGapAndOverlap) {
   EXPECT_EQ(Count(svg, "<g class=\"overlap\">"), 1);
   EXPECT_THAT(svg, HasSubstr(">OVERLAP 1.0s</text>"));
   EXPECT_THAT(svg, HasSubstr("fill=\"#d62828\" fill-opacity=\"0.35\""));
+  EXPECT_THAT(svg, HasSubstr("fill=\"none\" stroke=\"#c01818\" stroke-width=\"2\""));
   EXPECT_THAT(svg, HasSubstr("INVARIANT BROKEN: 1 overlap(s)"));
   EXPECT_THAT(svg, HasSubstr("INVARIANT BROKEN: service ran in cloud-controller-manager@cp-2 "
                              "(pid 20) (migration lock) and in kube-controller-manager@cp-3 (pid "
