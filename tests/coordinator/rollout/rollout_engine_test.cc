@@ -511,5 +511,38 @@ TEST(NextStepTest, AMoveNamesTheNodeTheTargetAndTheGoal) {
   EXPECT_EQ(decision.reason, "node b: prepared → migrated towards finalized");
 }
 
+// --- awaiting an agent's hello (after a coordinator restart) ---
+
+TEST(NextStepTest, NothingMovesWhileAnAgentHasNotSaidHelloNamingThoseNodes) {
+  std::vector<NodeStatus> nodes = Nodes({kInTree, kInTree, kInTree});
+  nodes[1].awaiting_hello = true;
+  nodes[2].awaiting_hello = true;
+  Decision decision = NextStep(nodes, Goal{kMigrated}, Ready(), Control{});
+  EXPECT_EQ(decision.kind, Kind::kWait);
+  EXPECT_EQ(decision.reason,
+            "waiting for the agents of b, c to report their nodes' state before anything moves");
+  nodes[1].awaiting_hello = nodes[2].awaiting_hello = false;
+  EXPECT_EQ(NextStep(nodes, Goal{kMigrated}, Ready(), Control{}).kind, Kind::kMove);
+}
+
+TEST(NextStepTest, AwaitingAHelloComesBeforeDoneAndBeforeTheHalt) {
+  // The stored states may be stale: neither "done" nor any rule can be judged on them.
+  std::vector<NodeStatus> nodes = Nodes({kMigrated, kMigrated, kMigrated});
+  nodes[0].awaiting_hello = true;
+  EXPECT_EQ(NextStep(nodes, Goal{kMigrated}, Ready(), Control{}).kind, Kind::kWait);
+  Control halted;
+  halted.halted = true;
+  Decision decision = NextStep(nodes, Goal{kPrepared}, Ready(), halted);
+  EXPECT_EQ(decision.kind, Kind::kWait);
+  EXPECT_THAT(decision.reason, StartsWith("waiting for the agents of a "));
+}
+
+TEST(CheckMoveTest, DoesNotReadAwaitingHello) {
+  // A move recorded before a restart is settled on its own node's hello, whoever else is away.
+  std::vector<NodeStatus> nodes = Nodes({kInTree, kInTree, kInTree});
+  nodes[1].awaiting_hello = true;
+  EXPECT_TRUE(CheckMove(nodes, "a", kPrepared, Ready(), Control{}).ok());
+}
+
 }  // namespace
 }  // namespace handoff::rollout
