@@ -13,6 +13,7 @@ struct SandboxFlags {
   std::string fault;
   std::string cluster = "model";
   std::string timeout = "5m";
+  std::string lease_release = "on";
 };
 
 int Run(CommandContext& context, SandboxFlags& flags) {
@@ -33,6 +34,20 @@ int Run(CommandContext& context, SandboxFlags& flags) {
     return kExitRefused;
   }
   flags.options.timeout = timeout;
+  if (flags.lease_release != "on" && flags.lease_release != "off") {
+    context.err() << "handoffctl sandbox: --lease-release \"" << flags.lease_release
+                  << "\" is not one of on, off\n";
+    return kExitRefused;
+  }
+  flags.options.lease_release = flags.lease_release == "on";
+  // The first line says what is rehearsed, so that a kept log (or the benchmark reading it)
+  // tells runs with and without the release apart.
+  context.out() << "handoffctl sandbox: --cluster " << flags.cluster << ", "
+                << flags.options.nodes << " nodes, lease release "
+                << (flags.options.lease_release ? "on (the coordinator releases a stopped "
+                                                  "holder's leases on proof of its exit)"
+                                                : "off (a stopped holder's leases expire)")
+                << "\n";
   const CtlEnvironment& environment = context.environment();
   return sandbox::RunSandbox(flags.options, context.out(), context.err(), [&environment] {
     return environment.interrupted && environment.interrupted();
@@ -77,7 +92,14 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context) {
   command->add_option("--cluster", flags->cluster,
                       "The cluster under the rehearsal: model (default: the fake API server and "
                       "stand-in controller-managers, nothing to install) or real (the upstream "
-                      "components from tests/real/components.sh; not in this build yet)");
+                      "components built by tests/real/components.sh: README \"Real components\")");
+  command->add_option(
+      "--lease-release", flags->lease_release,
+      "on (default) or off, passed to handoff-coordinator --lease-release: on, when a move stops "
+      "the manager holding a lease, the coordinator releases the lease once the node's agent "
+      "proves the old process exited, so a waiting successor takes it at its next retry; off, "
+      "the lease expires on its own (a gap of up to a lease duration more). The first line "
+      "says which; compare the handovers of the summary (bench/handover runs both)");
   command->add_option("--bin-dir", flags->options.bin_dir,
                       "Where handoff-coordinator, handoff-agent, handoff-standin and "
                       "handoff-sandbox-kubelet are (default: beside handoffctl)");

@@ -334,7 +334,9 @@ absl::Status SandboxRun::StartCoordinator() {
                                    "--facts-interval",
                                    "300ms",
                                    "--shutdown-grace",
-                                   "2s"};
+                                   "2s",
+                                   "--lease-release",
+                                   options_.lease_release ? "on" : "off"};
   absl::StatusOr<std::unique_ptr<Process>> started = SpawnOwned(argv, Path("logs/coordinator.log"));
   if (!started.ok()) return started.status();
   coordinator_ = *std::move(started);

@@ -42,6 +42,9 @@ struct SandboxOptions {
   // Migration) while the others still run the in-tree controllers without it — the unsafe order
   // the coordinator forbids — to prove the monitor catches it. Exit 1 when it does.
   bool unsafe_order = false;
+  // The coordinator's --lease-release: true releases a stopped holder's leases on the proof that
+  // it exited, false leaves them to expire (to compare the handover gaps with and without).
+  bool lease_release = true;
   absl::Duration timeout = absl::Minutes(5);
 };
 

@@ -1,0 +1,224 @@
+// handoff-bench-gaps: every handover gap of one kept sandbox run (`handoffctl sandbox --keep`),
+// measured by the sandbox's own monitor (coordinator/sandbox/monitor/monitor.h) from the run
+// records in <dir>/records, in seconds and in retry periods, against the goal of the proof-based
+// lease release: every gap at most 2 retry periods plus the new process's start.
+//
+//   handoff-bench-gaps <sandbox dir>          a table, one line per handover, then the longest
+//   handoff-bench-gaps --tsv <sandbox dir>    one line: handovers, longest gap (s), longest gap
+//                                             (retry periods), goal met (yes/no), the worst gap's
+//                                             excess over its goal (s)
+//
+// The leases' timing is read from <dir>/settings.yaml (the managers' leader-elect flags that the
+// sandbox sends with every move), so the figures follow whatever timing the cluster ran with.
+//
+// What counts:
+//  - A handover is a change of runner of one cloud controller with a run on both sides (the
+//    monitor's first run of a controller is a start, not a handover). A run that ends with no
+//    successor is the sandbox's teardown (the summary is taken before it), so it is left out.
+//  - The new process's start: when the process that took over was started after the previous
+//    runner stopped (a move replaced the manager on that node, nobody was waiting), the time from
+//    its process-start record to its first lease-acquired record (any lease: the first is the
+//    one nobody held), else 0. A successor that was already running and waiting has no start in
+//    its gap.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "agent/base/strings.h"
+#include "coordinator/sandbox/monitor/monitor.h"
+#include "coordinator/sandbox/monitor/run_record.h"
+#include "yaml-cpp/yaml.h"
+
+namespace handoff::bench {
+namespace {
+
+using sandbox::Handover;
+using sandbox::MonitorReport;
+using sandbox::ProcessId;
+using sandbox::RunRecord;
+
+struct Timing {
+  absl::Duration lease_duration;
+  absl::Duration retry_period;
+};
+
+absl::StatusOr<Timing> ReadTiming(const std::string& settings_path) {
+  try {
+    YAML::Node settings = YAML::LoadFile(settings_path);
+    YAML::Node args = settings["cloudControllerManager"]["extraArgs"];
+    Timing timing;
+    for (const auto& [field, target] :
+         {std::pair{"leader-elect-lease-duration", &timing.lease_duration},
+          std::pair{"leader-elect-retry-period", &timing.retry_period}}) {
+      const std::string text = args[field] ? args[field].as<std::string>() : "";
+      if (!absl::ParseDuration(text, target) || *target <= absl::ZeroDuration()) {
+        return absl::InvalidArgumentError(StrCat(
+            settings_path, ": cloudControllerManager.extraArgs.", field, " \"", text,
+            "\" is not a positive duration: is this a sandbox directory kept with --keep?"));
+      }
+    }
+    return timing;
+  } catch (const YAML::Exception& error) {
+    return absl::InvalidArgumentError(StrCat(settings_path, ": ", error.what()));
+  }
+}
+
+std::string Seconds(int64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2fs", static_cast<double>(ns) / 1e9);
+  return text;
+}
+
+std::string Periods(int64_t ns, const Timing& timing) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f",
+                static_cast<double>(ns) / static_cast<double>(absl::ToInt64Nanoseconds(
+                                              timing.retry_period)));
+  return text;
+}
+
+std::string Name(const ProcessId& process) {
+  return StrCat(process.component, "@", process.node, "[", process.pid, "]");
+}
+
+struct Gap {
+  const Handover* handover = nullptr;
+  int64_t start_ns = 0;  // the new process's start inside the gap, 0 when it was waiting already
+  int64_t goal_ns = 0;   // 2 retry periods + start_ns
+};
+
+// When each process was started and first took a lease, from the records.
+struct ProcessTimes {
+  std::optional<int64_t> started_ns;
+  std::optional<int64_t> first_lease_ns;
+};
+
+std::map<std::tuple<std::string, std::string, int64_t>, ProcessTimes> TimesOf(
+    const std::vector<RunRecord>& records) {
+  std::map<std::tuple<std::string, std::string, int64_t>, ProcessTimes> times;
+  for (const RunRecord& record : records) {
+    ProcessTimes& process = times[{record.node, record.component, record.pid}];
+    // The kubelet and the stand-in each write one: the earlier is the kubelet's, at the spawn.
+    std::optional<int64_t>* field = record.event == sandbox::kProcessStart   ? &process.started_ns
+                                    : record.event == sandbox::kLeaseAcquired ? &process.first_lease_ns
+                                                                              : nullptr;
+    if (field != nullptr && (!*field || record.t_ns < **field)) *field = record.t_ns;
+  }
+  return times;
+}
+
+int Run(int argc, char** argv) {
+  bool tsv = false;
+  std::string dir;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--tsv") {
+      tsv = true;
+    } else if (dir.empty() && !arg.empty() && arg[0] != '-') {
+      dir = arg;
+    } else {
+      dir.clear();
+      break;
+    }
+  }
+  if (dir.empty()) {
+    std::cerr << "usage: handoff-bench-gaps [--tsv] <sandbox dir kept by handoffctl sandbox "
+                 "--keep>\n";
+    return 2;
+  }
+  absl::StatusOr<Timing> timing = ReadTiming(StrCat(dir, "/settings.yaml"));
+  if (!timing.ok()) {
+    std::cerr << "handoff-bench-gaps: " << timing.status().message() << "\n";
+    return 2;
+  }
+  absl::StatusOr<std::vector<RunRecord>> records = sandbox::ReadRunRecords(StrCat(dir, "/records"));
+  if (!records.ok()) {
+    std::cerr << "handoff-bench-gaps: " << records.status().message() << "\n";
+    return 2;
+  }
+  const auto times = TimesOf(*records);
+  sandbox::MonitorOptions options;
+  options.lease_duration = timing->lease_duration;
+  options.retry_period = timing->retry_period;
+  const MonitorReport report = sandbox::AnalyzeRunRecords(*records, options);
+  const int64_t retry_ns = absl::ToInt64Nanoseconds(timing->retry_period);
+
+  std::vector<Gap> gaps;
+  for (const Handover& handover : report.handovers) {
+    if (!handover.from || !handover.to) continue;
+    Gap gap;
+    gap.handover = &handover;
+    const ProcessId& to = handover.to->process;
+    auto found = times.find({to.node, to.component, to.pid});
+    if (found != times.end() && found->second.started_ns &&
+        *found->second.started_ns >= handover.from->to_ns) {
+      const int64_t ready = found->second.first_lease_ns.value_or(handover.to->from_ns);
+      gap.start_ns = std::max<int64_t>(0, std::min(ready, handover.to->from_ns) -
+                                              *found->second.started_ns);
+    }
+    gap.goal_ns = 2 * retry_ns + gap.start_ns;
+    gaps.push_back(gap);
+  }
+  const Gap* longest = nullptr;
+  const Gap* worst = nullptr;  // the gap furthest over (or least under) its goal
+  for (const Gap& gap : gaps) {
+    if (longest == nullptr || gap.handover->gap_ns > longest->handover->gap_ns) longest = &gap;
+    if (worst == nullptr ||
+        gap.handover->gap_ns - gap.goal_ns > worst->handover->gap_ns - worst->goal_ns) {
+      worst = &gap;
+    }
+  }
+  const bool met = worst == nullptr || worst->handover->gap_ns <= worst->goal_ns;
+
+  if (tsv) {
+    std::cout << gaps.size() << "\t" << (longest ? Seconds(longest->handover->gap_ns) : "-")
+              << "\t" << (longest ? Periods(longest->handover->gap_ns, *timing) : "-") << "\t"
+              << (met ? "yes" : "no") << "\t"
+              << (worst ? Seconds(worst->handover->gap_ns - worst->goal_ns) : "-") << "\n";
+    return 0;
+  }
+  std::cout << "retry period " << Seconds(retry_ns) << ", lease duration "
+            << Seconds(absl::ToInt64Nanoseconds(timing->lease_duration)) << "; " << gaps.size()
+            << " handovers\n";
+  char line[512];
+  std::snprintf(line, sizeof(line), "  %-21s %-75s %7s %7s %8s\n", "controller",
+                "from -> to (manager@node[pid])", "gap", "periods", "start");
+  std::cout << line;
+  for (const Gap& gap : gaps) {
+    const Handover& handover = *gap.handover;
+    const std::string moved =
+        StrCat(Name(handover.from->process), " -> ", Name(handover.to->process));
+    std::snprintf(line, sizeof(line), "  %-21s %-75s %7s %7s %8s\n", handover.controller.c_str(),
+                  moved.c_str(), Seconds(handover.gap_ns).c_str(),
+                  Periods(handover.gap_ns, *timing).c_str(),
+                  gap.start_ns > 0 ? Seconds(gap.start_ns).c_str() : "-");
+    std::cout << line;
+  }
+  if (longest != nullptr) {
+    std::cout << "longest gap: " << Seconds(longest->handover->gap_ns) << " = "
+              << Periods(longest->handover->gap_ns, *timing) << " retry periods ("
+              << longest->handover->controller << ", "
+              << Name(longest->handover->from->process) << " -> "
+              << Name(longest->handover->to->process) << ")\n";
+    std::cout << "goal (every gap <= 2 retry periods + the new process's start): "
+              << (met ? "met" : "missed") << "; the worst gap "
+              << Seconds(worst->handover->gap_ns) << " against "
+              << Seconds(worst->goal_ns) << " (" << worst->handover->controller << ", "
+              << Name(worst->handover->from->process) << " -> "
+              << Name(worst->handover->to->process) << ")\n";
+  }
+  if (!report.invariant_held) std::cout << "INVARIANT BROKEN in this run\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace handoff::bench
+
+int main(int argc, char** argv) { return handoff::bench::Run(argc, argv); }
