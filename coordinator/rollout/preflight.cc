@@ -1,6 +1,7 @@
 #include "coordinator/rollout/preflight.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -211,6 +212,47 @@ std::vector<PreflightProblem> Preflight(const PreflightInput& input) {
   }
   CheckImageAndLeaderMigration(input, problems);
   return problems.Take();
+}
+
+std::vector<PreflightProblem> Preflight(PreflightInput input, std::string_view settings_yaml,
+                                        std::string_view source) {
+  absl::StatusOr<Settings> settings = ParseSettings(settings_yaml, source);
+  if (settings.ok()) {
+    input.settings = *std::move(settings);
+    return Preflight(input);
+  }
+  std::vector<PreflightProblem> problems = {{"settings", std::string(settings.status().message())}};
+  for (PreflightProblem& problem : Preflight(input)) {
+    if (problem.check != "image" && problem.check != "leader-migration") {
+      problems.push_back(std::move(problem));
+    }
+  }
+  return problems;
+}
+
+absl::Status CheckIgnorable(const std::vector<std::string>& ignore) {
+  static const std::set<std::string> kChecks = {"agents", "transactions",     "leases", "rbac",
+                                                 "image",  "leader-migration", "settings"};
+  for (const std::string& check : std::set<std::string>(ignore.begin(), ignore.end())) {
+    if (check != "all" && kChecks.count(check) == 0) {
+      return absl::InvalidArgumentError(
+          StrCat("no preflight check is called \"", check, "\"; the checks are ",
+                 StrJoin(std::vector<std::string>(kChecks.begin(), kChecks.end()), ", "),
+                 " (or all)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+PreflightVerdict Judge(std::vector<PreflightProblem> problems,
+                       const std::vector<std::string>& ignore) {
+  const std::set<std::string> ignored(ignore.begin(), ignore.end());
+  PreflightVerdict verdict;
+  for (PreflightProblem& problem : problems) {
+    const bool skip = ignored.count("all") > 0 || ignored.count(problem.check) > 0;
+    (skip ? verdict.ignored : verdict.refusing).push_back(std::move(problem));
+  }
+  return verdict;
 }
 
 std::string DescribePreflight(const std::vector<PreflightProblem>& problems) {

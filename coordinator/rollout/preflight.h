@@ -23,8 +23,10 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "agent/base/kube_version.h"
 #include "agent/engine/node_state.h"
 #include "agent/engine/settings.h"
@@ -58,6 +60,24 @@ struct PreflightProblem {
 
 // Every failed check, in the order above; empty: the rollout may start.
 std::vector<PreflightProblem> Preflight(const PreflightInput& input);
+
+// The same with the rollout's settings as text (input.settings is replaced by them; `source`
+// names them in errors). Settings that do not parse are a "settings" problem, first; the checks
+// that read them (image, leader-migration) are then left out, the others still say what to fix.
+std::vector<PreflightProblem> Preflight(PreflightInput input, std::string_view settings_yaml,
+                                        std::string_view source);
+
+// What `start --ignore-preflight` may name: a check above, "settings" or "all" (every one).
+// InvalidArgument naming the first unknown one and listing the checks otherwise.
+absl::Status CheckIgnorable(const std::vector<std::string>& ignore);
+
+// The problems split by the operator's `ignore` (CheckIgnorable's names).
+struct PreflightVerdict {
+  std::vector<PreflightProblem> refusing;  // the start is refused while any is left
+  std::vector<PreflightProblem> ignored;   // named in `ignore`: recorded, not refusing
+};
+PreflightVerdict Judge(std::vector<PreflightProblem> problems,
+                       const std::vector<std::string>& ignore);
 
 // "preflight refused the start:\n  [agents] ...\n  [rbac] ..." for the operator.
 std::string DescribePreflight(const std::vector<PreflightProblem>& problems);

@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <random>
-#include <set>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "agent/base/strings.h"
-#include "agent/engine/settings.h"
 #include "coordinator/rollout/rollout_progress.h"
 #include "google/protobuf/util/json_util.h"
 #include "spdlog/spdlog.h"
@@ -763,23 +761,11 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
     return absl::InvalidArgumentError(
         "start takes the goal migrated or finalized; to go back use rollback --to");
   }
-  static const std::set<std::string> kChecks = {"agents", "transactions",     "leases", "rbac",
-                                                 "image",  "leader-migration", "settings"};
-  const std::set<std::string> ignore(ignore_preflight.begin(), ignore_preflight.end());
-  for (const std::string& check : ignore) {
-    if (check != "all" && kChecks.count(check) == 0) {
-      return absl::InvalidArgumentError(
-          StrCat("no preflight check is called \"", check, "\"; the checks are ",
-                 StrJoin(std::vector<std::string>(kChecks.begin(), kChecks.end()), ", "),
-                 " (or all)"));
-    }
+  if (absl::Status ignorable = rollout::CheckIgnorable(ignore_preflight); !ignorable.ok()) {
+    return ignorable;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<rollout::PreflightProblem> refusing, ignored;
-  for (rollout::PreflightProblem& problem : RunPreflight(View())) {
-    const bool skip = ignore.count("all") > 0 || ignore.count(problem.check) > 0;
-    (skip ? ignored : refusing).push_back(std::move(problem));
-  }
+  auto [refusing, ignored] = rollout::Judge(RunPreflight(View()), ignore_preflight);
   if (!refusing.empty()) {
     const std::string why = rollout::DescribePreflight(refusing);
     // Recorded: an operator reading the history sees why nothing moved.
@@ -809,21 +795,7 @@ std::vector<rollout::PreflightProblem> RolloutController::RunPreflight(
   input.cloud_controller_manager = {facts_.cloud_controller_manager_holder_node,
                                     engine.holders.cloud_controller_manager};
   if (facts_.lease_held) input.migration = {facts_.lease_holder_node, engine.holders.migration};
-  absl::StatusOr<Settings> settings = ParseSettings(options_.settings_yaml, "--settings");
-  std::vector<rollout::PreflightProblem> problems;
-  if (settings.ok()) {
-    input.settings = *std::move(settings);
-    problems = rollout::Preflight(input);
-  } else {
-    // The checks of what the settings say cannot be made; the others still tell what to fix.
-    problems.push_back({"settings", std::string(settings.status().message())});
-    for (rollout::PreflightProblem& problem : rollout::Preflight(input)) {
-      if (problem.check != "image" && problem.check != "leader-migration") {
-        problems.push_back(std::move(problem));
-      }
-    }
-  }
-  return problems;
+  return rollout::Preflight(std::move(input), options_.settings_yaml, "--settings");
 }
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Finalize(const std::string& actor) {

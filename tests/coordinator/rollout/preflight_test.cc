@@ -182,5 +182,41 @@ TEST(PreflightTest, TheDescriptionListsEveryProblemWithItsCheck) {
             "  [rbac] not in place");
 }
 
+TEST(PreflightTest, SettingsThatDoNotParseComeFirstAndTheChecksReadingThemAreLeftOut) {
+  PreflightInput input = Ready();
+  input.settings.ccm.image = "";  // would be an image problem, if the settings were read
+  input.nodes[1].unfinished_transactions = {"tx-7"};
+  const std::vector<PreflightProblem> problems = Preflight(input, "{ not: [yaml", "--settings");
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].check, "settings");
+  EXPECT_THAT(problems[0].message, ::testing::HasSubstr("--settings"));
+  EXPECT_EQ(problems[1].check, "transactions");
+}
+
+TEST(PreflightTest, OnlyTheChecksSettingsAndAllMayBeIgnored) {
+  EXPECT_TRUE(CheckIgnorable({}).ok());
+  EXPECT_TRUE(CheckIgnorable({"agents", "transactions", "leases", "rbac", "image",
+                              "leader-migration", "settings", "all"})
+                  .ok());
+  absl::Status unknown = CheckIgnorable({"rbac", "lease"});
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(unknown.message(),
+            "no preflight check is called \"lease\"; the checks are agents, image, "
+            "leader-migration, leases, rbac, settings, transactions (or all)");
+}
+
+TEST(PreflightTest, TheIgnoredChecksDoNotRefuseAndAllIgnoresEveryOne) {
+  const std::vector<PreflightProblem> problems = {
+      {"agents", "cp-1 away"}, {"rbac", "not in place"}, {"rbac", "again"}};
+  PreflightVerdict verdict = Judge(problems, {"rbac"});
+  ASSERT_EQ(verdict.refusing.size(), 1u);
+  EXPECT_EQ(verdict.refusing[0].message, "cp-1 away");
+  ASSERT_EQ(verdict.ignored.size(), 2u);
+  EXPECT_EQ(verdict.ignored[1].message, "again");
+  verdict = Judge(problems, {"all"});
+  EXPECT_THAT(verdict.refusing, IsEmpty());
+  EXPECT_EQ(verdict.ignored.size(), 3u);
+}
+
 }  // namespace
 }  // namespace handoff::rollout
