@@ -384,27 +384,9 @@ void RolloutController::AgentMessage(const std::string& name, const AgentLink* l
       if (rollout_.in_flight && rollout_.in_flight->node == name &&
           rollout_.in_flight->command_id == result.command_id()) {
         FinishMove(*node, result, history);
-      } else {
-        bool for_plan = false;
-        for (auto& [id, plan] : plans_) {
-          auto waiting = plan->outstanding.find(result.command_id());
-          if (waiting == plan->outstanding.end()) continue;
-          pb::NodePlan& node_plan =
-              *plan->response.mutable_nodes(static_cast<int>(waiting->second));
-          if (result.outcome() == pb::CommandResult::SUCCEEDED) {
-            *node_plan.mutable_transitions() = result.plan().transitions();
-          } else {
-            node_plan.set_error(StrCat(OutcomeName(result.outcome()), ": ", result.message()));
-          }
-          plan->outstanding.erase(waiting);
-          FinishPlanIfComplete(id, deferred);
-          for_plan = true;
-          break;
-        }
-        if (!for_plan) {
-          spdlog::info("{}: result of command {} that is no longer awaited ({})", name,
-                       result.command_id(), OutcomeName(result.outcome()));
-        }
+      } else if (!TakePlanResult(result, deferred)) {
+        spdlog::info("{}: result of command {} that is no longer awaited ({})", name,
+                     result.command_id(), OutcomeName(result.outcome()));
       }
     } else if (message.has_processes_gone()) {
       const pb::ProcessesGone& proof = message.processes_gone();
@@ -489,18 +471,7 @@ void RolloutController::Tick() {
   Deferred deferred;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    absl::Time now = clock_.Now();
-    std::vector<int64_t> expired;
-    for (auto& [id, plan] : plans_) {
-      if (now < plan->deadline) continue;
-      for (const auto& [command, index] : plan->outstanding) {
-        plan->response.mutable_nodes(static_cast<int>(index))
-            ->set_error("the agent did not answer in time");
-      }
-      plan->outstanding.clear();
-      expired.push_back(id);
-    }
-    for (int64_t id : expired) FinishPlanIfComplete(id, deferred);
+    ExpirePlans(deferred);
     Advance();
   }
   RunDeferred(deferred);
@@ -644,6 +615,38 @@ bool RolloutController::SendMove(const store::InFlight& move, Node& node) {
   }
   node.link->Send(WrapCommand(command));
   return true;
+}
+
+bool RolloutController::TakePlanResult(const pb::CommandResult& result, Deferred& deferred) {
+  for (auto& [id, plan] : plans_) {
+    auto waiting = plan->outstanding.find(result.command_id());
+    if (waiting == plan->outstanding.end()) continue;
+    pb::NodePlan& node_plan = *plan->response.mutable_nodes(static_cast<int>(waiting->second));
+    if (result.outcome() == pb::CommandResult::SUCCEEDED) {
+      *node_plan.mutable_transitions() = result.plan().transitions();
+    } else {
+      node_plan.set_error(StrCat(OutcomeName(result.outcome()), ": ", result.message()));
+    }
+    plan->outstanding.erase(waiting);
+    FinishPlanIfComplete(id, deferred);
+    return true;
+  }
+  return false;
+}
+
+void RolloutController::ExpirePlans(Deferred& deferred) {
+  const absl::Time now = clock_.Now();
+  std::vector<int64_t> expired;
+  for (auto& [id, plan] : plans_) {
+    if (now < plan->deadline) continue;
+    for (const auto& [command, index] : plan->outstanding) {
+      plan->response.mutable_nodes(static_cast<int>(index))
+          ->set_error("the agent did not answer in time");
+    }
+    plan->outstanding.clear();
+    expired.push_back(id);
+  }
+  for (int64_t id : expired) FinishPlanIfComplete(id, deferred);
 }
 
 void RolloutController::FinishPlanIfComplete(int64_t plan_id, Deferred& deferred) {

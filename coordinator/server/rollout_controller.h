@@ -224,6 +224,11 @@ class RolloutController {
   pb::Command MoveCommand(const store::InFlight& move) const;
   // Sends each connected node that moves in `simulated` a plan of its chain, for its diffs.
   void AskForDiffs(PendingPlan& plan, const rollout::SimulatedRollout& simulated);
+  // Takes an agent's answer to a plan command into its plan; false when no plan awaits it.
+  bool TakePlanResult(const pb::CommandResult& result,
+                      std::vector<std::function<void()>>& deferred);
+  // Ends the plans whose agents did not answer in time.
+  void ExpirePlans(std::vector<std::function<void()>>& deferred);
   // Runs a finished plan's callback later (in `deferred`, outside the mutex).
   void FinishPlanIfComplete(int64_t plan_id, std::vector<std::function<void()>>& deferred);
   // Records `error` for every plan still waiting on `node`.
