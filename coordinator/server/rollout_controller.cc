@@ -99,12 +99,6 @@ std::string RandomHex(int bytes) {
 
 }  // namespace
 
-bool HostnameMatchesNode(const std::string& hostname, const std::string& node) {
-  if (hostname.empty()) return false;
-  if (hostname == node) return true;
-  return StartsWith(node, StrCat(hostname, ".")) || StartsWith(hostname, StrCat(node, "."));
-}
-
 struct RolloutController::PendingPlan {
   int64_t id = 0;
   pb::PlanRolloutResponse response;
@@ -496,30 +490,18 @@ std::vector<rollout::NodeStatus> RolloutController::EngineNodes() const {
 
 rollout::ClusterFacts RolloutController::EngineFacts(
     const std::vector<rollout::NodeStatus>& nodes) const {
-  rollout::ClusterFacts facts;
-  facts.rbac_ready = facts_.rbac_ready;
   if (facts_.source == "assumed") {
+    // --no-cluster-checks: the operator vouches for the lease; no holder is known to order by.
+    rollout::ClusterFacts facts;
+    facts.rbac_ready = facts_.rbac_ready;
     facts.lease_held_by_healthy_manager = facts_.lease_held;
     return facts;
   }
-  // The rollout's node a manager's host is, or "".
-  auto node_of = [&](const std::string& hostname) -> std::string {
-    for (const rollout::NodeStatus& node : nodes) {
-      if (HostnameMatchesNode(hostname, node.name)) return node.name;
-    }
-    return "";
-  };
-  if (facts_.lease_held) {
-    facts.holders.migration = node_of(facts_.lease_holder_node);
-    for (const rollout::NodeStatus& node : nodes) {
-      if (node.name == facts.holders.migration) {
-        facts.lease_held_by_healthy_manager = node.healthy && node.connected;
-      }
-    }
-  }
-  facts.holders.kube_controller_manager = node_of(facts_.kube_controller_manager_holder_node);
-  facts.holders.cloud_controller_manager = node_of(facts_.cloud_controller_manager_holder_node);
-  return facts;
+  rollout::LeaseHosts hosts;
+  if (facts_.lease_held) hosts.migration = facts_.lease_holder_node;
+  hosts.kube_controller_manager = facts_.kube_controller_manager_holder_node;
+  hosts.cloud_controller_manager = facts_.cloud_controller_manager_holder_node;
+  return rollout::FactsFromLeases(nodes, hosts, facts_.rbac_ready);
 }
 
 rollout::Control RolloutController::EngineControl() const {

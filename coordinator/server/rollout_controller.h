@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "agent/engine/node_state.h"
 #include "agent/system/clock.h"
+#include "coordinator/rollout/lease_holders.h"
 #include "coordinator/rollout/plan_simulation.h"
 #include "coordinator/rollout/preflight.h"
 #include "coordinator/rollout/rollout_engine.h"
@@ -87,10 +88,8 @@ class MoveListener {
   virtual void ProcessesGone(const std::string& node, const pb::ProcessesGone& proof) = 0;
 };
 
-// Whether a lease holder's hostname names `node`: equal, or one is the other's first DNS label
-// (client-go writes os.Hostname(), which on EC2 may be "ip-10-0-1-5" for the node
-// "ip-10-0-1-5.ec2.internal", or the reverse with a custom hostname).
-bool HostnameMatchesNode(const std::string& hostname, const std::string& node);
+// Whether a lease holder's hostname names a node (rollout/lease_holders.h).
+using rollout::HostnameMatchesNode;
 
 struct ControllerOptions {
   std::vector<std::string> nodes;  // the control-plane nodes, in rollout order
