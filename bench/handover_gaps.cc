@@ -12,14 +12,20 @@
 // sandbox sends with every move), so the figures follow whatever timing the cluster ran with.
 //
 // What counts:
+//  - Only route, service and cloud-node-lifecycle count (the controllers Leader Migration hands
+//    over); others the records name (node-ipam, under a manager's main lock) are listed in
+//    parentheses.
 //  - A handover is a change of runner of one cloud controller with a run on both sides (the
 //    monitor's first run of a controller is a start, not a handover). A run that ends with no
 //    successor is the sandbox's teardown (the summary is taken before it), so it is left out.
 //  - The new process's start: when the process that took over was started after the previous
 //    runner stopped (a move replaced the manager on that node, nobody was waiting), the time from
-//    its process-start record to its first lease-acquired record (any lease: the first is the
-//    one nobody held), else 0. A successor that was already running and waiting has no start in
-//    its gap.
+//    the kubelet's process-start record (the spawn) to the process's own (a stand-in writes one
+//    once it runs). A real manager writes none: its start is then the time to the first lease it
+//    acquired at least a retry period before the one it took over with (its own main lease, which
+//    nobody held: how soon it could try). Otherwise its start cannot be told from its wait: the
+//    table shows "?" and the goal counts no start. A successor that was already running and
+//    waiting ("-") has no start in its gap.
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -88,15 +94,26 @@ std::string Name(const ProcessId& process) {
   return StrCat(process.component, "@", process.node, "[", process.pid, "]");
 }
 
+// The cloud controllers Leader Migration hands over (MonitorOptions' default list: those of the
+// goal). Others a record names (node-ipam runs under a manager's main lock) are listed, not
+// counted.
+bool Counted(const std::string& controller) {
+  const std::vector<std::string> migrated = sandbox::MonitorOptions().controllers;
+  return std::find(migrated.begin(), migrated.end(), controller) != migrated.end();
+}
+
 struct Gap {
   const Handover* handover = nullptr;
   int64_t start_ns = 0;  // the new process's start inside the gap, 0 when it was waiting already
+  bool started_in_gap = false;  // the process that took over was started after the gap began
+  bool start_measured = true;   // false: its first lease was the one it took over with
   int64_t goal_ns = 0;   // 2 retry periods + start_ns
 };
 
 // When each process was started and first took a lease, from the records.
 struct ProcessTimes {
-  std::optional<int64_t> started_ns;
+  std::optional<int64_t> started_ns;       // the kubelet's process-start, at the spawn
+  std::optional<int64_t> self_started_ns;  // the process's own process-start (stand-ins only)
   std::optional<int64_t> first_lease_ns;
 };
 
@@ -105,11 +122,19 @@ std::map<std::tuple<std::string, std::string, int64_t>, ProcessTimes> TimesOf(
   std::map<std::tuple<std::string, std::string, int64_t>, ProcessTimes> times;
   for (const RunRecord& record : records) {
     ProcessTimes& process = times[{record.node, record.component, record.pid}];
-    // The kubelet and the stand-in each write one: the earlier is the kubelet's, at the spawn.
-    std::optional<int64_t>* field = record.event == sandbox::kProcessStart   ? &process.started_ns
-                                    : record.event == sandbox::kLeaseAcquired ? &process.first_lease_ns
-                                                                              : nullptr;
-    if (field != nullptr && (!*field || record.t_ns < **field)) *field = record.t_ns;
+    if (record.event == sandbox::kProcessStart) {
+      // The kubelet and a stand-in each write one: the earlier is the kubelet's, at the spawn,
+      // the later the stand-in's, once it runs.
+      if (!process.started_ns) {
+        process.started_ns = record.t_ns;
+      } else {
+        process.self_started_ns = std::max(record.t_ns, *process.started_ns);
+        process.started_ns = std::min(record.t_ns, *process.started_ns);
+      }
+    } else if (record.event == sandbox::kLeaseAcquired &&
+               (!process.first_lease_ns || record.t_ns < *process.first_lease_ns)) {
+      process.first_lease_ns = record.t_ns;
+    }
   }
   return times;
 }
@@ -159,9 +184,18 @@ int Run(int argc, char** argv) {
     auto found = times.find({to.node, to.component, to.pid});
     if (found != times.end() && found->second.started_ns &&
         *found->second.started_ns >= handover.from->to_ns) {
-      const int64_t ready = found->second.first_lease_ns.value_or(handover.to->from_ns);
-      gap.start_ns = std::max<int64_t>(0, std::min(ready, handover.to->from_ns) -
-                                              *found->second.started_ns);
+      gap.started_in_gap = true;
+      // A lease it took before the one it took over with (its own main lease, which nobody
+      // held) shows how soon it could try; the lease it took over with shows only its wait.
+      const ProcessTimes& process = found->second;
+      if (process.self_started_ns) {
+        gap.start_ns = *process.self_started_ns - *process.started_ns;
+      } else if (process.first_lease_ns &&
+                 *process.first_lease_ns + retry_ns <= handover.to->from_ns) {
+        gap.start_ns = std::max<int64_t>(0, *process.first_lease_ns - *process.started_ns);
+      } else {
+        gap.start_measured = false;
+      }
     }
     gap.goal_ns = 2 * retry_ns + gap.start_ns;
     gaps.push_back(gap);
@@ -169,6 +203,7 @@ int Run(int argc, char** argv) {
   const Gap* longest = nullptr;
   const Gap* worst = nullptr;  // the gap furthest over (or least under) its goal
   for (const Gap& gap : gaps) {
+    if (!Counted(gap.handover->controller)) continue;
     if (longest == nullptr || gap.handover->gap_ns > longest->handover->gap_ns) longest = &gap;
     if (worst == nullptr ||
         gap.handover->gap_ns - gap.goal_ns > worst->handover->gap_ns - worst->goal_ns) {
@@ -177,32 +212,42 @@ int Run(int argc, char** argv) {
   }
   const bool met = worst == nullptr || worst->handover->gap_ns <= worst->goal_ns;
 
+  const size_t counted = std::count_if(gaps.begin(), gaps.end(), [](const Gap& gap) {
+    return Counted(gap.handover->controller);
+  });
   if (tsv) {
-    std::cout << gaps.size() << "\t" << (longest ? Seconds(longest->handover->gap_ns) : "-")
+    std::cout << counted << "\t" << (longest ? Seconds(longest->handover->gap_ns) : "-")
               << "\t" << (longest ? Periods(longest->handover->gap_ns, *timing) : "-") << "\t"
               << (met ? "yes" : "no") << "\t"
               << (worst ? Seconds(worst->handover->gap_ns - worst->goal_ns) : "-") << "\n";
     return 0;
   }
   std::cout << "retry period " << Seconds(retry_ns) << ", lease duration "
-            << Seconds(absl::ToInt64Nanoseconds(timing->lease_duration)) << "; " << gaps.size()
-            << " handovers\n";
+            << Seconds(absl::ToInt64Nanoseconds(timing->lease_duration)) << "; " << counted
+            << " handovers of route, service, cloud-node-lifecycle\n";
   char line[512];
   std::snprintf(line, sizeof(line), "  %-21s %-75s %7s %7s %8s\n", "controller",
                 "from -> to (manager@node[pid])", "gap", "periods", "start");
+  // start: "-" the successor was running already, "?" started in the gap but not measurable.
+  // A controller in parentheses is not one Leader Migration hands over: not in the longest gap
+  // nor in the goal.
   std::cout << line;
   for (const Gap& gap : gaps) {
     const Handover& handover = *gap.handover;
     const std::string moved =
         StrCat(Name(handover.from->process), " -> ", Name(handover.to->process));
-    std::snprintf(line, sizeof(line), "  %-21s %-75s %7s %7s %8s\n", handover.controller.c_str(),
+    const std::string controller =
+        Counted(handover.controller) ? handover.controller : StrCat("(", handover.controller, ")");
+    std::snprintf(line, sizeof(line), "  %-21s %-75s %7s %7s %8s\n", controller.c_str(),
                   moved.c_str(), Seconds(handover.gap_ns).c_str(),
                   Periods(handover.gap_ns, *timing).c_str(),
-                  gap.start_ns > 0 ? Seconds(gap.start_ns).c_str() : "-");
+                  !gap.started_in_gap    ? "-"
+                  : gap.start_measured ? Seconds(gap.start_ns).c_str()
+                                       : "?");
     std::cout << line;
   }
   if (longest != nullptr) {
-    std::cout << "longest gap: " << Seconds(longest->handover->gap_ns) << " = "
+    std::cout << "longest gap (route, service, cloud-node-lifecycle): " << Seconds(longest->handover->gap_ns) << " = "
               << Periods(longest->handover->gap_ns, *timing) << " retry periods ("
               << longest->handover->controller << ", "
               << Name(longest->handover->from->process) << " -> "
