@@ -97,6 +97,40 @@ std::string RandomHex(int bytes) {
   return out;
 }
 
+absl::Status CheckNodes(const std::vector<std::string>& nodes) {
+  if (nodes.empty()) {
+    return absl::InvalidArgumentError("no nodes: name the control-plane nodes with --nodes");
+  }
+  std::vector<std::string> sorted = nodes;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    return absl::InvalidArgumentError(StrCat("--nodes names a node twice: ", StrJoin(nodes, ",")));
+  }
+  return absl::OkStatus();
+}
+
+// A stored rollout resumes only with the nodes and (once started) the settings it began with:
+// every node must move with the same ones, and the nodes' order is the order of the moves.
+absl::Status CheckResumable(const store::StoredRollout& stored, const ControllerOptions& options) {
+  std::vector<std::string> stored_names;
+  for (const store::StoredNode& node : stored.nodes) stored_names.push_back(node.name);
+  if (stored_names != options.nodes) {
+    return absl::FailedPreconditionError(StrCat(
+        "the coordinator's state holds a rollout of the nodes ", StrJoin(stored_names, ","),
+        " but --nodes says ", StrJoin(options.nodes, ","),
+        ": give the same nodes in the same order, or (only once that rollout is over) move the "
+        "state dir aside to begin a new one"));
+  }
+  if (stored.goal && stored.settings_yaml != options.settings_yaml) {
+    return absl::FailedPreconditionError(
+        StrCat("rollout ", stored.rollout_id,
+               " was started with other settings than --settings gives now: start the "
+               "coordinator with the settings it began with (every node must move with the "
+               "same ones)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 struct RolloutController::PendingPlan {
@@ -114,58 +148,20 @@ RolloutController::~RolloutController() = default;
 
 absl::StatusOr<std::unique_ptr<RolloutController>> RolloutController::Create(
     store::Store& store, Clock& clock, ControllerOptions options) {
-  if (options.nodes.empty()) {
-    return absl::InvalidArgumentError("no nodes: name the control-plane nodes with --nodes");
-  }
-  std::vector<std::string> sorted = options.nodes;
-  std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    return absl::InvalidArgumentError(
-        StrCat("--nodes names a node twice: ", StrJoin(options.nodes, ",")));
-  }
+  if (absl::Status nodes = CheckNodes(options.nodes); !nodes.ok()) return nodes;
   absl::StatusOr<std::optional<store::StoredRollout>> loaded = store.Load();
   if (!loaded.ok()) return loaded.status();
+  if (*loaded) {
+    if (absl::Status resumable = CheckResumable(**loaded, options); !resumable.ok()) {
+      return resumable;
+    }
+  }
 
   std::unique_ptr<RolloutController> controller(
       new RolloutController(store, clock, std::move(options)));
   RolloutController& self = *controller;
-  const std::vector<std::string>& names = self.options_.nodes;
   std::lock_guard<std::mutex> lock(self.mu_);
-  if (*loaded) {
-    store::StoredRollout stored = **loaded;
-    std::vector<std::string> stored_names;
-    for (const store::StoredNode& node : stored.nodes) stored_names.push_back(node.name);
-    if (stored_names != names) {
-      return absl::FailedPreconditionError(StrCat(
-          "the coordinator's state holds a rollout of the nodes ", StrJoin(stored_names, ","),
-          " but --nodes says ", StrJoin(names, ","),
-          ": give the same nodes in the same order, or (only once that rollout is over) move the "
-          "state dir aside to begin a new one"));
-    }
-    if (stored.goal && stored.settings_yaml != self.options_.settings_yaml) {
-      return absl::FailedPreconditionError(
-          StrCat("rollout ", stored.rollout_id,
-                 " was started with other settings than --settings gives now: start the "
-                 "coordinator with the settings it began with (every node must move with the "
-                 "same ones)"));
-    }
-    self.rollout_ = std::move(stored);
-    for (const store::StoredNode& node : self.rollout_.nodes) {
-      Node restored;
-      restored.name = node.name;
-      restored.state = node.state;
-      restored.goal_start = node.goal_start;
-      restored.last_result = node.last_result;
-      self.nodes_.push_back(std::move(restored));
-    }
-  } else {
-    for (const std::string& name : names) {
-      Node node;
-      node.name = name;
-      self.nodes_.push_back(std::move(node));
-    }
-  }
-  self.rollout_.settings_yaml = self.options_.settings_yaml;
+  self.Restore(*std::move(loaded));
   std::string message =
       self.rollout_.goal
           ? StrCat("coordinator started; rollout ", self.rollout_.rollout_id, " towards ",
@@ -180,6 +176,19 @@ absl::StatusOr<std::unique_ptr<RolloutController>> RolloutController::Create(
   if (!committed.ok()) return committed;
   self.Advance();
   return controller;
+}
+
+void RolloutController::Restore(std::optional<store::StoredRollout> stored) {
+  if (stored) rollout_ = *std::move(stored);
+  for (const std::string& name : options_.nodes) {
+    Node node;
+    node.name = name;
+    for (const store::StoredNode& recorded : rollout_.nodes) {
+      if (recorded.name == name) static_cast<store::StoredNode&>(node) = recorded;
+    }
+    nodes_.push_back(std::move(node));
+  }
+  rollout_.settings_yaml = options_.settings_yaml;
 }
 
 RolloutController::Node* RolloutController::FindNode(const std::string& name) {
@@ -204,11 +213,8 @@ store::HistoryEntry RolloutController::Entry(const std::string& actor, const std
 }
 
 absl::Status RolloutController::Commit(std::vector<store::HistoryEntry> history) {
-  rollout_.nodes.clear();
-  for (const Node& node : nodes_) {
-    rollout_.nodes.push_back(
-        store::StoredNode{node.name, node.state, node.goal_start, node.last_result});
-  }
+  // The stored part of each node, as it is.
+  rollout_.nodes.assign(nodes_.begin(), nodes_.end());
   absl::StatusOr<std::vector<store::HistoryEntry>> stored = store_.Commit(rollout_, history);
   if (stored.ok()) return absl::OkStatus();
   // Without a durable record the coordinator could not resume what it sends: stop moving.

@@ -162,17 +162,15 @@ class RolloutController {
   void Unwatch(int token);
 
  private:
-  struct Node {
-    std::string name;
-    NodeState state = NodeState::kInconsistent;
-    NodeState goal_start = NodeState::kInconsistent;
+  // A node: what is stored of it (name, state, goal_start, last_result; Commit records that
+  // part as it is), and what lives only while this coordinator runs.
+  struct Node : store::StoredNode {
     std::vector<std::string> reasons;
     bool healthy = false;
     std::string health_detail;
     bool said_hello = false;  // its agent said hello since this coordinator started
     bool verifies = false;
     std::string agent_version;
-    std::string last_result;
     int64_t last_seen_unix_ms = 0;
     std::shared_ptr<AgentLink> link;  // null while disconnected
     // From its last report, for the preflight.
@@ -191,6 +189,8 @@ class RolloutController {
   RolloutController(store::Store& store, Clock& clock, ControllerOptions options);
 
   // Everything below expects mu_ held.
+  // Takes up `stored` (or, without one, a new rollout of options_.nodes).
+  void Restore(std::optional<store::StoredRollout> stored);
   Node* FindNode(const std::string& name);
   int64_t NowMs() const;
   store::HistoryEntry Entry(const std::string& actor, const std::string& kind,
