@@ -212,6 +212,14 @@ store::HistoryEntry RolloutController::Entry(const std::string& actor, const std
   return entry;
 }
 
+store::HistoryEntry RolloutController::MoveEntry(const std::string& kind,
+                                                 const store::InFlight& move,
+                                                 const std::string& message) const {
+  store::HistoryEntry entry = Entry("coordinator", kind, move.node, message);
+  entry.command_id = move.command_id;
+  return entry;
+}
+
 absl::Status RolloutController::Commit(std::vector<store::HistoryEntry> history) {
   // The stored part of each node, as it is.
   rollout_.nodes.assign(nodes_.begin(), nodes_.end());
@@ -288,11 +296,15 @@ void RolloutController::SettleInFlight(Node& node, const pb::AgentHello& hello,
     }
   }
   if (hello.running_command_id() == move.command_id) return;  // its result follows
+  SettleUnanswered(node, move, history);
+}
 
-  // The agent never received the move, or lost it before recording it (it records a move before
-  // starting it, so it did not start).
+void RolloutController::SettleUnanswered(Node& node, const store::InFlight& move,
+                                         std::vector<store::HistoryEntry>& history) {
+  const std::string what = StrCat("move ", Name(move.from), " → ", Name(move.to));
   if (node.state == move.from) {
-    // Judged as a move about to be sent, which it is again.
+    // The agent never received the move, or lost it before recording it (it records a move
+    // before starting it, so it did not start). Judged as a move about to be sent, which it is.
     EngineView view = View();
     for (rollout::NodeStatus& status : view.nodes) {
       if (status.name == node.name) status.in_transition = false;
@@ -301,35 +313,27 @@ void RolloutController::SettleInFlight(Node& node, const pb::AgentHello& hello,
         rollout::CheckMove(view.nodes, node.name, move.to, view.facts, view.control);
     if (allowed.ok()) {
       node.link->Send(WrapCommand(MoveCommand(move)));
-      history.push_back(Entry("coordinator", "command", node.name,
-                              StrCat("move ", Name(move.from), " → ", Name(move.to),
-                                     " sent again: the agent had not received it")));
-      history.back().command_id = move.command_id;
+      history.push_back(MoveEntry("command", move,
+                                  StrCat(what, " sent again: the agent had not received it")));
       return;
     }
     rollout_.in_flight.reset();
-    history.push_back(Entry("coordinator", "result", node.name,
-                            StrCat("move ", Name(move.from), " → ", Name(move.to),
-                                   " never reached the agent; dropped: ", allowed.message())));
-    history.back().command_id = move.command_id;
+    history.push_back(MoveEntry(
+        "result", move, StrCat(what, " never reached the agent; dropped: ", allowed.message())));
     return;
   }
   rollout_.in_flight.reset();
   if (node.state == move.to) {
     node.last_result =
         StrCat("reached ", Name(move.to), " (the agent's record of the move is gone)");
-    history.push_back(Entry("coordinator", "result", node.name,
-                            StrCat("move ", Name(move.from), " → ", Name(move.to),
-                                   " took effect: the node reports ", Name(move.to))));
-    history.back().command_id = move.command_id;
+    history.push_back(
+        MoveEntry("result", move, StrCat(what, " took effect: the node reports ", Name(move.to))));
     return;
   }
   rollout_.halted = true;
-  rollout_.halt_reason =
-      StrCat(node.name, ": after move ", Name(move.from), " → ", Name(move.to),
-             " the node reports ", Name(node.state), ", neither: look at the node");
-  history.push_back(Entry("coordinator", "halt", node.name, rollout_.halt_reason));
-  history.back().command_id = move.command_id;
+  rollout_.halt_reason = StrCat(node.name, ": after ", what, " the node reports ",
+                                Name(node.state), ", neither: look at the node");
+  history.push_back(MoveEntry("halt", move, rollout_.halt_reason));
 }
 
 void RolloutController::FinishMove(Node& node, const pb::CommandResult& result,
@@ -585,9 +589,8 @@ void RolloutController::Advance() {
 
 bool RolloutController::SendMove(const store::InFlight& move, Node& node) {
   rollout_.in_flight = move;
-  store::HistoryEntry entry = Entry("coordinator", "command", node.name,
-                                    StrCat("move ", Name(move.from), " → ", Name(move.to)));
-  entry.command_id = move.command_id;
+  store::HistoryEntry entry =
+      MoveEntry("command", move, StrCat("move ", Name(move.from), " → ", Name(move.to)));
   pb::Command command = MoveCommand(move);
   pb::Command recorded = command;
   recorded.mutable_move()->clear_settings_yaml();  // the rollout's settings, recorded once

@@ -195,6 +195,9 @@ class RolloutController {
   int64_t NowMs() const;
   store::HistoryEntry Entry(const std::string& actor, const std::string& kind,
                             const std::string& node, const std::string& message) const;
+  // The coordinator's entry about `move` (its node and command id).
+  store::HistoryEntry MoveEntry(const std::string& kind, const store::InFlight& move,
+                                const std::string& message) const;
   // Commits the rollout and `history`; on failure halts (in memory) and returns the error.
   absl::Status Commit(std::vector<store::HistoryEntry> history);
   // The checks before `start` (rollout/preflight.h).
@@ -209,6 +212,10 @@ class RolloutController {
   // On hello: settles the move in flight to `node` from what the agent says.
   void SettleInFlight(Node& node, const pb::AgentHello& hello,
                       std::vector<store::HistoryEntry>& history);
+  // Settles a move the agent has no record of, from the state its node reports: not received
+  // (sent again, or dropped if no longer allowed), took effect, or neither (halts).
+  void SettleUnanswered(Node& node, const store::InFlight& move,
+                        std::vector<store::HistoryEntry>& history);
   // The one translation of the controller's nodes into the engine's (and the preflight's) shape.
   std::vector<rollout::NodeStatus> EngineNodes() const;
   // The facts, with each lease holder's host resolved to a node of `nodes`.
