@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "agent/base/strings.h"
 #include "proto/rpc/node_state.h"
@@ -13,6 +14,39 @@ namespace {
 std::string StateName(v1::NodeState state) {
   std::optional<NodeState> known = rpc::FromProto(state);
   return known ? std::string(NodeStateName(*known)) : std::string("unknown");
+}
+
+// The coordinator's own decisions about the managers, from its audit history: each lease it
+// released (or decided not to) on a stopped manager's behalf, and what its live double-run
+// detector found.
+std::string AuditText(const v1::HistoryResponse& history) {
+  std::vector<const v1::HistoryEntry*> releases;
+  std::vector<const v1::HistoryEntry*> findings;
+  int released = 0;
+  for (const v1::HistoryEntry& entry : history.entries()) {
+    if (entry.kind() == "lease-release") {
+      releases.push_back(&entry);
+      if (StartsWith(entry.message(), "released ")) ++released;
+    }
+    if (entry.kind() == "double-run" || entry.kind() == "no-runner") findings.push_back(&entry);
+  }
+  std::string text;
+  if (releases.empty()) {
+    text += "lease releases: none (each successor waited out its predecessor's lease)\n";
+  } else {
+    StrAppend(&text, "lease releases: ", released, " released, ",
+              releases.size() - static_cast<size_t>(released), " not\n");
+    for (const v1::HistoryEntry* entry : releases) {
+      StrAppend(&text, "  ", entry->node(), ": ", entry->message(), "\n");
+    }
+  }
+  StrAppend(&text, "double-run detector: ",
+            findings.empty() ? std::string("nothing found") : StrCat(findings.size(), " finding(s)"),
+            "\n");
+  for (const v1::HistoryEntry* entry : findings) {
+    StrAppend(&text, "  ", entry->kind(), ": ", entry->message(), "\n");
+  }
+  return text;
 }
 
 }  // namespace
@@ -58,6 +92,7 @@ std::string SummaryText(const SummaryInputs& inputs) {
       StrAppend(&text, "  ", node, ": ", totals.first, " moves, ",
                 FormatSeconds(absl::Milliseconds(totals.second)), " in all\n");
     }
+    text += AuditText(*inputs.history);
   }
   const MonitorReport& report = inputs.monitor;
   StrAppend(&text, "handovers (lease duration ", FormatSeconds(inputs.timing.lease_duration),

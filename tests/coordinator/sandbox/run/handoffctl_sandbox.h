@@ -1,5 +1,6 @@
-// Test helper: `handoffctl sandbox` run as the operator runs it, in a temp directory removed
-// afterwards; its exit code and everything it printed.
+// Test helper: `handoffctl sandbox` run as the operator runs it, in a temp directory of the
+// test's; its exit code, everything it printed, and (with HandoffctlSandbox) what the run left in
+// its directory.
 #ifndef HANDOFF_TESTS_COORDINATOR_SANDBOX_RUN_HANDOFFCTL_SANDBOX_H_
 #define HANDOFF_TESTS_COORDINATOR_SANDBOX_RUN_HANDOFFCTL_SANDBOX_H_
 
@@ -12,6 +13,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -25,34 +27,58 @@ struct SandboxOutcome {
   std::string output;  // stdout and stderr
 };
 
-// Runs `handoffctl` (a path) `sandbox --dir <temp> flags...`. A run still going after `timeout`
-// is a test failure and is interrupted (SIGINT: the sandbox tears its processes down).
+inline std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Runs `handoffctl` (a path) `sandbox --keep --dir <temp>/sandbox flags...` in the constructor,
+// so that the test can read what the run leaves behind; the directory goes with the object. A
+// run still going after `timeout` is a test failure and is interrupted (SIGINT: the sandbox
+// tears its processes down).
+class HandoffctlSandbox {
+ public:
+  HandoffctlSandbox(const std::string& handoffctl, const std::vector<std::string>& flags,
+                    absl::Duration timeout) {
+    dir_ = std::filesystem::path(::testing::TempDir()) / "sandbox-run-XXXXXX";
+    EXPECT_NE(mkdtemp(dir_.data()), nullptr);
+    std::vector<std::string> argv = {handoffctl, "sandbox", "--keep", "--dir", sandbox_dir()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    absl::StatusOr<std::unique_ptr<Process>> process = Process::Spawn(argv, dir_ + "/output.log");
+    if (!process.ok()) {
+      ADD_FAILURE() << process.status();
+      return;
+    }
+    int status = 0;
+    if (!(*process)->WaitFor(timeout, &status)) {
+      ADD_FAILURE() << "handoffctl sandbox did not finish within " << absl::FormatDuration(timeout);
+      status = (*process)->Stop(SIGINT, absl::Seconds(60));
+    }
+    run_.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    run_.output = ReadText(dir_ + "/output.log");
+  }
+  ~HandoffctlSandbox() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  HandoffctlSandbox(const HandoffctlSandbox&) = delete;
+  HandoffctlSandbox& operator=(const HandoffctlSandbox&) = delete;
+
+  const SandboxOutcome& run() const { return run_; }
+  std::string sandbox_dir() const { return dir_ + "/sandbox"; }
+
+ private:
+  std::string dir_;
+  SandboxOutcome run_;
+};
+
+// The outcome only; the directory is removed before it returns.
 inline SandboxOutcome RunHandoffctlSandbox(const std::string& handoffctl,
                                            const std::vector<std::string>& flags,
                                            absl::Duration timeout) {
-  std::string pattern = std::filesystem::path(::testing::TempDir()) / "sandbox-run-XXXXXX";
-  EXPECT_NE(mkdtemp(pattern.data()), nullptr);
-  std::vector<std::string> argv = {handoffctl, "sandbox", "--dir", pattern + "/sandbox"};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  const std::string log = pattern + "/output.log";
-  absl::StatusOr<std::unique_ptr<Process>> process = Process::Spawn(argv, log);
-  SandboxOutcome run;
-  if (!process.ok()) {
-    ADD_FAILURE() << process.status();
-    return run;
-  }
-  int status = 0;
-  if (!(*process)->WaitFor(timeout, &status)) {
-    ADD_FAILURE() << "handoffctl sandbox did not finish within " << absl::FormatDuration(timeout);
-    status = (*process)->Stop(SIGINT, absl::Seconds(60));
-  }
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  run.output = text.str();
-  std::filesystem::remove_all(pattern);
-  return run;
+  return HandoffctlSandbox(handoffctl, flags, timeout).run();
 }
 
 }  // namespace handoff::sandbox::testing

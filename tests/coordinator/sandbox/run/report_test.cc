@@ -82,11 +82,37 @@ TEST(ReportTest, TheSummaryCountsStepsPerNodeFromTheHistoryAndShowsEveryHandover
             "steps: 3 moves carried out by the agents\n"
             "  cp-1: 2 moves, 2.1s in all\n"
             "  cp-2: 1 moves, 0.2s in all\n"
+            "lease releases: none (each successor waited out its predecessor's lease)\n"
+            "double-run detector: nothing found\n"
             "handovers (lease duration 1.0s, long when over 2.2s):\n"
             "  service: 5 runs, longest gap 1.2s, no runner for 3.1s, 0 long gap(s)\n"
             "  cloud-node-lifecycle: 4 runs, longest gap 2.4s, no runner for 2.9s, 1 long "
             "gap(s)\n"
             "invariant held: no cloud controller ran in two processes at once\n");
+}
+
+TEST(ReportTest, TheSummaryShowsEachLeaseReleaseAndEachDetectorFindingOfTheHistory) {
+  SummaryInputs inputs;
+  inputs.outcome = "done";
+  v1::HistoryResponse history;
+  v1::HistoryEntry released = Entry("lease-release", "cp-1", "", 1000);
+  released.set_message("released lease kube-controller-manager of cp-1_a (kube-controller-manager)");
+  *history.add_entries() = released;
+  v1::HistoryEntry kept = Entry("lease-release", "cp-2", "", 2000);
+  kept.set_message("lease cloud-provider-extraction-migration not released (holder-changed): x");
+  *history.add_entries() = kept;
+  v1::HistoryEntry found = Entry("double-run", "", "", 3000);
+  found.set_message("double run: service ran in a and in b");
+  *history.add_entries() = found;
+  inputs.history = history;
+  const std::string text = SummaryText(inputs);
+  EXPECT_THAT(text, HasSubstr("lease releases: 1 released, 1 not\n"
+                              "  cp-1: released lease kube-controller-manager of cp-1_a "
+                              "(kube-controller-manager)\n"
+                              "  cp-2: lease cloud-provider-extraction-migration not released "
+                              "(holder-changed): x\n"
+                              "double-run detector: 1 finding(s)\n"
+                              "  double-run: double run: service ran in a and in b\n"));
 }
 
 TEST(ReportTest, WithoutTheHistoryTheSummaryHasNoStepsAndABrokenInvariantIsDetailed) {

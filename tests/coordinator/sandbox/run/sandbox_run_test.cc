@@ -1,17 +1,10 @@
 // `handoffctl sandbox` as the operator runs it: the real binaries, the invariant monitor, and
 // its summary. Each run takes seconds to a minute (real lease handovers with 1s leases).
-#include <stdlib.h>
-#include <sys/wait.h>
-
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "coordinator/sandbox/process.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/sandbox/run/handoffctl_sandbox.h"
@@ -28,50 +21,13 @@ SandboxOutcome Sandbox(const std::vector<std::string>& flags) {
   return testing::RunHandoffctlSandbox(HANDOFFCTL_BIN, flags, absl::Minutes(4));
 }
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::ReadText;
 
-// `handoffctl sandbox --keep` in a directory of the test's, so that the test can read what the
-// run leaves behind (RunHandoffctlSandbox removes its directory before it returns). The
-// directory goes with the object.
-class KeptSandbox {
+// A run whose directory the test reads (the timeline).
+class KeptSandbox : public testing::HandoffctlSandbox {
  public:
-  explicit KeptSandbox(const std::vector<std::string>& flags) {
-    dir_ = std::filesystem::path(::testing::TempDir()) / "sandbox-kept-XXXXXX";
-    EXPECT_NE(mkdtemp(dir_.data()), nullptr);
-    std::vector<std::string> argv = {HANDOFFCTL_BIN, "sandbox", "--keep", "--dir",
-                                     dir_ + "/sandbox"};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    absl::StatusOr<std::unique_ptr<Process>> process = Process::Spawn(argv, dir_ + "/output.log");
-    if (!process.ok()) {
-      ADD_FAILURE() << process.status();
-      return;
-    }
-    int status = 0;
-    if (!(*process)->WaitFor(absl::Minutes(4), &status)) {
-      ADD_FAILURE() << "handoffctl sandbox did not finish within 4 minutes";
-      status = (*process)->Stop(SIGINT, absl::Seconds(60));
-    }
-    run_.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    run_.output = ReadText(dir_ + "/output.log");
-  }
-  ~KeptSandbox() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  KeptSandbox(const KeptSandbox&) = delete;
-  KeptSandbox& operator=(const KeptSandbox&) = delete;
-
-  const SandboxOutcome& run() const { return run_; }
-  std::string sandbox_dir() const { return dir_ + "/sandbox"; }
-
- private:
-  std::string dir_;
-  SandboxOutcome run_;
+  explicit KeptSandbox(const std::vector<std::string>& flags)
+      : HandoffctlSandbox(HANDOFFCTL_BIN, flags, absl::Minutes(4)) {}
 };
 
 // Seconds from "2.3s".
@@ -137,11 +93,19 @@ std::string ExpectTimelineShowsTheSummary(const KeptSandbox& sandbox) {
   return svg;
 }
 
+// Every fault scenario: the rollout and rollback complete, the monitor's invariant holds, the
+// coordinator's audit shows the leases it released for the managers its moves stopped, and its
+// live double-run detector found nothing either.
 void ExpectCompletedAndHeld(const SandboxOutcome& run) {
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("rollout to 1.27 and rollback to 1.26 completed"));
   EXPECT_THAT(run.output, HasSubstr("invariant held: no cloud controller ran in two processes"));
   EXPECT_THAT(run.output, Not(HasSubstr("INVARIANT BROKEN")));
+  EXPECT_THAT(run.output, ::testing::ContainsRegex("\nlease releases: [1-9][0-9]* released, "));
+  EXPECT_THAT(run.output, ::testing::ContainsRegex("\n  cp-[0-9]: released lease [a-z-]+ of cp-"
+                                                   "[0-9]_[0-9a-f-]+ \\([a-z-]+\\): its old "
+                                                   "processes [0-9, ]+ exited by "));
+  EXPECT_THAT(run.output, HasSubstr("\ndouble-run detector: nothing found\n"));
 }
 
 TEST(SandboxRunTest, ThreeNodesMigrateAndComeBackWithTheInvariantHeld) {
@@ -208,6 +172,19 @@ TEST(SandboxRunTest, TheMonitorCatchesTheUnsafeOrder) {
   const std::string svg = ReadText(sandbox.sandbox_dir() + "/timeline.svg");
   EXPECT_THAT(svg, HasSubstr("INVARIANT BROKEN: "));
   EXPECT_THAT(svg, HasSubstr("<g class=\"overlap\"><title>INVARIANT BROKEN: "));
+  // The coordinator saw it too, from the stand-ins' /healthz?verbose as from real managers', and
+  // halted the rollout under way; `handoffctl status` names both managers and their nodes.
+  EXPECT_THAT(run.output, HasSubstr("coordinator halted the rollout: double run: "));
+  EXPECT_THAT(run.output, ::testing::ContainsRegex("\ndouble-run detector: [1-9] finding"));
+  EXPECT_THAT(run.output, ::testing::ContainsRegex(
+                              "\nhalted: +double run: (service|cloud-node-lifecycle) ran in "
+                              "[a-z-]+-controller-manager on cp-[0-9] \\(pid [0-9]+\\) and in "
+                              "[a-z-]+-controller-manager on cp-[0-9]"));
+  EXPECT_THAT(run.output, ::testing::ContainsRegex(
+                              "\nservice +TWICE: [a-z-]+-controller-manager on cp-[0-9] \\(pid "
+                              "[0-9]+, since [^)]+\\) and [a-z-]+-controller-manager on cp-[0-9]"));
+  EXPECT_THAT(run.output, HasSubstr("kube-controller-manager on cp-"));
+  EXPECT_THAT(run.output, HasSubstr("cloud-controller-manager on cp-"));
 }
 
 TEST(SandboxRunTest, AnUnknownClusterIsRefused) {
