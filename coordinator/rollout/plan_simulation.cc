@@ -14,7 +14,8 @@ std::vector<NodeState> SimulatedRollout::ChainOf(const std::string& name) const 
 }
 
 SimulatedRollout SimulateRollout(std::vector<NodeStatus> nodes, NodeState goal,
-                                 const LeaseHolders& holders, const std::optional<Move>& in_flight) {
+                                 const LeaseHolders& holders,
+                                 const std::optional<Move>& in_flight) {
   // Only what the nodes' states and the rules make of them is left to stop the moves.
   for (NodeStatus& node : nodes) {
     node.connected = true;

@@ -932,7 +932,8 @@ pb::RolloutStatus RolloutController::BuildStatus(const EngineView& view) const {
 
   std::optional<NodeState> moving_to;
   if (rollout_.in_flight) moving_to = rollout_.in_flight->to;
-  status.set_phase(PhaseToProto(rollout::PhaseOf(rollout_.goal, EngineControl(), moving_to, next_)));
+  status.set_phase(
+      PhaseToProto(rollout::PhaseOf(rollout_.goal, EngineControl(), moving_to, next_)));
   status.set_next(rollout::DescribeNext(next_, rollout_.goal));
 
   for (const Node& node : nodes_) {

@@ -96,8 +96,7 @@ TEST(SimulateRolloutTest, ANodeWhoseAgentIsAwayIsPlannedAsIfItStayed) {
 TEST(SimulateRolloutTest, TheMoveInFlightCountsAsDone) {
   std::vector<NodeStatus> nodes = Nodes({kInTree, kInTree, kInTree});
   nodes[0].in_transition = true;
-  SimulatedRollout simulated =
-      Simulate(nodes, kMigrated, {}, Move{"a", kInTree, kPrepared});
+  SimulatedRollout simulated = Simulate(nodes, kMigrated, {}, Move{"a", kInTree, kPrepared});
   EXPECT_THAT(Moves(simulated),
               ElementsAre("b:in-tree→prepared", "c:in-tree→prepared", "a:prepared→migrated",
                           "b:prepared→migrated", "c:prepared→migrated"));
