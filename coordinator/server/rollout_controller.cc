@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "agent/base/strings.h"
-#include "coordinator/rollout/rollout_progress.h"
+#include "coordinator/server/rollout_controller_internal.h"
 #include "google/protobuf/util/json_util.h"
 #include "spdlog/spdlog.h"
 
@@ -15,21 +15,15 @@
 #endif
 
 namespace handoff::server {
+
+using controller_internal::Deferred;
+using controller_internal::OutcomeName;
+using controller_internal::RunDeferred;
+using controller_internal::WrapCommand;
+
 namespace {
 
-using Deferred = std::vector<std::function<void()>>;
-
-void RunDeferred(Deferred& deferred) {
-  for (std::function<void()>& call : deferred) call();
-}
-
 std::string Name(NodeState state) { return std::string(NodeStateName(state)); }
-
-pb::CoordinatorMessage WrapCommand(const pb::Command& command) {
-  pb::CoordinatorMessage message;
-  *message.mutable_command() = command;
-  return message;
-}
 
 std::string ToJson(const google::protobuf::Message& message) {
   std::string json;
@@ -38,52 +32,6 @@ std::string ToJson(const google::protobuf::Message& message) {
   if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) return "{}";
   return json;
 }
-
-std::string OutcomeName(pb::CommandResult::Outcome outcome) {
-  switch (outcome) {
-    case pb::CommandResult::SUCCEEDED:
-      return "succeeded";
-    case pb::CommandResult::REFUSED:
-      return "refused";
-    case pb::CommandResult::ROLLED_BACK:
-      return "rolled back";
-    case pb::CommandResult::NEEDS_ATTENTION:
-      return "needs attention";
-    case pb::CommandResult::INTERRUPTED:
-      return "interrupted";
-    default:
-      return "unknown outcome";
-  }
-}
-
-// The wire name of each phase.
-pb::RolloutStatus::Phase PhaseToProto(rollout::Phase phase) {
-  using Phase = rollout::Phase;
-  switch (phase) {
-    case Phase::kIdle:
-      return pb::RolloutStatus::IDLE;
-    case Phase::kPreparing:
-      return pb::RolloutStatus::PREPARING;
-    case Phase::kMigrating:
-      return pb::RolloutStatus::MIGRATING;
-    case Phase::kFinalizing:
-      return pb::RolloutStatus::FINALIZING;
-    case Phase::kRollingBack:
-      return pb::RolloutStatus::ROLLING_BACK;
-    case Phase::kDone:
-      return pb::RolloutStatus::DONE;
-    case Phase::kHalted:
-      return pb::RolloutStatus::HALTED;
-    case Phase::kPaused:
-      return pb::RolloutStatus::PAUSED;
-    case Phase::kWaiting:
-      return pb::RolloutStatus::WAITING;
-    case Phase::kStuck:
-      return pb::RolloutStatus::STUCK;
-  }
-  return pb::RolloutStatus::PHASE_UNSPECIFIED;
-}
-
 
 std::string RandomHex(int bytes) {
   std::random_device device;
@@ -132,14 +80,6 @@ absl::Status CheckResumable(const store::StoredRollout& stored, const Controller
 }
 
 }  // namespace
-
-struct RolloutController::PendingPlan {
-  int64_t id = 0;
-  pb::PlanRolloutResponse response;
-  PlanCallback done;
-  absl::Time deadline;
-  std::map<std::string, size_t> outstanding;  // command id → index in response.nodes
-};
 
 RolloutController::RolloutController(store::Store& store, Clock& clock, ControllerOptions options)
     : store_(store), clock_(clock), options_(std::move(options)), instance_id_(RandomHex(4)) {}
@@ -608,122 +548,6 @@ bool RolloutController::SendMove(const store::InFlight& move, Node& node) {
   return true;
 }
 
-bool RolloutController::TakePlanResult(const pb::CommandResult& result, Deferred& deferred) {
-  for (auto& [id, plan] : plans_) {
-    auto waiting = plan->outstanding.find(result.command_id());
-    if (waiting == plan->outstanding.end()) continue;
-    pb::NodePlan& node_plan = *plan->response.mutable_nodes(static_cast<int>(waiting->second));
-    if (result.outcome() == pb::CommandResult::SUCCEEDED) {
-      *node_plan.mutable_transitions() = result.plan().transitions();
-    } else {
-      node_plan.set_error(StrCat(OutcomeName(result.outcome()), ": ", result.message()));
-    }
-    plan->outstanding.erase(waiting);
-    FinishPlanIfComplete(id, deferred);
-    return true;
-  }
-  return false;
-}
-
-void RolloutController::ExpirePlans(Deferred& deferred) {
-  const absl::Time now = clock_.Now();
-  std::vector<int64_t> expired;
-  for (auto& [id, plan] : plans_) {
-    if (now < plan->deadline) continue;
-    for (const auto& [command, index] : plan->outstanding) {
-      plan->response.mutable_nodes(static_cast<int>(index))
-          ->set_error("the agent did not answer in time");
-    }
-    plan->outstanding.clear();
-    expired.push_back(id);
-  }
-  for (int64_t id : expired) FinishPlanIfComplete(id, deferred);
-}
-
-void RolloutController::FinishPlanIfComplete(int64_t plan_id, Deferred& deferred) {
-  auto found = plans_.find(plan_id);
-  if (found == plans_.end() || !found->second->outstanding.empty()) return;
-  std::shared_ptr<PendingPlan> plan(std::move(found->second));
-  plans_.erase(found);
-  deferred.push_back([plan] { plan->done(plan->response); });
-}
-
-void RolloutController::FailPlansOf(const std::string& node, const std::string& error,
-                                    Deferred& deferred) {
-  std::vector<int64_t> touched;
-  for (auto& [id, plan] : plans_) {
-    for (auto it = plan->outstanding.begin(); it != plan->outstanding.end();) {
-      pb::NodePlan& node_plan = *plan->response.mutable_nodes(static_cast<int>(it->second));
-      if (node_plan.node() == node) {
-        node_plan.set_error(error);
-        it = plan->outstanding.erase(it);
-        touched.push_back(id);
-      } else {
-        ++it;
-      }
-    }
-  }
-  for (int64_t id : touched) FinishPlanIfComplete(id, deferred);
-}
-
-void RolloutController::AskForDiffs(PendingPlan& plan,
-                                    const rollout::SimulatedRollout& simulated) {
-  for (const Node& node : nodes_) {
-    pb::NodePlan* node_plan = plan.response.add_nodes();
-    node_plan->set_node(node.name);
-    node_plan->set_state(ToProto(node.state));
-    const std::vector<NodeState> chain = simulated.ChainOf(node.name);
-    if (chain.empty()) continue;
-    if (!node.link) {
-      node_plan->set_error("the agent is not connected");
-      continue;
-    }
-    pb::Command command;
-    command.set_id(StrCat("plan-", instance_id_, "-", plan.id, "-", node.name));
-    for (NodeState target : chain) command.mutable_plan()->add_chain(ToProto(target));
-    command.mutable_plan()->set_settings_yaml(rollout_.settings_yaml);
-    plan.outstanding[command.id()] = static_cast<size_t>(plan.response.nodes_size() - 1);
-    node.link->Send(WrapCommand(command));
-  }
-}
-
-void RolloutController::PlanRollout(NodeState goal, PlanCallback done) {
-  Deferred deferred;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (goal == NodeState::kInconsistent) {
-      goal = rollout_.goal.value_or(NodeState::kMigrated);
-    }
-    auto plan = std::make_unique<PendingPlan>();
-    plan->id = next_plan_id_++;
-    plan->done = std::move(done);
-    plan->deadline = clock_.Now() + options_.plan_timeout;
-    plan->response.set_goal(ToProto(goal));
-
-    std::optional<rollout::Move> in_flight;
-    if (rollout_.in_flight) {
-      in_flight = rollout::Move{rollout_.in_flight->node, rollout_.in_flight->from,
-                                rollout_.in_flight->to};
-    }
-    const std::vector<rollout::NodeStatus> nodes = EngineNodes();
-    const rollout::SimulatedRollout simulated =
-        rollout::SimulateRollout(nodes, goal, EngineFacts(nodes).holders, in_flight);
-    plan->response.set_blocked_reason(simulated.blocked_reason);
-    for (size_t i = 0; i < simulated.moves.size(); ++i) {
-      pb::PlannedStep* planned = plan->response.add_steps();
-      planned->set_index(static_cast<int>(i) + 1);
-      planned->set_node(simulated.moves[i].node);
-      planned->set_from(ToProto(simulated.moves[i].from));
-      planned->set_to(ToProto(simulated.moves[i].to));
-    }
-    AskForDiffs(*plan, simulated);
-    int64_t id = plan->id;
-    plans_[id] = std::move(plan);
-    FinishPlanIfComplete(id, deferred);
-  }
-  RunDeferred(deferred);
-}
-
 absl::StatusOr<pb::RolloutStatus> RolloutController::SetGoal(const std::string& actor,
                                                              const std::string& kind,
                                                              NodeState goal) {
@@ -864,141 +688,6 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Abort(const std::string& ac
   if (!committed.ok()) return committed;
   Advance();
   return BuildStatus(View());
-}
-
-pb::RolloutStatus RolloutController::Status() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return BuildStatus(View());
-}
-
-absl::StatusOr<pb::HistoryResponse> RolloutController::History(int64_t after_sequence, int limit) {
-  if (limit < 0) return absl::InvalidArgumentError("limit must not be negative");
-  if (limit == 0) limit = 1000;
-  std::lock_guard<std::mutex> lock(mu_);
-  absl::StatusOr<std::vector<store::HistoryEntry>> entries = store_.History(after_sequence, limit);
-  if (!entries.ok()) return entries.status();
-  pb::HistoryResponse response;
-  for (const store::HistoryEntry& entry : *entries) {
-    pb::HistoryEntry* out = response.add_entries();
-    out->set_sequence(entry.sequence);
-    out->set_unix_ms(entry.unix_ms);
-    out->set_actor(entry.actor);
-    out->set_kind(entry.kind);
-    out->set_node(entry.node);
-    out->set_command_id(entry.command_id);
-    out->set_message(entry.message);
-    out->set_detail_json(entry.detail_json);
-  }
-  return response;
-}
-
-pb::NodeState RolloutController::ShownState(const Node& node) {
-  // "Inconsistent" tells the operator handoff will not touch the node until it is repaired: only
-  // its connected agent can say so. A node whose agent is away shows its last known state, or
-  // unknown.
-  const bool known = node.link != nullptr || node.state != NodeState::kInconsistent;
-  return known ? ToProto(node.state) : pb::NODE_STATE_UNSPECIFIED;
-}
-
-pb::NodesResponse RolloutController::Nodes() {
-  std::lock_guard<std::mutex> lock(mu_);
-  pb::NodesResponse response;
-  for (const Node& node : nodes_) {
-    pb::NodeInfo* info = response.add_nodes();
-    info->set_name(node.name);
-    info->set_state(ShownState(node));
-    for (const std::string& reason : node.reasons) info->add_reasons(reason);
-    info->set_connected(node.link != nullptr);
-    info->set_healthy(node.healthy);
-    info->set_health_detail(node.health_detail);
-    info->set_agent_version(node.agent_version);
-    info->set_verifies(node.verifies);
-    if (node.link) info->set_peer(node.link->Peer());
-    info->set_last_seen_unix_ms(node.last_seen_unix_ms);
-    info->set_last_result(node.last_result);
-  }
-  return response;
-}
-
-pb::RolloutStatus RolloutController::BuildStatus(const EngineView& view) const {
-  pb::RolloutStatus status;
-  status.set_rollout_id(rollout_.rollout_id);
-  status.set_revision(rollout_.revision);
-  if (rollout_.goal) status.set_goal(ToProto(*rollout_.goal));
-  status.set_paused(rollout_.paused);
-  status.set_halted(rollout_.halted);
-  status.set_halt_reason(rollout_.halt_reason);
-  status.set_updated_unix_ms(NowMs());
-
-  std::optional<NodeState> moving_to;
-  if (rollout_.in_flight) moving_to = rollout_.in_flight->to;
-  status.set_phase(
-      PhaseToProto(rollout::PhaseOf(rollout_.goal, EngineControl(), moving_to, next_)));
-  status.set_next(rollout::DescribeNext(next_, rollout_.goal));
-
-  for (const Node& node : nodes_) {
-    pb::NodeProgress* progress = status.add_nodes();
-    progress->set_name(node.name);
-    progress->set_state(ShownState(node));
-    progress->set_connected(node.link != nullptr);
-    progress->set_healthy(node.healthy);
-    if (rollout_.in_flight && rollout_.in_flight->node == node.name) {
-      progress->set_moving_to(ToProto(rollout_.in_flight->to));
-    }
-    if (rollout_.goal) {
-      if (std::optional<rollout::Steps> steps =
-              rollout::StepsOf(node.goal_start, node.state, *rollout_.goal)) {
-        progress->set_steps_total(steps->total);
-        progress->set_steps_done(steps->done);
-      }
-    }
-    progress->set_last_result(node.last_result);
-  }
-
-  pb::ClusterFacts* facts = status.mutable_facts();
-  facts->set_rbac_ready(view.facts.rbac_ready);
-  facts->set_lease_held_by_healthy_manager(view.facts.lease_held_by_healthy_manager);
-  facts->set_source(facts_.source);
-  facts->set_detail(facts_.detail);
-  facts->set_checked_unix_ms(facts_checked_ms_);
-
-  if (rollout_.in_flight) {
-    pb::InFlightMove* in_flight = status.mutable_in_flight();
-    in_flight->set_command_id(rollout_.in_flight->command_id);
-    in_flight->set_node(rollout_.in_flight->node);
-    in_flight->set_from(ToProto(rollout_.in_flight->from));
-    in_flight->set_to(ToProto(rollout_.in_flight->to));
-    in_flight->set_sent_unix_ms(rollout_.in_flight->sent_unix_ms);
-  }
-  return status;
-}
-
-void RolloutController::Notify(const EngineView& view) {
-  pb::RolloutStatus status = BuildStatus(view);
-  // A change is a change of content; the clock alone is not one.
-  pb::RolloutStatus comparable = status;
-  comparable.clear_revision();
-  comparable.clear_updated_unix_ms();
-  comparable.mutable_facts()->clear_checked_unix_ms();
-  std::string serialized;
-  comparable.SerializeToString(&serialized);
-  if (serialized == last_notified_) return;
-  last_notified_ = std::move(serialized);
-  status.set_revision(++rollout_.revision);
-  for (auto& [token, watcher] : watchers_) watcher(status);
-}
-
-int RolloutController::Watch(std::function<void(const pb::RolloutStatus&)> watcher) {
-  std::lock_guard<std::mutex> lock(mu_);
-  int token = next_watch_token_++;
-  watcher(BuildStatus(View()));
-  watchers_[token] = std::move(watcher);
-  return token;
-}
-
-void RolloutController::Unwatch(int token) {
-  std::lock_guard<std::mutex> lock(mu_);
-  watchers_.erase(token);
 }
 
 }  // namespace handoff::server

@@ -11,6 +11,10 @@
 // After a restart nothing moves until every node's agent has said hello: the stored states are
 // only what the agents last said, and a node may have changed since (asked for "first").
 //
+// The implementation is split by job: rollout_controller.cc (events, the engine's moves, the
+// operators' decisions), rollout_controller_plans.cc (PlanRollout's fan-out to the agents) and
+// rollout_controller_status.cc (the status feed); the pure parts live in coordinator/rollout.
+//
 // Thread safety: every public method may be called from any thread. AgentLink::Send and Close
 // are called with the controller's mutex held; they must only queue and never call back.
 #ifndef HANDOFF_COORDINATOR_SERVER_ROLLOUT_CONTROLLER_H_
@@ -177,7 +181,14 @@ class RolloutController {
     std::string kube_controller_manager_version;
     std::vector<std::string> unfinished_transactions;
   };
-  struct PendingPlan;
+  // A PlanRollout waiting for its agents' diffs (rollout_controller_plans.cc).
+  struct PendingPlan {
+    int64_t id = 0;
+    pb::PlanRolloutResponse response;
+    PlanCallback done;
+    absl::Time deadline;
+    std::map<std::string, size_t> outstanding;  // command id → index in response.nodes
+  };
   // The engine's view of the rollout (rollout/rollout_engine.h), built from the controller's
   // record once per decision and passed to whatever reads it.
   struct EngineView {

@@ -1,0 +1,50 @@
+// What the parts of the rollout controller share (rollout_controller.cc: events and moves;
+// rollout_controller_plans.cc: plan fan-out; rollout_controller_status.cc: the status feed).
+// Internal: include it from those files only.
+#ifndef HANDOFF_COORDINATOR_SERVER_ROLLOUT_CONTROLLER_INTERNAL_H_
+#define HANDOFF_COORDINATOR_SERVER_ROLLOUT_CONTROLLER_INTERNAL_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "handoff/v1/handoff.pb.h"
+
+namespace handoff::server::controller_internal {
+
+namespace pb = ::handoff::v1;
+
+// Callbacks gathered under the controller's mutex, run after it is released (a plan's `done`
+// may call back into the controller).
+using Deferred = std::vector<std::function<void()>>;
+
+inline void RunDeferred(Deferred& deferred) {
+  for (std::function<void()>& call : deferred) call();
+}
+
+inline pb::CoordinatorMessage WrapCommand(const pb::Command& command) {
+  pb::CoordinatorMessage message;
+  *message.mutable_command() = command;
+  return message;
+}
+
+inline std::string OutcomeName(pb::CommandResult::Outcome outcome) {
+  switch (outcome) {
+    case pb::CommandResult::SUCCEEDED:
+      return "succeeded";
+    case pb::CommandResult::REFUSED:
+      return "refused";
+    case pb::CommandResult::ROLLED_BACK:
+      return "rolled back";
+    case pb::CommandResult::NEEDS_ATTENTION:
+      return "needs attention";
+    case pb::CommandResult::INTERRUPTED:
+      return "interrupted";
+    default:
+      return "unknown outcome";
+  }
+}
+
+}  // namespace handoff::server::controller_internal
+
+#endif  // HANDOFF_COORDINATOR_SERVER_ROLLOUT_CONTROLLER_INTERNAL_H_

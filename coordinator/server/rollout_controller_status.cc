@@ -1,0 +1,179 @@
+// The rollout controller's status feed (rollout_controller.h): the status, the nodes and the
+// history as operators read them, and the watchers told of each change. The rollout's phase,
+// next step and each node's steps are derived in rollout/rollout_progress.h; this maps them onto
+// the wire.
+#include <optional>
+#include <utility>
+
+#include "coordinator/rollout/rollout_progress.h"
+#include "coordinator/server/rollout_controller.h"
+
+namespace handoff::server {
+namespace {
+
+// The wire name of each phase.
+pb::RolloutStatus::Phase PhaseToProto(rollout::Phase phase) {
+  using Phase = rollout::Phase;
+  switch (phase) {
+    case Phase::kIdle:
+      return pb::RolloutStatus::IDLE;
+    case Phase::kPreparing:
+      return pb::RolloutStatus::PREPARING;
+    case Phase::kMigrating:
+      return pb::RolloutStatus::MIGRATING;
+    case Phase::kFinalizing:
+      return pb::RolloutStatus::FINALIZING;
+    case Phase::kRollingBack:
+      return pb::RolloutStatus::ROLLING_BACK;
+    case Phase::kDone:
+      return pb::RolloutStatus::DONE;
+    case Phase::kHalted:
+      return pb::RolloutStatus::HALTED;
+    case Phase::kPaused:
+      return pb::RolloutStatus::PAUSED;
+    case Phase::kWaiting:
+      return pb::RolloutStatus::WAITING;
+    case Phase::kStuck:
+      return pb::RolloutStatus::STUCK;
+  }
+  return pb::RolloutStatus::PHASE_UNSPECIFIED;
+}
+
+}  // namespace
+
+pb::RolloutStatus RolloutController::Status() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return BuildStatus(View());
+}
+
+absl::StatusOr<pb::HistoryResponse> RolloutController::History(int64_t after_sequence, int limit) {
+  if (limit < 0) return absl::InvalidArgumentError("limit must not be negative");
+  if (limit == 0) limit = 1000;
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::StatusOr<std::vector<store::HistoryEntry>> entries = store_.History(after_sequence, limit);
+  if (!entries.ok()) return entries.status();
+  pb::HistoryResponse response;
+  for (const store::HistoryEntry& entry : *entries) {
+    pb::HistoryEntry* out = response.add_entries();
+    out->set_sequence(entry.sequence);
+    out->set_unix_ms(entry.unix_ms);
+    out->set_actor(entry.actor);
+    out->set_kind(entry.kind);
+    out->set_node(entry.node);
+    out->set_command_id(entry.command_id);
+    out->set_message(entry.message);
+    out->set_detail_json(entry.detail_json);
+  }
+  return response;
+}
+
+pb::NodeState RolloutController::ShownState(const Node& node) {
+  // "Inconsistent" tells the operator handoff will not touch the node until it is repaired: only
+  // its connected agent can say so. A node whose agent is away shows its last known state, or
+  // unknown.
+  const bool known = node.link != nullptr || node.state != NodeState::kInconsistent;
+  return known ? ToProto(node.state) : pb::NODE_STATE_UNSPECIFIED;
+}
+
+pb::NodesResponse RolloutController::Nodes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  pb::NodesResponse response;
+  for (const Node& node : nodes_) {
+    pb::NodeInfo* info = response.add_nodes();
+    info->set_name(node.name);
+    info->set_state(ShownState(node));
+    for (const std::string& reason : node.reasons) info->add_reasons(reason);
+    info->set_connected(node.link != nullptr);
+    info->set_healthy(node.healthy);
+    info->set_health_detail(node.health_detail);
+    info->set_agent_version(node.agent_version);
+    info->set_verifies(node.verifies);
+    if (node.link) info->set_peer(node.link->Peer());
+    info->set_last_seen_unix_ms(node.last_seen_unix_ms);
+    info->set_last_result(node.last_result);
+  }
+  return response;
+}
+
+pb::RolloutStatus RolloutController::BuildStatus(const EngineView& view) const {
+  pb::RolloutStatus status;
+  status.set_rollout_id(rollout_.rollout_id);
+  status.set_revision(rollout_.revision);
+  if (rollout_.goal) status.set_goal(ToProto(*rollout_.goal));
+  status.set_paused(rollout_.paused);
+  status.set_halted(rollout_.halted);
+  status.set_halt_reason(rollout_.halt_reason);
+  status.set_updated_unix_ms(NowMs());
+
+  std::optional<NodeState> moving_to;
+  if (rollout_.in_flight) moving_to = rollout_.in_flight->to;
+  status.set_phase(
+      PhaseToProto(rollout::PhaseOf(rollout_.goal, EngineControl(), moving_to, next_)));
+  status.set_next(rollout::DescribeNext(next_, rollout_.goal));
+
+  for (const Node& node : nodes_) {
+    pb::NodeProgress* progress = status.add_nodes();
+    progress->set_name(node.name);
+    progress->set_state(ShownState(node));
+    progress->set_connected(node.link != nullptr);
+    progress->set_healthy(node.healthy);
+    if (rollout_.in_flight && rollout_.in_flight->node == node.name) {
+      progress->set_moving_to(ToProto(rollout_.in_flight->to));
+    }
+    if (rollout_.goal) {
+      if (std::optional<rollout::Steps> steps =
+              rollout::StepsOf(node.goal_start, node.state, *rollout_.goal)) {
+        progress->set_steps_total(steps->total);
+        progress->set_steps_done(steps->done);
+      }
+    }
+    progress->set_last_result(node.last_result);
+  }
+
+  pb::ClusterFacts* facts = status.mutable_facts();
+  facts->set_rbac_ready(view.facts.rbac_ready);
+  facts->set_lease_held_by_healthy_manager(view.facts.lease_held_by_healthy_manager);
+  facts->set_source(facts_.source);
+  facts->set_detail(facts_.detail);
+  facts->set_checked_unix_ms(facts_checked_ms_);
+
+  if (rollout_.in_flight) {
+    pb::InFlightMove* in_flight = status.mutable_in_flight();
+    in_flight->set_command_id(rollout_.in_flight->command_id);
+    in_flight->set_node(rollout_.in_flight->node);
+    in_flight->set_from(ToProto(rollout_.in_flight->from));
+    in_flight->set_to(ToProto(rollout_.in_flight->to));
+    in_flight->set_sent_unix_ms(rollout_.in_flight->sent_unix_ms);
+  }
+  return status;
+}
+
+void RolloutController::Notify(const EngineView& view) {
+  pb::RolloutStatus status = BuildStatus(view);
+  // A change is a change of content; the clock alone is not one.
+  pb::RolloutStatus comparable = status;
+  comparable.clear_revision();
+  comparable.clear_updated_unix_ms();
+  comparable.mutable_facts()->clear_checked_unix_ms();
+  std::string serialized;
+  comparable.SerializeToString(&serialized);
+  if (serialized == last_notified_) return;
+  last_notified_ = std::move(serialized);
+  status.set_revision(++rollout_.revision);
+  for (auto& [token, watcher] : watchers_) watcher(status);
+}
+
+int RolloutController::Watch(std::function<void(const pb::RolloutStatus&)> watcher) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int token = next_watch_token_++;
+  watcher(BuildStatus(View()));
+  watchers_[token] = std::move(watcher);
+  return token;
+}
+
+void RolloutController::Unwatch(int token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  watchers_.erase(token);
+}
+
+}  // namespace handoff::server
