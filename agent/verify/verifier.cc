@@ -223,7 +223,10 @@ absl::Status Verifier::Wait(const ComponentCheck& check,
                                                 absl::FormatDuration(now - start), ": ", reason));
     }
     // The last look falls on the deadline rather than up to one interval past it.
-    clock_.SleepFor(std::min(interval, deadline - now));
+    const absl::Duration next =
+        told ? interval : std::max(std::min(interval, options_.gone_poll_interval),
+                                   absl::Milliseconds(1));
+    clock_.SleepFor(std::min(next, deadline - now));
   }
 }
 

@@ -64,6 +64,11 @@ bool RunsAsChecked(const ComponentCheck& check, const ProcessInfo& process);
 struct VerifyOptions {
   absl::Duration timeout = absl::Minutes(5);         // per component
   absl::Duration poll_interval = absl::Seconds(1);   // between looks; bounded, never grows
+  // Between looks while an old process still runs and someone waits for the proof that it is
+  // gone (Wait's `old_gone`): the coordinator releases the dead manager's leases on that proof,
+  // and a successor takes them at its next retry, so every interval here is time with no
+  // runner. A look is one read of /proc.
+  absl::Duration gone_poll_interval = absl::Milliseconds(50);
   absl::Duration health_timeout = absl::Seconds(5);  // one health request
 };
 

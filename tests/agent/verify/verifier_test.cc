@@ -216,17 +216,21 @@ TEST_F(VerifierTest, OldProcessExitsAndTheNewOneStarts) {
 TEST_F(VerifierTest, TellsOnceWhenTheOldProcessIsGoneBeforeTheNewOneIsProven) {
   ComponentCheck check = KcmCheck();
   processes_.processes_ = {Process(100, kKcmArgv, 1000)};
-  // Gone at the look after the first sleep (2s); the new one runs at 4s, healthy at 6s.
+  // While someone waits for the proof, the looks come every gone_poll_interval: gone at the look
+  // after the third sleep (300ms); then every poll_interval: the new one runs at 2.3s, healthy at
+  // 4.3s.
+  options_.gone_poll_interval = absl::Milliseconds(100);
   clock_.on_sleep_ = [&](int sleeps) {
-    if (sleeps == 1) processes_.processes_.clear();
-    if (sleeps == 2) processes_.processes_ = {Process(300, kKcmArgv, 7000)};
+    if (sleeps == 3) processes_.processes_.clear();
+    if (sleeps == 4) processes_.processes_ = {Process(300, kKcmArgv, 7000)};
   };
   health_.script_ = {absl::UnavailableError("connection refused")};
   std::vector<absl::Duration> told;
   const absl::Time start = clock_.Now();
   Verifier verifier(processes_, health_, clock_, options_);
   EXPECT_TRUE(verifier.Wait(check, [&](absl::Time at) { told.push_back(at - start); }).ok());
-  EXPECT_THAT(told, ElementsAre(absl::Seconds(2)));
+  EXPECT_THAT(told, ElementsAre(absl::Milliseconds(300)));
+  EXPECT_EQ(clock_.Now() - start, absl::Milliseconds(4300));
 }
 
 TEST_F(VerifierTest, NeverTellsWhileTheOldProcessRunsOrWhenThereWasNone) {
