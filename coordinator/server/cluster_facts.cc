@@ -43,24 +43,31 @@ FactsReport KubeFactsSource::Check() {
     };
     report.kube_controller_manager_holder_node = holder_node(leases->kube_controller_manager);
     report.cloud_controller_manager_holder_node = holder_node(leases->cloud_controller_manager);
-    auto add_held = [&](const std::optional<kube::LeaseInfo>& lease, std::string component) {
-      if (!lease || !lease->HeldAt(now)) return;
-      report.held.push_back(FactsReport::HeldLease{
-          lease->name, lease->holder_identity, kube::HostnameOfIdentity(lease->holder_identity),
-          std::move(component)});
-    };
-    add_held(leases->kube_controller_manager, "kube-controller-manager");
-    add_held(leases->cloud_controller_manager, "cloud-controller-manager");
-    // The migration lease's holder is the manager holding the main lease with the same identity.
-    if (ownership.holder == kube::Holder::kKubeControllerManager) {
-      add_held(leases->migration, "kube-controller-manager");
-    } else if (ownership.holder == kube::Holder::kCloudControllerManager) {
-      add_held(leases->migration, "cloud-controller-manager");
-    }
+    report.held = HeldLeases(*leases, now);
     details.push_back(StrCat("migration lease: ", ownership.Describe()));
   }
   report.detail = StrJoin(details, "; ");
   return report;
+}
+
+std::vector<FactsReport::HeldLease> HeldLeases(const kube::LeaseSet& leases, absl::Time now) {
+  std::vector<FactsReport::HeldLease> held;
+  auto add_held = [&](const std::optional<kube::LeaseInfo>& lease, std::string component) {
+    if (!lease || !lease->HeldAt(now)) return;
+    held.push_back(FactsReport::HeldLease{lease->name, lease->holder_identity,
+                                          kube::HostnameOfIdentity(lease->holder_identity),
+                                          std::move(component)});
+  };
+  add_held(leases.kube_controller_manager, "kube-controller-manager");
+  add_held(leases.cloud_controller_manager, "cloud-controller-manager");
+  // The migration lease's holder is the manager holding the main lease with the same identity.
+  const kube::Ownership ownership = kube::ClassifyMigrationLease(leases, now);
+  if (ownership.holder == kube::Holder::kKubeControllerManager) {
+    add_held(leases.migration, "kube-controller-manager");
+  } else if (ownership.holder == kube::Holder::kCloudControllerManager) {
+    add_held(leases.migration, "cloud-controller-manager");
+  }
+  return held;
 }
 
 FactsReport AssumedFactsSource::Check() {

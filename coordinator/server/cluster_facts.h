@@ -37,6 +37,10 @@ class KubeFactsSource : public FactsSource {
   kube::LeaseNames leases_;
 };
 
+// Each lease of `leases` validly held at `now`, with its holder's identity, host and manager
+// (the migration lease's is the manager holding the main lease with the same identity).
+std::vector<FactsReport::HeldLease> HeldLeases(const kube::LeaseSet& leases, absl::Time now);
+
 // --no-cluster-checks (rehearsals on temp roots, with no cluster): both facts taken as true.
 class AssumedFactsSource : public FactsSource {
  public:

@@ -6,6 +6,7 @@
 #include "agent/base/strings.h"
 #include "coordinator/kube/lease.h"
 #include "coordinator/kube/resource.h"
+#include "coordinator/server/cluster_facts.h"
 #include "spdlog/spdlog.h"
 
 namespace handoff::server {
@@ -57,44 +58,65 @@ void LeaseReleaser::SetAudit(Audit audit) {
 
 void LeaseReleaser::MoveSent(const std::string& node, const std::string& command_id,
                              const FactsReport& facts) {
-  std::vector<kube::RecordedHolder> holders;
-  for (const FactsReport::HeldLease& held : facts.held) {
-    if (!HostnameMatchesNode(held.host, node)) continue;
-    kube::RecordedHolder holder;
-    holder.lease = held.lease;
-    holder.identity = held.identity;
-    holder.node = node;
-    holder.component = held.component;
-    holders.push_back(std::move(holder));
+  Job job;
+  job.kind = Job::Kind::kRecord;
+  job.command_id = command_id;
+  job.node = node;
+  job.facts_held = facts.held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(job));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  // One move in flight per node: an older record of this node is done with.
-  for (auto it = recorded_.begin(); it != recorded_.end();) {
-    const bool same_node = !it->second.empty() ? it->second.front().node == node : false;
-    it = same_node ? recorded_.erase(it) : std::next(it);
-  }
-  if (!holders.empty()) recorded_[command_id] = std::move(holders);
+  changed_.notify_all();
 }
 
 void LeaseReleaser::ProcessesGone(const std::string& node, const pb::ProcessesGone& proof) {
   Job job;
+  job.kind = Job::Kind::kRelease;
   job.command_id = proof.command_id();
+  job.node = node;
   job.proof.node = node;
   job.proof.component = proof.component();
   job.proof.old_pids.assign(proof.old_pids().begin(), proof.old_pids().end());
   job.proof.gone_at = absl::FromUnixMillis(proof.gone_unix_ms());
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto found = recorded_.find(proof.command_id());
-    if (found == recorded_.end()) return;  // its node held no lease before the move
-    for (const kube::RecordedHolder& holder : found->second) {
-      if (holder.component == proof.component()) job.holders.push_back(holder);
-    }
-    if (job.holders.empty()) return;
-    std::sort(job.holders.begin(), job.holders.end(), MigrationFirst);
     queue_.push_back(std::move(job));
   }
   changed_.notify_all();
+}
+
+void LeaseReleaser::Record(const Job& job) {
+  // Read now, right after the move was sent: the facts are up to --facts-interval old, and a
+  // lease may have changed hands since (a holder on this node that took it moments ago would be
+  // missing, and its successor would wait the lease out). The move's old processes still run:
+  // the agent has yet to write the manifest and the kubelet to stop them, so what is held now is
+  // what they hold. The facts serve only when the read fails.
+  std::vector<FactsReport::HeldLease> held = job.facts_held;
+  absl::StatusOr<kube::LeaseSet> leases = kube::ReadLeases(*client_, kube::LeaseNames{});
+  if (leases.ok()) {
+    held = HeldLeases(*leases, clock_.Now());
+  } else {
+    spdlog::warn("{}: leases not read when move {} was sent ({}); using the last facts",
+                 job.node, job.command_id, std::string(leases.status().message()));
+  }
+  std::vector<kube::RecordedHolder> holders;
+  for (const FactsReport::HeldLease& lease : held) {
+    if (!HostnameMatchesNode(lease.host, job.node)) continue;
+    kube::RecordedHolder holder;
+    holder.lease = lease.lease;
+    holder.identity = lease.identity;
+    holder.node = job.node;
+    holder.component = lease.component;
+    holders.push_back(std::move(holder));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  // One move in flight per node: an older record of this node is done with.
+  for (auto it = recorded_.begin(); it != recorded_.end();) {
+    const bool same_node = !it->second.empty() ? it->second.front().node == job.node : false;
+    it = same_node ? recorded_.erase(it) : std::next(it);
+  }
+  if (!holders.empty()) recorded_[job.command_id] = std::move(holders);
 }
 
 void LeaseReleaser::Drain() {
@@ -111,7 +133,11 @@ void LeaseReleaser::Run() {
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
-    Release(job);
+    if (job.kind == Job::Kind::kRecord) {
+      Record(job);
+    } else {
+      Release(job);
+    }
     lock.lock();
     busy_ = false;
     changed_.notify_all();
@@ -119,12 +145,22 @@ void LeaseReleaser::Run() {
 }
 
 void LeaseReleaser::Release(const Job& job) {
+  // The holders recorded when the move was sent (an earlier job: the queue keeps their order)
+  // that ran as this component; none when its node held no lease before the move.
   Audit audit;
+  std::vector<kube::RecordedHolder> holders;
   {
     std::lock_guard<std::mutex> lock(mu_);
     audit = audit_;
+    auto found = recorded_.find(job.command_id);
+    if (found != recorded_.end()) {
+      for (const kube::RecordedHolder& holder : found->second) {
+        if (holder.component == job.proof.component) holders.push_back(holder);
+      }
+    }
   }
-  for (const kube::RecordedHolder& holder : job.holders) {
+  std::sort(holders.begin(), holders.end(), MigrationFirst);
+  for (const kube::RecordedHolder& holder : holders) {
     absl::StatusOr<kube::ReleaseOutcome> outcome =
         kube::ReleaseIfDead(*client_, clock_, holder, job.proof);
     kube::Json detail;

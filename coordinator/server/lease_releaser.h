@@ -1,6 +1,6 @@
 // The coordinator's side of the proof-based lease release (kube/lease_release.h has the rules):
-// when a move is sent it records, from the last facts read, the leases held by managers on the
-// moving node; when that node's agent proves a component's old processes gone, it releases the
+// when a move is sent it reads the leases and records those held by managers on the moving node
+// (the last facts read, when the leases cannot be read); when that node's agent proves a component's old processes gone, it releases the
 // leases that component's old process held, each only if the lease still names the recorded
 // holder and was not renewed since. Every decision, a release or not, goes to the audit history
 // with its proof ("lease-release" entries).
@@ -49,12 +49,18 @@ class LeaseReleaser : public MoveListener {
   void Drain();
 
  private:
+  // Done in order by the worker: a move's record before any release of its proofs.
   struct Job {
-    std::vector<kube::RecordedHolder> holders;
-    kube::ExitProof proof;
+    enum class Kind { kRecord, kRelease };
+    Kind kind = Kind::kRecord;
     std::string command_id;
+    std::string node;
+    std::vector<FactsReport::HeldLease> facts_held;  // kRecord: if the leases cannot be read
+    kube::ExitProof proof;                           // kRelease
   };
   void Run();
+  // Reads the leases and records those held by managers on the job's node.
+  void Record(const Job& job);
   void Release(const Job& job);
 
   std::unique_ptr<kube::KubeClient> client_;

@@ -144,12 +144,30 @@ TEST_F(LeaseReleaserTest, AHolderThatRenewedAfterTheProofIsNotTouchedAndTheAudit
 
 TEST_F(LeaseReleaserTest, ANewMoveOfTheNodeForgetsTheHoldersRecordedForTheLastOne) {
   releaser_->MoveSent(kNode, "r1-1", Facts());
-  releaser_->MoveSent(kNode, "r1-2", FactsReport{});  // nothing held by then
+  releaser_->Drain();
+  // By the next move of cp-1, cp-3's managers hold the leases.
+  const std::string cp3 = "cp-3_0c9d2f41-7a55-4f0b-9d1e-2b7c8e5a6f30";
+  PutLease("kube-controller-manager", cp3);
+  PutLease(kMigration, cp3);
+  releaser_->MoveSent(kNode, "r1-2", Facts());
   releaser_->ProcessesGone(kNode, Gone("r1-1", "kube-controller-manager"));
   releaser_->ProcessesGone(kNode, Gone("r1-2", "kube-controller-manager"));
   releaser_->Drain();
-  EXPECT_EQ(Lease("kube-controller-manager").holder_identity, kKcmIdentity);
+  EXPECT_EQ(Lease("kube-controller-manager").holder_identity, cp3);
+  EXPECT_EQ(Lease(kMigration).holder_identity, cp3);
   EXPECT_THAT(audit_, IsEmpty());
+}
+
+// The facts are up to --facts-interval old: the holders are read when the move is sent.
+TEST_F(LeaseReleaserTest, TheHoldersAreReadWhenTheMoveIsSentNotTakenFromTheFacts) {
+  FactsReport stale;  // the last facts knew of no holder on cp-1
+  stale.held = {{"kube-controller-manager", "cp-2_old", "cp-2", "kube-controller-manager"}};
+  releaser_->MoveSent(kNode, "r1-1", stale);
+  releaser_->ProcessesGone(kNode, Gone("r1-1", "kube-controller-manager"));
+  releaser_->Drain();
+  EXPECT_EQ(Lease("kube-controller-manager").holder_identity, "");
+  EXPECT_EQ(Lease(kMigration).holder_identity, "");
+  EXPECT_THAT(audit_, SizeIs(2));
 }
 
 }  // namespace
