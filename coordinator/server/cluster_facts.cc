@@ -16,6 +16,7 @@ KubeFactsSource::KubeFactsSource(std::unique_ptr<kube::KubeClient> client, Clock
 FactsReport KubeFactsSource::Check() {
   FactsReport report;
   report.source = "kubernetes";
+  report.read_unix_ms = absl::ToUnixMillis(clock_.Now());
   std::vector<std::string> details;
   absl::StatusOr<kube::RbacState> rbac = kube::ReadRbac(*client_, rbac_);
   if (!rbac.ok()) {

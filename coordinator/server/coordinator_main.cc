@@ -246,6 +246,7 @@ int Run(const Options& options) {
   controller_options.settings_yaml = settings_yaml;
   controller_options.plan_timeout = *plan_timeout;
   controller_options.move_listener = releaser.get();
+  controller_options.fresh_facts_after_moves = !options.no_cluster_checks;
   absl::StatusOr<std::unique_ptr<RolloutController>> controller =
       RolloutController::Create(**store, *clock, controller_options);
   if (!controller.ok()) return Fail(controller.status());
@@ -284,12 +285,17 @@ int Run(const Options& options) {
   ShutdownSignal stop;
   std::thread ticker([&] {
     absl::Time next_facts = clock->Now() + *facts_interval;
-    while (!stop.WaitTimeoutOrShutdown(absl::Seconds(1))) {
-      if (clock->Now() >= next_facts) {
+    absl::Time next_tick = clock->Now() + absl::Seconds(1);
+    // Every --facts-interval, and as soon as a move's result makes the next move wait for them.
+    while (!stop.WaitTimeoutOrShutdown(absl::Milliseconds(100))) {
+      if (clock->Now() >= next_facts || (*controller)->WantsFacts()) {
         (*controller)->SetFacts(facts->Check());
         next_facts = clock->Now() + *facts_interval;
       }
-      (*controller)->Tick();
+      if (clock->Now() >= next_tick) {
+        (*controller)->Tick();
+        next_tick = clock->Now() + absl::Seconds(1);
+      }
     }
   });
 

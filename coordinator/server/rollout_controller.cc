@@ -280,6 +280,8 @@ void RolloutController::FinishMove(Node& node, const pb::CommandResult& result,
                                    std::vector<store::HistoryEntry>& history) {
   const store::InFlight move = *rollout_.in_flight;
   rollout_.in_flight.reset();
+  // The move may have handed leases over: the next move waits for facts read after it.
+  facts_needed_after_ms_ = NowMs();
   if (result.has_report()) ApplyReport(node, result.report());
   std::string line =
       StrCat(Name(move.from), " → ", Name(move.to), " ", OutcomeName(result.outcome()));
@@ -378,7 +380,17 @@ void RolloutController::SetFacts(const FactsReport& facts) {
   std::lock_guard<std::mutex> lock(mu_);
   facts_ = facts;
   facts_checked_ms_ = NowMs();
+  facts_read_ms_ = facts.read_unix_ms != 0 ? facts.read_unix_ms : facts_checked_ms_;
   Advance();
+}
+
+bool RolloutController::WantsFacts() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return FactsStale();
+}
+
+bool RolloutController::FactsStale() const {
+  return options_.fresh_facts_after_moves && facts_read_ms_ <= facts_needed_after_ms_;
 }
 
 void RolloutController::RecordAudit(const std::string& kind, const std::string& node,
@@ -496,6 +508,15 @@ void RolloutController::Advance() {
   const rollout::Goal goal{*rollout_.goal};
   next_ = rollout::NextStep(view.nodes, goal, view.facts, view.control);
   if (next_.kind != rollout::Decision::Kind::kMove) {
+    Notify(view);
+    return;
+  }
+  if (FactsStale()) {
+    // Which node to move next depends on who holds the leases (holders last), and the last move
+    // may have changed that: decide on the leases as it left them.
+    next_.kind = rollout::Decision::Kind::kWait;
+    next_.reason = StrCat("reading the leases as the last move left them, then ", next_.node,
+                          " → ", Name(next_.to));
     Notify(view);
     return;
   }

@@ -77,6 +77,8 @@ struct FactsReport {
   std::vector<HeldLease> held;
   std::string source;  // "kubernetes" or "assumed"
   std::string detail;
+  // Unix ms when the read began; 0: when the controller received the report.
+  int64_t read_unix_ms = 0;
 };
 
 // Told of each move as it is sent and of what its agent proves on the way (the lease release
@@ -102,6 +104,9 @@ struct ControllerOptions {
   absl::Duration plan_timeout = absl::Seconds(30);
   // Borrowed; may be null. Must outlive the controller.
   MoveListener* move_listener = nullptr;
+  // Whether the facts come from the cluster and change with moves (the leases): then no move is
+  // sent until facts read after the last move's result arrive (WantsFacts says when to read).
+  bool fresh_facts_after_moves = false;
 };
 
 // PlanRollout's answer arrives later (the agents compute the diffs); `done` is called once,
@@ -133,6 +138,8 @@ class RolloutController {
 
   // --- the cluster ---
   void SetFacts(const FactsReport& facts);
+  // True while the next move waits for facts read after the last move's result.
+  bool WantsFacts();
   // Adds an entry to the audit history (the lease release's decisions); `kind` names it.
   void RecordAudit(const std::string& kind, const std::string& node, const std::string& message,
                    const std::string& detail_json);
@@ -266,6 +273,9 @@ class RolloutController {
   std::vector<Node> nodes_;
   FactsReport facts_;
   int64_t facts_checked_ms_ = 0;
+  int64_t facts_read_ms_ = 0;          // when the facts in facts_ began to be read
+  int64_t facts_needed_after_ms_ = 0;  // the last move's result: facts must be newer
+  bool FactsStale() const;
   rollout::Decision next_;
   std::map<int, std::function<void(const pb::RolloutStatus&)>> watchers_;
   int next_watch_token_ = 1;

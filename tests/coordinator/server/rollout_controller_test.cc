@@ -87,6 +87,7 @@ class RolloutControllerTest : public ::testing::Test {
     ControllerOptions options;
     options.nodes = nodes_;
     options.settings_yaml = kSettings;
+    options.fresh_facts_after_moves = fresh_facts_after_moves_;
     absl::StatusOr<std::unique_ptr<RolloutController>> controller =
         RolloutController::Create(*store_, clock_, options);
     ASSERT_TRUE(controller.ok()) << controller.status();
@@ -151,6 +152,7 @@ class RolloutControllerTest : public ::testing::Test {
   }
 
   std::vector<std::string> nodes_ = {"cp-1", "cp-2", "cp-3"};
+  bool fresh_facts_after_moves_ = false;
   std::string dir_;
   FakeClock clock_{absl::FromUnixSeconds(1800000000)};
   std::unique_ptr<store::Store> store_;
@@ -410,6 +412,36 @@ TEST_F(RolloutControllerTest, TheCoordinatorHaltsARolloutUnderWayWithItsEvidence
   EXPECT_EQ(halts, 1);
   // Only the operator resumes (R5).
   ASSERT_TRUE(controller_->Resume("alice").ok());
+  EXPECT_TRUE(controller_->Status().has_in_flight());
+}
+
+TEST_F(RolloutControllerTest, WithClusterFactsTheNextMoveWaitsForFactsReadAfterTheLastResult) {
+  fresh_facts_after_moves_ = true;
+  Reopen();
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  std::string node;
+  std::optional<pb::Command> first = InFlightCommand(&node);
+  ASSERT_TRUE(first);
+  EXPECT_FALSE(controller_->WantsFacts());
+  clock_.Advance(absl::Seconds(1));
+  Answer(node, Succeeded(*first));
+  // The move may have handed a lease over: which node goes next depends on it.
+  EXPECT_FALSE(controller_->Status().has_in_flight());
+  EXPECT_TRUE(controller_->WantsFacts());
+  EXPECT_THAT(controller_->Status().next(), HasSubstr("reading the leases as the last move left them"));
+  // Facts whose read began before the result do not count.
+  FactsReport facts;
+  facts.rbac_ready = true;
+  facts.lease_held = true;
+  facts.source = "kubernetes";
+  facts.read_unix_ms = absl::ToUnixMillis(clock_.Now()) - 500;
+  controller_->SetFacts(facts);
+  EXPECT_FALSE(controller_->Status().has_in_flight());
+  clock_.Advance(absl::Milliseconds(100));
+  facts.read_unix_ms = absl::ToUnixMillis(clock_.Now());
+  controller_->SetFacts(facts);
+  EXPECT_FALSE(controller_->WantsFacts());
   EXPECT_TRUE(controller_->Status().has_in_flight());
 }
 
