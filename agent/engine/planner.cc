@@ -348,6 +348,12 @@ class Planner {
       absl::Status written = WriteManifest(*view_.apiserver, *pod);
       if (!written.ok()) return written;
     }
+    // The cloud-controller-manager starts before the kube-controller-manager stops running the
+    // cloud controllers: it waits for the migration lease, and takes it at its next retry once
+    // the old kube-controller-manager is gone (the coordinator releases it on proof of exit),
+    // rather than starting only after that.
+    Write(settings_.paths.leader_migration_config, *config, "");
+    Write(ccm_path, ccm->Emit(), std::string(kCloudControllerManager));
     absl::StatusOr<StaticPod> kcm_pod = Retagged(kcm);
     if (!kcm_pod.ok()) return kcm_pod.status();
     DisableLeaderMigration(kcm, *kcm_pod);
@@ -375,8 +381,6 @@ class Planner {
       written = WriteManifest(*view_.scheduler, *pod);
       if (!written.ok()) return written;
     }
-    Write(settings_.paths.leader_migration_config, *config, "");
-    Write(ccm_path, ccm->Emit(), std::string(kCloudControllerManager));
     if (*kubelet) Write(settings_.paths.kubelet_flags_file, **kubelet, std::string(kKubelet));
     return absl::OkStatus();
   }
@@ -396,7 +400,9 @@ class Planner {
     if (!record->Has(kKubeControllerManager)) {
       return Precondition(StrCat(record_path, " has no kube-controller-manager entry"));
     }
-    // Moving back is the forward move in reverse order.
+    // Moving back is the forward move in reverse order (the kubelet, the scheduler, the
+    // kube-controller-manager, the cloud-controller-manager, the API server, the record), but
+    // the kube-controller-manager's Leader Migration file comes back before the manifests.
     if (record->kubelet_flags() && snapshot_.kubelet_flags) {
       absl::StatusOr<KubeletFlagsFile> file =
           KubeletFlagsFile::Parse(*snapshot_.kubelet_flags, settings_.paths.kubelet_flags_file);
@@ -405,24 +411,30 @@ class Planner {
       Write(settings_.paths.kubelet_flags_file, file->Emit(), std::string(kKubelet));
     }
     const ComponentView& ccm = *view_.cloud_controller_manager;
-    Write(ccm.path, std::nullopt, ccm.component);
-    // The cloud-controller-manager's file goes; the kube-controller-manager's comes back where
-    // it was (the same path unless the node had its own before handoff prepared it).
+    // The kube-controller-manager's Leader Migration file comes back where it was (the same
+    // path unless the node had its own before handoff prepared it), before the manifest that
+    // mounts it.
     const std::optional<MigrationRecord::File>& kcm_config = record->leader_migration_config();
+    if (kcm_config) Write(kcm_config->path, kcm_config->content, "");
+    auto restore = [&](const std::optional<ComponentView>& component) -> absl::Status {
+      if (!component || !record->Has(component->component)) return absl::OkStatus();
+      StaticPod pod = component->pod;
+      absl::Status restored = record->Restore(component->component, pod, component->container);
+      if (!restored.ok()) return restored;
+      return WriteManifest(*component, pod);
+    };
+    for (const std::optional<ComponentView>* component :
+         {&view_.scheduler, &view_.controller_manager}) {
+      if (absl::Status restored = restore(*component); !restored.ok()) return restored;
+    }
+    // Then the cloud-controller-manager goes: the kube-controller-manager with Leader Migration
+    // already waits for the migration lease and takes it at its next retry once the
+    // cloud-controller-manager is gone, rather than only starting then. Its file goes after it.
+    Write(ccm.path, std::nullopt, ccm.component);
     if (!kcm_config || kcm_config->path != settings_.paths.leader_migration_config) {
       Write(settings_.paths.leader_migration_config, std::nullopt, "");
     }
-    if (kcm_config) Write(kcm_config->path, kcm_config->content, "");
-    for (const std::optional<ComponentView>* component :
-         {&view_.scheduler, &view_.controller_manager, &view_.apiserver}) {
-      if (!*component || !record->Has((*component)->component)) continue;
-      StaticPod pod = (*component)->pod;
-      absl::Status restored =
-          record->Restore((*component)->component, pod, (*component)->container);
-      if (!restored.ok()) return restored;
-      absl::Status written = WriteManifest(**component, pod);
-      if (!written.ok()) return written;
-    }
+    if (absl::Status restored = restore(view_.apiserver); !restored.ok()) return restored;
     Write(record_path, std::nullopt, "");
     return absl::OkStatus();
   }

@@ -28,10 +28,12 @@ struct FileChange {
 struct Plan {
   NodeState from = NodeState::kInconsistent;
   NodeState to = NodeState::kInconsistent;
-  // In write order. Moving forward: migration record, kube-apiserver, kube-controller-manager,
-  // kube-scheduler, the Leader Migration file, cloud-controller-manager, kubelet; moving back the
+  // In write order. Moving forward: migration record, kube-apiserver, the Leader Migration file,
+  // cloud-controller-manager, kube-controller-manager, kube-scheduler, kubelet; moving back the
   // reverse. A file always exists before the manifest that mounts it is written, and is removed
-  // only after the last manifest that mounts it stops doing so.
+  // only after the last manifest that mounts it stops doing so. The manager that takes the cloud
+  // controllers over starts before the one that gives them up stops, so that it already waits
+  // for the lease when the other's is released.
   std::vector<FileChange> changes;
   std::vector<std::string> notes;  // for the operator: what the plan assumes or leaves to them
   bool empty() const { return changes.empty(); }

@@ -229,8 +229,9 @@ TEST_F(ApplierTest, UnhealthyComponentTimesOutAndIsRolledBack) {
 
 TEST_F(ApplierTest, FailedUndoIsReportedAndLeftForRecovery) {
   MustApply(NodeState::kPrepared);
-  kubelet_.unhealthy_ports.insert(10258);
-  kubelet_.unhealthy_ports.insert(10257);  // the restored kube-controller-manager fails too
+  // The kube-controller-manager (written after the cloud-controller-manager) never gets healthy,
+  // and neither does its restored self.
+  kubelet_.unhealthy_ports.insert(10257);
   absl::StatusOr<ApplyReport> report = MakeApplier().Apply(NodeState::kMigrated);
   ASSERT_TRUE(report.ok());
   EXPECT_FALSE(report->ok());

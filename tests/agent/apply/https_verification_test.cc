@@ -109,7 +109,7 @@ TEST_F(HttpsVerificationTest, HealthyManagersLetTheMoveThrough) {
   EXPECT_GT(ccm_health_.requests.load(), 0);
 }
 
-TEST_F(HttpsVerificationTest, UnhealthyCloudControllerManagerIsRolledBackAndTheRestoreVerified) {
+TEST_F(HttpsVerificationTest, UnhealthyCloudControllerManagerIsRolledBackBeforeTheOtherManager) {
   ASSERT_TRUE(Apply(NodeState::kPrepared).ok());
   ccm_health_.status = 500;
   const int kcm_checks_before = kcm_health_.requests.load();
@@ -120,20 +120,23 @@ TEST_F(HttpsVerificationTest, UnhealthyCloudControllerManagerIsRolledBackAndTheR
                                      HasSubstr(StrCat(ccm_health_.port()))));
   EXPECT_EQ(report->rollback_failure, "");
   EXPECT_EQ(State(), NodeState::kPrepared);
-  // The restored kube-controller-manager was checked over HTTPS again.
-  EXPECT_GT(kcm_health_.requests.load(), kcm_checks_before);
+  // The cloud-controller-manager starts first: the kube-controller-manager, which would give
+  // the cloud controllers up, was never touched.
+  EXPECT_EQ(kcm_health_.requests.load(), kcm_checks_before);
 }
 
 TEST_F(HttpsVerificationTest, RestoredComponentThatStaysUnhealthyIsReported) {
   ASSERT_TRUE(Apply(NodeState::kPrepared).ok());
-  ccm_health_.status = 500;
   kcm_health_.status = 503;
+  const int ccm_checks_before = ccm_health_.requests.load();
   absl::StatusOr<ApplyReport> report = Apply(NodeState::kMigrated);
   ASSERT_TRUE(report.ok());
   EXPECT_FALSE(report->ok());
   EXPECT_THAT(report->failure, HasSubstr("kube-controller-manager"));  // its first check failed
   EXPECT_THAT(report->rollback_failure,
               AllOf(HasSubstr("kube-controller-manager"), HasSubstr("503")));
+  // The cloud-controller-manager, written first, was proven before.
+  EXPECT_GT(ccm_health_.requests.load(), ccm_checks_before);
 }
 
 }  // namespace

@@ -149,9 +149,12 @@ TEST(PlannerTest, WriteOrderPutsEachFileBeforeTheManifestThatMountsIt) {
   for (const FileChange& change : migrate->changes) {
     order.push_back(change.component.empty() ? change.path : change.component);
   }
-  EXPECT_THAT(order, ::testing::ElementsAre(kRecord, "kube-apiserver", "kube-controller-manager",
-                                            "kube-scheduler", "/etc/leadermigration.conf",
-                                            "cloud-controller-manager", "kubelet"));
+  // The cloud-controller-manager starts before the kube-controller-manager gives the cloud
+  // controllers up, and (moving back) the kube-controller-manager before the
+  // cloud-controller-manager stops: the successor already waits for the lease.
+  EXPECT_THAT(order, ::testing::ElementsAre(kRecord, "kube-apiserver", "/etc/leadermigration.conf",
+                                            "cloud-controller-manager", "kube-controller-manager",
+                                            "kube-scheduler", "kubelet"));
 
   ApplyPlan(*migrate, fs);
   absl::StatusOr<Plan> back = PlanNode(fs, NodeState::kPrepared, KubeadmSettings());
@@ -160,9 +163,9 @@ TEST(PlannerTest, WriteOrderPutsEachFileBeforeTheManifestThatMountsIt) {
   for (const FileChange& change : back->changes) {
     order.push_back(change.component.empty() ? change.path : change.component);
   }
-  EXPECT_THAT(order, ::testing::ElementsAre("kubelet", "cloud-controller-manager",
-                                            "/etc/leadermigration.conf", "kube-scheduler",
-                                            "kube-controller-manager", "kube-apiserver", kRecord));
+  EXPECT_THAT(order, ::testing::ElementsAre("kubelet", "/etc/leadermigration.conf",
+                                            "kube-scheduler", "kube-controller-manager",
+                                            "cloud-controller-manager", "kube-apiserver", kRecord));
 }
 
 TEST(PlannerTest, MovingBackWithoutARecordIsRefusedNotGuessed) {
