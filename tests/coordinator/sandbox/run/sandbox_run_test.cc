@@ -193,6 +193,12 @@ TEST(SandboxRunTest, AnUnknownClusterIsRefused) {
   EXPECT_THAT(run.output, HasSubstr("--cluster \"minikube\" is not one of model, real"));
 }
 
+TEST(SandboxRunTest, AnUnknownLeaseReleaseIsRefused) {
+  SandboxOutcome run = Sandbox({"--lease-release", "maybe"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--lease-release \"maybe\" is not one of on, off"));
+}
+
 TEST(SandboxRunTest, AnUnknownFaultIsRefused) {
   SandboxOutcome run = Sandbox({"--fault", "meteor"});
   EXPECT_EQ(run.exit_code, 2);
