@@ -8,6 +8,7 @@
 #include "agent/base/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/coordinator/rollout/engine_nodes.h"
 
 namespace handoff::rollout {
 namespace {
@@ -20,25 +21,12 @@ using ::testing::Not;
 using ::testing::StartsWith;
 
 using Kind = Decision::Kind;
-constexpr NodeState kInTree = NodeState::kInTree;
-constexpr NodeState kPrepared = NodeState::kPrepared;
-constexpr NodeState kMigrated = NodeState::kMigrated;
-constexpr NodeState kFinalized = NodeState::kFinalized;
-constexpr NodeState kInconsistent = NodeState::kInconsistent;
-
-// Nodes a, b, c, ... in the given states, connected, healthy and idle.
-std::vector<NodeStatus> Nodes(std::vector<NodeState> states) {
-  std::vector<NodeStatus> nodes;
-  for (std::size_t i = 0; i < states.size(); ++i) {
-    NodeStatus node;
-    node.name = std::string(1, static_cast<char>('a' + i));
-    node.state = states[i];
-    node.connected = true;
-    node.healthy = true;
-    nodes.push_back(node);
-  }
-  return nodes;
-}
+using testing::kFinalized;
+using testing::kInconsistent;
+using testing::kInTree;
+using testing::kMigrated;
+using testing::kPrepared;
+using testing::Nodes;
 
 NodeStatus& Named(std::vector<NodeStatus>& nodes, const std::string& name) {
   for (NodeStatus& node : nodes) {

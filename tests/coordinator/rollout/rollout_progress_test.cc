@@ -7,16 +7,17 @@
 #include <utility>
 
 #include "gtest/gtest.h"
+#include "tests/coordinator/rollout/engine_nodes.h"
 
 namespace handoff::rollout {
 namespace {
 
 using Kind = Decision::Kind;
-constexpr NodeState kInTree = NodeState::kInTree;
-constexpr NodeState kPrepared = NodeState::kPrepared;
-constexpr NodeState kMigrated = NodeState::kMigrated;
-constexpr NodeState kFinalized = NodeState::kFinalized;
-constexpr NodeState kInconsistent = NodeState::kInconsistent;
+using testing::kFinalized;
+using testing::kInconsistent;
+using testing::kInTree;
+using testing::kMigrated;
+using testing::kPrepared;
 
 Decision Next(Kind kind, std::string reason = "because") {
   Decision decision;

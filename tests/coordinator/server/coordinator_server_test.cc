@@ -1,9 +1,6 @@
 // The gRPC server over real mutual TLS on loopback: who may call what.
 #include "coordinator/server/coordinator_server.h"
 
-#include <stdlib.h>
-
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -14,6 +11,7 @@
 #include "grpcpp/client_context.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "gtest/gtest.h"
+#include "tests/coordinator/server/temp_database.h"
 #include "handoff/v1/handoff.grpc.pb.h"
 #include "proto/rpc/channel.h"
 #include "spdlog/sinks/base_sink.h"
@@ -43,13 +41,8 @@ rpc::ClientTls ClientTlsFor(const std::string& name) {
 class CoordinatorServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = std::filesystem::path(::testing::TempDir()) / "server-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    absl::StatusOr<std::unique_ptr<store::Store>> store =
-        store::Store::Open(dir_ + "/coordinator.db");
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
+    store_ = database_.Open();
+    ASSERT_NE(store_, nullptr);
     ControllerOptions options;
     options.nodes = {"cp-1", "cp-2"};
     absl::StatusOr<std::unique_ptr<RolloutController>> controller =
@@ -71,7 +64,6 @@ class CoordinatorServerTest : public ::testing::Test {
     server_.reset();
     controller_.reset();
     store_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   grpc::Status CallNodes(const std::string& identity, pb::NodesResponse* response) {
@@ -113,7 +105,7 @@ class CoordinatorServerTest : public ::testing::Test {
     return got ? grpc::Status::OK : status;
   }
 
-  std::string dir_;
+  testing::TempDatabase database_{"server"};
   FakeClock clock_{absl::FromUnixSeconds(1800000000)};
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<RolloutController> controller_;
@@ -299,13 +291,8 @@ class ClientCertificateTest : public ::testing::Test {
     server.server = true;
     const pki::KeyPair coordinator = Issue(ca_, server, now_);
 
-    std::string pattern = std::filesystem::path(::testing::TempDir()) / "server-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    absl::StatusOr<std::unique_ptr<store::Store>> store =
-        store::Store::Open(dir_ + "/coordinator.db");
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
+    store_ = database_.Open();
+    ASSERT_NE(store_, nullptr);
     ControllerOptions options;
     options.nodes = {"cp-1"};
     absl::StatusOr<std::unique_ptr<RolloutController>> controller =
@@ -332,7 +319,6 @@ class ClientCertificateTest : public ::testing::Test {
     if (previous_logger_) spdlog::set_default_logger(previous_logger_);
     controller_.reset();
     store_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   static pki::KeyPair Issue(const pki::KeyPair& ca, const pki::CertificateRequest& request,
@@ -371,7 +357,7 @@ class ClientCertificateTest : public ::testing::Test {
 
   absl::Time now_;
   pki::KeyPair ca_;
-  std::string dir_;
+  testing::TempDatabase database_{"server"};
   FakeClock clock_{absl::FromUnixSeconds(1800000000)};
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<RolloutController> controller_;
@@ -431,15 +417,13 @@ TEST_F(ClientCertificateTest, AServerCertificateIsNoClientCertificate) {
 
 TEST(CoordinatorServerStartTest, RefusesAKeyThatIsNotTheCertificates) {
   FakeClock clock;
-  std::string pattern = std::filesystem::path(::testing::TempDir()) / "server-XXXXXX";
-  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-  const std::string dir = pattern;
-  absl::StatusOr<std::unique_ptr<store::Store>> store = store::Store::Open(dir + "/coordinator.db");
-  ASSERT_TRUE(store.ok()) << store.status();
+  testing::TempDatabase database("server");
+  std::unique_ptr<store::Store> store = database.Open();
+  ASSERT_NE(store, nullptr);
   ControllerOptions options;
   options.nodes = {"cp-1"};
   absl::StatusOr<std::unique_ptr<RolloutController>> controller =
-      RolloutController::Create(**store, clock, options);
+      RolloutController::Create(*store, clock, options);
   ASSERT_TRUE(controller.ok()) << controller.status();
   ServerOptions server_options;
   server_options.listen = "127.0.0.1:0";
@@ -450,9 +434,6 @@ TEST(CoordinatorServerStartTest, RefusesAKeyThatIsNotTheCertificates) {
       CoordinatorServer::Start(**controller, server_options);
   EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(server.status().message(), HasSubstr("does not belong to the certificate"));
-  controller->reset();
-  store->reset();
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

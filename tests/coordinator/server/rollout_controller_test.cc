@@ -3,15 +3,13 @@
 // end to end in tests/coordinator/multiprocess.
 #include "coordinator/server/rollout_controller.h"
 
-#include <stdlib.h>
-
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/coordinator/server/temp_database.h"
 
 namespace handoff::server {
 namespace {
@@ -64,26 +62,18 @@ pb::AgentHello Hello(const std::string& node, NodeState state) {
 
 class RolloutControllerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = std::filesystem::path(::testing::TempDir()) / "controller-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    Reopen();
-  }
+  void SetUp() override { Reopen(); }
   void TearDown() override {
     controller_.reset();
     store_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   // A new controller on the same database: a coordinator restart.
   void Reopen() {
     controller_.reset();
     store_.reset();
-    absl::StatusOr<std::unique_ptr<store::Store>> store =
-        store::Store::Open(dir_ + "/coordinator.db");
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
+    store_ = database_.Open();
+    ASSERT_NE(store_, nullptr);
     ControllerOptions options;
     options.nodes = nodes_;
     options.settings_yaml = kSettings;
@@ -153,7 +143,7 @@ class RolloutControllerTest : public ::testing::Test {
 
   std::vector<std::string> nodes_ = {"cp-1", "cp-2", "cp-3"};
   bool fresh_facts_after_moves_ = false;
-  std::string dir_;
+  testing::TempDatabase database_{"controller"};
   FakeClock clock_{absl::FromUnixSeconds(1800000000)};
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<RolloutController> controller_;

@@ -3,14 +3,12 @@
 // double_run_detector_test.cc.
 #include "coordinator/server/run_watch.h"
 
-#include <stdlib.h>
-
-#include <filesystem>
 #include <memory>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/coordinator/server/temp_database.h"
 
 namespace handoff::server {
 namespace {
@@ -40,13 +38,8 @@ pb::ControllerSample Sample(int64_t at_ms, const std::string& manager, int64_t p
 class RunWatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = std::filesystem::path(::testing::TempDir()) / "run-watch-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    absl::StatusOr<std::unique_ptr<store::Store>> store =
-        store::Store::Open(dir_ + "/coordinator.db");
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
+    store_ = database_.Open();
+    ASSERT_NE(store_, nullptr);
     ControllerOptions options;
     options.nodes = {"cp-1", "cp-2"};
     options.settings_yaml =
@@ -77,7 +70,6 @@ class RunWatchTest : public ::testing::Test {
     watch_.reset();
     controller_.reset();
     store_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   // Both nodes' managers run service from 0 to `until_ms`, sampled each second.
@@ -97,7 +89,7 @@ class RunWatchTest : public ::testing::Test {
     return found;
   }
 
-  std::string dir_;
+  testing::TempDatabase database_{"run-watch"};
   FakeClock clock_{absl::FromUnixSeconds(1800000000)};
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<RolloutController> controller_;
