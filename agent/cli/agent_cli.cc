@@ -8,6 +8,7 @@
 #include "absl/time/time.h"
 #include "agent/apply/applier.h"
 #include "agent/base/strings.h"
+#include "agent/cli/cli_config.h"
 #include "agent/daemon/certificate.h"
 #include "agent/daemon/daemon.h"
 #include "agent/engine/classify.h"
@@ -130,9 +131,11 @@ struct RunOptions {
   std::string stream_deadline = "30m";
   std::string move_delay = "0s";
   std::string sample_interval = "2s";
+  std::string config;  // read before parsing (cli_config.h); kept for --help
 };
 
 void AddRunOptions(CLI::App& command, RunOptions& options) {
+  AddConfigOption(command, options.config, "coordinator: handoff.example.internal:7450");
   command
       .add_option("--coordinator", options.coordinator,
                   "The coordinator's address, HOST:PORT (the agent dials it; it listens on no "
@@ -397,38 +400,42 @@ class Commands {
 
   // `run`: validates everything it can before dialing, so a bad configuration exits 2 with the
   // file or flag named instead of retrying forever.
-  int Run(const RunOptions& run, const ChangeOptions& change) {
+  // `config`: the options --config stood for; a refusal about one of them names its file and key.
+  int Run(const RunOptions& run, const ChangeOptions& change, const ConfigArgs& file) {
+    auto refuse = [&](const absl::Status& status) {
+      return Refuse(AttributeToConfigFile(status, file));
+    };
     DaemonConfig config;
     config.coordinator = run.coordinator;
     const size_t colon = run.coordinator.rfind(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == run.coordinator.size()) {
-      return Refuse(absl::InvalidArgumentError(
+      return refuse(absl::InvalidArgumentError(
           StrCat("--coordinator: '", run.coordinator, "' is not HOST:PORT")));
     }
     absl::StatusOr<ApplyOptions> apply = MakeApplyOptions(change);
-    if (!apply.ok()) return Refuse(apply.status());
+    if (!apply.ok()) return refuse(apply.status());
     config.agent.apply = *apply;
     absl::StatusOr<absl::Duration> reconnect_max =
         ParseDurationFlag("--reconnect-max", run.reconnect_max);
-    if (!reconnect_max.ok()) return Refuse(reconnect_max.status());
+    if (!reconnect_max.ok()) return refuse(reconnect_max.status());
     config.client.reconnect_max = *reconnect_max;
     absl::StatusOr<absl::Duration> deadline =
         ParseDurationFlag("--stream-deadline", run.stream_deadline);
-    if (!deadline.ok()) return Refuse(deadline.status());
+    if (!deadline.ok()) return refuse(deadline.status());
     config.client.stream_deadline = *deadline;
     absl::StatusOr<absl::Duration> delay = ParseDurationFlag("--move-delay", run.move_delay, true);
-    if (!delay.ok()) return Refuse(delay.status());
+    if (!delay.ok()) return refuse(delay.status());
     config.agent.move_delay = *delay;
     absl::StatusOr<absl::Duration> sample =
         ParseDurationFlag("--sample-interval", run.sample_interval, true);
-    if (!sample.ok()) return Refuse(sample.status());
+    if (!sample.ok()) return refuse(sample.status());
     config.client.sample_interval = *sample;
 
     NodeOptions node;
     node.root = run.root;
     node.settings_file = run.settings_file;
     absl::StatusOr<Settings> settings = LoadSettings(node);
-    if (!settings.ok()) return Refuse(settings.status());
+    if (!settings.ok()) return refuse(settings.status());
     config.agent.paths = settings->paths;
     config.agent.kubelet = settings->kubelet;
 
@@ -438,23 +445,23 @@ class Commands {
                                        std::tuple{"--key", &run.key, &config.tls.key_pem}}) {
       absl::StatusOr<std::string> text = host_files->ReadFile(*path, kPemRead);
       if (!text.ok()) {
-        return Refuse(absl::InvalidArgumentError(
+        return refuse(absl::InvalidArgumentError(
             StrCat("cannot read ", flag, ": ", text.status().message())));
       }
       *content = *std::move(text);
     }
     absl::StatusOr<std::string> common_name = CertificateCommonName(config.tls.cert_pem);
     if (!common_name.ok()) {
-      return Refuse(absl::InvalidArgumentError(
+      return refuse(absl::InvalidArgumentError(
           StrCat("--cert ", run.cert, ": ", common_name.status().message())));
     }
     absl::Status key = CheckKeyMatchesCertificate(config.tls.cert_pem, config.tls.key_pem);
     if (!key.ok()) {
-      return Refuse(absl::InvalidArgumentError(
+      return refuse(absl::InvalidArgumentError(
           StrCat("--key ", run.key, " with --cert ", run.cert, ": ", key.message())));
     }
     if (!run.node.empty() && run.node != *common_name) {
-      return Refuse(absl::InvalidArgumentError(StrCat(
+      return refuse(absl::InvalidArgumentError(StrCat(
           "--node ", run.node, " differs from the CN '", *common_name, "' of --cert ", run.cert,
           "; the coordinator accepts a node only as its certificate's CN, so "
           "drop --node or use that node's certificate")));
@@ -475,7 +482,7 @@ class Commands {
     std::unique_ptr<CommandRunner> commands = environment_.open_commands();
     absl::Status status =
         RunAgentDaemon(config, Host{*fs, *processes, *health, *clock, *commands}, logger);
-    if (!status.ok()) return Refuse(status);
+    if (!status.ok()) return refuse(status);
     return kExitOk;
   }
 
@@ -682,10 +689,27 @@ int RunAgentCli(int argc, const char* const* argv, std::ostream& out, std::ostre
   AddChangeOptions(*run, run_change);
 
   std::vector<std::string> args(argv + 1, argv + argc);
+  // `run --config FILE`: the file's options go right after "run", before the command line's.
+  ConfigArgs config;
+  if (!args.empty() && args.front() == "run") {
+    absl::StatusOr<ConfigArgs> loaded =
+        LoadConfigFile(*run, std::vector<std::string>(args.begin() + 1, args.end()));
+    if (!loaded.ok()) {
+      err << "handoff-agent run: " << loaded.status().message() << "\n";
+      return kExitRefused;
+    }
+    config = *std::move(loaded);
+    args.insert(args.begin() + 1, config.args.begin(), config.args.end());
+  }
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() != 0 && !config.sources.empty()) {
+      err << AttributeToConfigFile(absl::InvalidArgumentError(e.what()), config).message()
+          << "\n";
+      return kExitRefused;
+    }
     int code = app.exit(e, out, err);
     return code == 0 ? kExitOk : kExitRefused;
   }
@@ -695,7 +719,7 @@ int RunAgentCli(int argc, const char* const* argv, std::ostream& out, std::ostre
   if (recover->parsed()) return commands.Recover(recover_node, recover_change);
   if (rollback->parsed()) return commands.Rollback(rollback_node, rollback_change);
   if (backups->parsed()) return commands.Backups(backups_node, backups_change, backups_format);
-  if (run->parsed()) return commands.Run(run_options, run_change);
+  if (run->parsed()) return commands.Run(run_options, run_change, config);
   return commands.LintConfig(lint_file, lint_component, lint_version);
 }
 

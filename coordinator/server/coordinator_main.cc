@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <thread>
@@ -9,6 +10,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/time/time.h"
 #include "agent/base/strings.h"
+#include "agent/cli/cli_config.h"
 #include "agent/fs/atomic_file.h"
 #include "agent/fs/file_system.h"
 #include "agent/fs/read_limit.h"
@@ -145,7 +147,11 @@ int Fail(const absl::Status& status) {
   return kExitConfig;
 }
 
-int Run(const Options& options) {
+// `file`: the options --config stood for; an error about one of them names its file and key.
+int Run(const Options& options, const ConfigArgs& file) {
+  auto fail = [&](const absl::Status& status) {
+    return Fail(AttributeToConfigFile(status, file));
+  };
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -156,23 +162,23 @@ int Run(const Options& options) {
 
   absl::StatusOr<absl::Duration> facts_interval =
       PositiveDuration("--facts-interval", options.facts_interval);
-  if (!facts_interval.ok()) return Fail(facts_interval.status());
+  if (!facts_interval.ok()) return fail(facts_interval.status());
   absl::StatusOr<absl::Duration> plan_timeout =
       PositiveDuration("--plan-timeout", options.plan_timeout);
-  if (!plan_timeout.ok()) return Fail(plan_timeout.status());
+  if (!plan_timeout.ok()) return fail(plan_timeout.status());
   absl::StatusOr<absl::Duration> gap_limit = PositiveDuration("--gap-limit", options.gap_limit);
-  if (!gap_limit.ok()) return Fail(gap_limit.status());
+  if (!gap_limit.ok()) return fail(gap_limit.status());
   absl::StatusOr<absl::Duration> grace =
       PositiveDuration("--shutdown-grace", options.shutdown_grace);
-  if (!grace.ok()) return Fail(grace.status());
+  if (!grace.ok()) return fail(grace.status());
   if (options.no_cluster_checks == !options.kubeconfig.empty()) {
-    return Fail(absl::InvalidArgumentError(
+    return fail(absl::InvalidArgumentError(
         "give --kubeconfig (the coordinator reads the migration-lease RBAC and the lease from the "
         "API server) or, for rehearsals without a cluster, --no-cluster-checks — exactly one"));
   }
   std::vector<std::string> nodes = ToStrings(StrSplit(options.nodes, ",", /*skip_empty=*/true));
   if (nodes.empty()) {
-    return Fail(absl::InvalidArgumentError(
+    return fail(absl::InvalidArgumentError(
         "--nodes: name every control-plane node, in rollout order, e.g. --nodes cp-1,cp-2,cp-3"));
   }
 
@@ -182,32 +188,32 @@ int Run(const Options& options) {
   if (!options.settings.empty()) {
     absl::StatusOr<std::string> text = fs->ReadFile(std::filesystem::absolute(options.settings), kSettingsRead);
     if (!text.ok())
-      return Fail(absl::InvalidArgumentError(StrCat("--settings: ", text.status().message())));
+      return fail(absl::InvalidArgumentError(StrCat("--settings: ", text.status().message())));
     settings_yaml = *std::move(text);
   }
   absl::StatusOr<std::string> ca = ReadPem(*fs, "--ca", std::filesystem::absolute(options.ca));
-  if (!ca.ok()) return Fail(ca.status());
+  if (!ca.ok()) return fail(ca.status());
   absl::StatusOr<std::string> cert =
       ReadPem(*fs, "--cert", std::filesystem::absolute(options.cert));
-  if (!cert.ok()) return Fail(cert.status());
+  if (!cert.ok()) return fail(cert.status());
   absl::StatusOr<std::string> key = ReadPem(*fs, "--key", std::filesystem::absolute(options.key));
-  if (!key.ok()) return Fail(key.status());
+  if (!key.ok()) return fail(key.status());
   if (absl::Status usable = CheckOwnCertificate(options, *ca, *cert, *key, clock->Now());
       !usable.ok()) {
-    return Fail(usable);
+    return fail(usable);
   }
 
   const std::string state_dir = std::filesystem::absolute(options.state_dir).lexically_normal();
   absl::Status made = EnsureDirectory(*fs, state_dir, 0700);
-  if (!made.ok()) return Fail(made);
+  if (!made.ok()) return fail(made);
   absl::StatusOr<std::unique_ptr<FileSystem::Lock>> lock = fs->TryLock(StrCat(state_dir, "/lock"));
   if (!lock.ok()) {
-    return Fail(absl::UnavailableError(
+    return fail(absl::UnavailableError(
         StrCat("another coordinator uses ", state_dir, ": ", lock.status().message())));
   }
   absl::StatusOr<std::unique_ptr<store::Store>> store =
       OpenStore(StrCat(state_dir, "/coordinator.db"), options.reset_damaged_state, *clock);
-  if (!store.ok()) return Fail(store.status());
+  if (!store.ok()) return fail(store.status());
 
   std::unique_ptr<FactsSource> facts;
   std::unique_ptr<LeaseReleaser> releaser;
@@ -219,7 +225,7 @@ int Run(const Options& options) {
   } else {
     absl::StatusOr<kube::ClusterCredentials> credentials =
         kube::LoadKubeconfig(*fs, std::filesystem::absolute(options.kubeconfig), options.context);
-    if (!credentials.ok()) return Fail(credentials.status());
+    if (!credentials.ok()) return fail(credentials.status());
     for (const std::string& warning : credentials->warnings) spdlog::warn("{}", warning);
     // One client per thread that uses it: the facts' ticker and the releaser's worker.
     auto client = [&]() -> absl::StatusOr<std::unique_ptr<kube::KubeClient>> {
@@ -230,11 +236,11 @@ int Run(const Options& options) {
                                                 kube::ClientOptionsFor(*credentials));
     };
     absl::StatusOr<std::unique_ptr<kube::KubeClient>> facts_client = client();
-    if (!facts_client.ok()) return Fail(facts_client.status());
+    if (!facts_client.ok()) return fail(facts_client.status());
     facts = std::make_unique<KubeFactsSource>(*std::move(facts_client), *clock);
     if (options.lease_release == "on") {
       absl::StatusOr<std::unique_ptr<kube::KubeClient>> release_client = client();
-      if (!release_client.ok()) return Fail(release_client.status());
+      if (!release_client.ok()) return fail(release_client.status());
       releaser = std::make_unique<LeaseReleaser>(*std::move(release_client), *clock);
     } else {
       spdlog::info("--lease-release=off: a stopped manager's leases expire on their own");
@@ -249,7 +255,7 @@ int Run(const Options& options) {
   controller_options.fresh_facts_after_moves = !options.no_cluster_checks;
   absl::StatusOr<std::unique_ptr<RolloutController>> controller =
       RolloutController::Create(**store, *clock, controller_options);
-  if (!controller.ok()) return Fail(controller.status());
+  if (!controller.ok()) return fail(controller.status());
   if (releaser) {
     RolloutController* audited = controller->get();
     releaser->SetAudit([audited](const std::string& kind, const std::string& node,
@@ -273,13 +279,13 @@ int Run(const Options& options) {
   server_options.run_watch = &run_watch;
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
       CoordinatorServer::Start(**controller, server_options);
-  if (!server.ok()) return Fail(server.status());
+  if (!server.ok()) return fail(server.status());
   spdlog::info("serving on port {} for nodes {} (state in {})", (*server)->port(), options.nodes,
                state_dir);
   if (!options.port_file.empty()) {
     absl::Status written = AtomicReplace(*fs, std::filesystem::absolute(options.port_file),
                                          StrCat((*server)->port(), "\n"));
-    if (!written.ok()) return Fail(written);
+    if (!written.ok()) return fail(written);
   }
 
   ShutdownSignal stop;
@@ -314,7 +320,9 @@ int Run(const Options& options) {
 }  // namespace
 
 int RunCoordinator(int argc, const char* const* argv) {
-  spdlog::set_default_logger(spdlog::stderr_color_mt("handoff-coordinator"));
+  // Not registered by name: RunCoordinator may run more than once in a process (tests).
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "handoff-coordinator", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   Options options;
   CLI::App app(kDescription, "handoff-coordinator");
   app.add_option("--listen", options.listen,
@@ -376,13 +384,23 @@ int RunCoordinator(int argc, const char* const* argv) {
                "database, keep it (and its -wal/-shm) beside as coordinator.db.damaged-<UTC time> "
                "and start with a new, empty state instead of refusing to start. A sound database "
                "is used as it is. Drop the flag once started");
+  std::string config_path;  // read before parsing (cli_config.h); kept for --help
+  AddConfigOption(app, config_path, "state-dir: /var/lib/handoff-coordinator");
+  std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
+  absl::StatusOr<ConfigArgs> config = LoadConfigFile(app, args);
+  if (!config.ok()) return Fail(config.status());
+  args.insert(args.begin(), config->args.begin(), config->args.end());
+  std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& error) {
+    if (error.get_exit_code() != 0 && !config->sources.empty()) {
+      return Fail(AttributeToConfigFile(absl::InvalidArgumentError(error.what()), *config));
+    }
     int code = app.exit(error, std::cout, std::cerr);
     return code == 0 ? kExitOk : kExitConfig;
   }
-  return Run(options);
+  return Run(options, *config);
 }
 
 }  // namespace handoff::server

@@ -1,0 +1,110 @@
+// `handoff-coordinator --config FILE`: the file's keys are the daemon's options, the command line
+// wins, and a mistake in the file stops the start (exit 2) naming the file, the line and the key.
+// Only refusals run here: they all come before the coordinator serves.
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coordinator/server/coordinator_main.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "spdlog/spdlog.h"
+#include "tests/agent/cli/config_examples.h"
+
+namespace handoff::server {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class CoordinatorConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = std::filesystem::path(::testing::TempDir()) / "coordinator-config-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    previous_logger_ = spdlog::default_logger();
+  }
+  void TearDown() override {
+    spdlog::set_default_logger(previous_logger_);  // the coordinator sets its own
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::string Write(const std::string& text) {
+    const std::string path = dir_ + "/coordinator.yaml";
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  // The coordinator's exit code; its stderr in *err.
+  int Run(std::vector<std::string> args, std::string* err) {
+    args.insert(args.begin(), "handoff-coordinator");
+    std::vector<const char*> argv;
+    for (const std::string& arg : args) argv.push_back(arg.c_str());
+    ::testing::internal::CaptureStderr();
+    const int code = RunCoordinator(static_cast<int>(argv.size()), argv.data());
+    *err = ::testing::internal::GetCapturedStderr();
+    return code;
+  }
+
+  std::string dir_;
+  std::shared_ptr<spdlog::logger> previous_logger_;
+};
+
+TEST_F(CoordinatorConfigTest, AnUnknownKeyIsRefusedWithTheFileLineAndTheKeys) {
+  const std::string path = Write("nodes: cp-1\nlease-relase: on\n");
+  std::string err;
+  EXPECT_EQ(Run({"--config", path}, &err), 2);
+  EXPECT_THAT(err, HasSubstr(path + ":2: unknown key \"lease-relase\"; the keys are: "));
+  EXPECT_THAT(err, HasSubstr("lease-release"));
+}
+
+TEST_F(CoordinatorConfigTest, ABadValueNamesItsKeyWhetherTheOptionOrTheDaemonRefusesIt) {
+  std::string err;
+  const std::string member = Write("no-cluster-checks: true\nnodes: cp-1\nlease-release: maybe\n");
+  EXPECT_EQ(Run({"--config", member}, &err), 2);
+  EXPECT_THAT(err, HasSubstr(member + ":3: key lease-release: --lease-release: maybe not in"));
+  const std::string duration = Write("no-cluster-checks: true\nnodes: cp-1\ngap-limit: soon\n");
+  EXPECT_EQ(Run({"--config", duration}, &err), 2);
+  EXPECT_THAT(err, HasSubstr(duration + ":3: key gap-limit: --gap-limit \"soon\" is not a "
+                             "positive duration"));
+}
+
+TEST_F(CoordinatorConfigTest, TheCommandLineOverridesTheFile) {
+  const std::string path = Write("no-cluster-checks: true\nnodes: cp-1\ngap-limit: soon\n");
+  std::string err;
+  // Past the file's bad limit (overridden), refused for the command line's own bad grace.
+  EXPECT_EQ(Run({"--config", path, "--gap-limit", "30s", "--shutdown-grace", "never"}, &err), 2);
+  EXPECT_THAT(err, HasSubstr("--shutdown-grace \"never\""));
+  EXPECT_THAT(err, Not(HasSubstr("gap-limit")));
+}
+
+// The shipped example documents every option and nothing else, and each value it shows is one the
+// coordinator takes: with every key uncommented the start gets past every check of a value (to
+// the settings file, absent here).
+TEST_F(CoordinatorConfigTest, TheShippedExampleDocumentsEveryOptionWithAValueTheCoordinatorTakes) {
+  const std::string example = handoff::testing::ExampleConfig("coordinator.yaml");
+  ASSERT_FALSE(example.empty());
+  std::string err;
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(Run({"--help"}, &err), 0);
+  const std::string help = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(handoff::testing::ExampleKeys(example), handoff::testing::HelpOptions(help));
+  EXPECT_GT(handoff::testing::HelpOptions(help).size(), 15u);
+
+  const std::string all = Write(handoff::testing::Uncommented(example));
+  EXPECT_EQ(Run({"--config", all, "--settings", dir_ + "/settings.yaml", "--state-dir",
+                 dir_ + "/state"},
+                &err),
+            2);
+  EXPECT_THAT(err, HasSubstr(dir_ + "/settings.yaml"));
+  EXPECT_THAT(err, Not(HasSubstr(": key ")));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/state"));
+}
+
+}  // namespace
+}  // namespace handoff::server
