@@ -480,10 +480,13 @@ TEST_F(CoordinatorGrpcTest, UnreachableCoordinatorIsExitCode3NamingTheAddress) {
 
 TEST_F(CoordinatorGrpcTest, SilentCoordinatorIsExitCode3) {
   service_.LeavePauseUnanswered();
-  Result result = Run({"pause", "--timeout", "300ms"});
+  // Long enough for the TLS handshake to finish on a loaded machine, so that the deadline falls
+  // on the unanswered call itself: a deadline during the handshake leaves gRPC freeing the
+  // handshaker on its own threads after the test, which LeakSanitizer reports at exit.
+  Result result = Run({"pause", "--timeout", "2s"});
   EXPECT_EQ(result.code, kExitUnavailable);
   EXPECT_EQ(result.err, "handoffctl: the coordinator at " + address_ +
-                            " did not answer pause within 300ms (Deadline Exceeded); check "
+                            " did not answer pause within 2s (Deadline Exceeded); check "
                             "--coordinator (or $HANDOFF_COORDINATOR) and the certificates; the "
                             "change may still be made: see `handoffctl status`\n");
 }
