@@ -1,7 +1,6 @@
 #include "agent/daemon/controller_probe.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "agent/base/strings.h"
 #include "agent/verify/verifier.h"
@@ -53,21 +52,9 @@ std::vector<std::string> HealthzCheckNames(std::string_view body) {
 
 std::optional<HealthEndpoint> ControllerListEndpoint(std::string_view component,
                                                      const std::vector<std::string>& argv) {
-  HealthEndpoint endpoint;
-  endpoint.port = component == "cloud-controller-manager" ? 10258 : 10257;
-  endpoint.path = "/healthz?verbose";
-  if (std::optional<std::string> port = FlagValue(argv, "secure-port")) {
-    int value = 0;
-    auto [end, error] = std::from_chars(port->data(), port->data() + port->size(), value);
-    if (error == std::errc() && end == port->data() + port->size()) {
-      if (value == 0) return std::nullopt;
-      endpoint.port = value;
-    }
-  }
-  std::optional<std::string> bind = FlagValue(argv, "bind-address");
-  if (bind && !bind->empty() && *bind != "0.0.0.0" && *bind != "::" && *bind != "[::]") {
-    endpoint.host = *bind;
-  }
+  std::optional<HealthEndpoint> endpoint =
+      ComponentEndpoint(component, [&](std::string_view name) { return FlagValue(argv, name); });
+  if (endpoint) endpoint->path = "/healthz?verbose";
   return endpoint;
 }
 

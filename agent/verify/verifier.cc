@@ -53,30 +53,9 @@ constexpr HealthDefaults kHealthDefaults[] = {
 
 std::optional<HealthEndpoint> HealthOf(std::string_view component, const StaticPod& pod,
                                        size_t container) {
-  auto defaults = std::find_if(std::begin(kHealthDefaults), std::end(kHealthDefaults),
-                               [&](const HealthDefaults& d) { return d.component == component; });
-  // etcd and anything else: no endpoint known here, so only the process is checked.
-  if (defaults == std::end(kHealthDefaults)) return std::nullopt;
-  HealthEndpoint endpoint;
-  endpoint.port = defaults->port;
-  endpoint.path = std::string(defaults->path);
-  if (std::optional<std::string> port = pod.GetFlag(container, "secure-port")) {
-    int value = 0;
-    auto [end, error] = std::from_chars(port->data(), port->data() + port->size(), value);
-    if (error == std::errc() && end == port->data() + port->size()) {
-      // --secure-port=0 turns the HTTPS server off: there is nothing to ask.
-      if (value == 0) return std::nullopt;
-      endpoint.port = value;
-    }
-    // An unparsable port keeps the default: the component rejects the flag and never serves,
-    // so the check fails, as it should.
-  }
-  // The wildcard addresses listen on loopback too; loopback is what the agent can always reach.
-  std::optional<std::string> bind = pod.GetFlag(container, "bind-address");
-  if (bind && !bind->empty() && *bind != "0.0.0.0" && *bind != "::" && *bind != "[::]") {
-    endpoint.host = *bind;
-  }
-  return endpoint;
+  return ComponentEndpoint(component, [&](std::string_view name) {
+    return pod.GetFlag(container, std::string(name));
+  });
 }
 
 std::string Quoted(std::string_view item) { return StrCat("\"", item, "\""); }
@@ -134,6 +113,35 @@ bool SameProcess(const ProcessInfo& a, const ProcessInfo& b) {
 }
 
 }  // namespace
+
+std::optional<HealthEndpoint> ComponentEndpoint(
+    std::string_view component,
+    const std::function<std::optional<std::string>(std::string_view)>& flag) {
+  auto defaults = std::find_if(std::begin(kHealthDefaults), std::end(kHealthDefaults),
+                               [&](const HealthDefaults& d) { return d.component == component; });
+  // etcd and anything else: no endpoint known here, so only the process is checked.
+  if (defaults == std::end(kHealthDefaults)) return std::nullopt;
+  HealthEndpoint endpoint;
+  endpoint.port = defaults->port;
+  endpoint.path = std::string(defaults->path);
+  if (std::optional<std::string> port = flag("secure-port")) {
+    int value = 0;
+    auto [end, error] = std::from_chars(port->data(), port->data() + port->size(), value);
+    if (error == std::errc() && end == port->data() + port->size()) {
+      // --secure-port=0 turns the HTTPS server off: there is nothing to ask.
+      if (value == 0) return std::nullopt;
+      endpoint.port = value;
+    }
+    // An unparsable port keeps the default: the component rejects the flag and never serves,
+    // so the check fails, as it should.
+  }
+  // The wildcard addresses listen on loopback too; loopback is what the agent can always reach.
+  std::optional<std::string> bind = flag("bind-address");
+  if (bind && !bind->empty() && *bind != "0.0.0.0" && *bind != "::" && *bind != "[::]") {
+    endpoint.host = *bind;
+  }
+  return endpoint;
+}
 
 std::vector<std::string> BinariesOf(std::string_view component) {
   if (component == "cloud-controller-manager") {

@@ -38,6 +38,15 @@ struct ComponentCheck {
   std::vector<ProcessInfo> before;
 };
 
+// Where `component` serves HTTPS, from its flags (`flag("secure-port")`, `flag("bind-address")`;
+// nullopt for a flag not given): its --secure-port (default 10257 kube-controller-manager, 10258
+// cloud-controller-manager, 10259 kube-scheduler, 6443 kube-apiserver) at its --bind-address
+// (0.0.0.0, :: or unset: 127.0.0.1), path /healthz (/livez for kube-apiserver). nullopt for
+// --secure-port=0 and for components without a known endpoint (etcd).
+std::optional<HealthEndpoint> ComponentEndpoint(
+    std::string_view component,
+    const std::function<std::optional<std::string>(std::string_view)>& flag);
+
 // The basenames of argv[0] a component's process runs as: the component's name; for the
 // cloud-controller-manager also the AWS image's entrypoint, /bin/aws-cloud-controller-manager.
 std::vector<std::string> BinariesOf(std::string_view component);
