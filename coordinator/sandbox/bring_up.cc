@@ -21,7 +21,9 @@
 #include "coordinator/kube/rbac.h"
 #include "coordinator/sandbox/real_cluster.h"
 #include "coordinator/sandbox/report.h"
+#include "coordinator/sandbox/sandbox_binaries.h"
 #include "coordinator/sandbox/sandbox_run.h"
+#include "yaml-cpp/yaml.h"
 
 namespace handoff::sandbox {
 namespace {
@@ -29,13 +31,89 @@ namespace {
 constexpr char kOperator[] = "sandbox-operator";
 constexpr char kKubeletHealthzPort[] = "10248";
 
+// A daemon's configuration file (agent/base/config_file.h): one key per long option, in order,
+// each value a quoted YAML string.
+std::string DaemonConfig(const std::string& comment,
+                         const std::vector<std::pair<std::string, std::string>>& keys) {
+  YAML::Emitter out;
+  out << YAML::Comment(comment) << YAML::BeginMap;
+  for (const auto& [key, value] : keys) {
+    out << YAML::Key << key << YAML::Value << YAML::DoubleQuoted << value;
+  }
+  out << YAML::EndMap;
+  return StrCat(out.c_str(), "\n");
+}
+
 }  // namespace
 
 std::string SandboxRun::Path(const std::string& relative) const {
   return StrCat(dir_, "/", relative);
 }
 
-std::string SandboxRun::Bin(const std::string& name) const { return StrCat(bin_dir_, "/", name); }
+bool IsSandboxHelper(const std::string& name) {
+  return name == "handoff-standin" || name == "handoff-sandbox-kubelet";
+}
+
+std::string SandboxDaemonsDir(const std::string& bin_dir, const std::string& exe_dir) {
+  return bin_dir.empty() ? exe_dir : bin_dir;
+}
+
+absl::StatusOr<SandboxBinaries> LocateSandboxBinaries(
+    const std::string& bin_dir, const std::string& exe_dir,
+    const std::function<bool(const std::string& path)>& executable) {
+  constexpr const char* kHelpers[] = {"handoff-standin", "handoff-sandbox-kubelet"};
+  const char* const advice =
+      bin_dir.empty() ? "build it (packaging/build.sh), install the handoff package or pass --bin-dir"
+                      : "build it (packaging/build.sh) or pass another --bin-dir";
+  SandboxBinaries found;
+  found.daemons_dir = SandboxDaemonsDir(bin_dir, exe_dir);
+  for (const char* daemon : {"handoff-coordinator", "handoff-agent"}) {
+    const std::string path = StrCat(found.daemons_dir, "/", daemon);
+    if (!executable(path)) {
+      return absl::FailedPreconditionError(StrCat(path, " is missing: ", advice));
+    }
+  }
+  std::vector<std::string> candidates = {found.daemons_dir};
+  if (bin_dir.empty()) {
+    candidates.push_back(
+        (std::filesystem::path(exe_dir) / kInstalledHelpersDir).lexically_normal().string());
+  }
+  for (const std::string& dir : candidates) {
+    bool all = true;
+    for (const char* helper : kHelpers) all = all && executable(StrCat(dir, "/", helper));
+    if (all) {
+      found.helpers_dir = dir;
+      return found;
+    }
+  }
+  // Name a helper that no directory holds; when each is somewhere, they are split between two.
+  std::string missing = "handoff-standin and handoff-sandbox-kubelet together";
+  for (const char* helper : kHelpers) {
+    bool anywhere = false;
+    for (const std::string& dir : candidates) anywhere = anywhere || executable(StrCat(dir, "/", helper));
+    if (!anywhere) {
+      missing = helper;
+      break;
+    }
+  }
+  return absl::FailedPreconditionError(
+      StrCat(missing, " is missing: looked in ", StrJoin(candidates, " and "), "; ", advice));
+}
+
+std::string SandboxRun::Bin(const std::string& name) const {
+  // Setup found every program: bin_dir_ is the helpers' directory (the cluster is given it too),
+  // and the daemons' follows from the same inputs.
+  if (IsSandboxHelper(name)) return StrCat(bin_dir_, "/", name);
+  const std::string bin_dir =
+      options_.bin_dir.empty() ? "" : std::filesystem::absolute(options_.bin_dir).string();
+  return StrCat(SandboxDaemonsDir(bin_dir, std::filesystem::path(Handoffctl()).parent_path()),
+                "/", name);
+}
+
+std::string SandboxRun::Handoffctl() const {
+  // This program: the sandbox is a handoffctl command.
+  return std::filesystem::read_symlink("/proc/self/exe").string();
+}
 
 absl::StatusOr<std::unique_ptr<Process>> SandboxRun::SpawnOwned(
     const std::vector<std::string>& argv, const std::string& log) {
@@ -92,18 +170,12 @@ absl::Status SandboxRun::Setup() {
   reaping_ = true;
   reaper_ = std::thread([this] { ReapOrphans(); });
   clock_ = NewRealClock();
-  if (options_.bin_dir.empty()) {
-    bin_dir_ = std::filesystem::read_symlink("/proc/self/exe").parent_path();
-  } else {
-    bin_dir_ = std::filesystem::absolute(options_.bin_dir);
-  }
-  for (const char* binary :
-       {"handoff-coordinator", "handoff-agent", "handoff-standin", "handoff-sandbox-kubelet"}) {
-    if (access(Bin(binary).c_str(), X_OK) != 0) {
-      return absl::FailedPreconditionError(
-          StrCat(Bin(binary), " is missing: build it (packaging/build.sh) or pass --bin-dir"));
-    }
-  }
+  absl::StatusOr<SandboxBinaries> binaries = LocateSandboxBinaries(
+      options_.bin_dir.empty() ? "" : std::filesystem::absolute(options_.bin_dir).string(),
+      std::filesystem::path(Handoffctl()).parent_path(),
+      [](const std::string& path) { return access(path.c_str(), X_OK) == 0; });
+  if (!binaries.ok()) return binaries.status();
+  bin_dir_ = binaries->helpers_dir;
   if (options_.dir.empty()) {
     const char* tmp = getenv("TMPDIR");
     std::string pattern =
@@ -147,23 +219,12 @@ absl::Status SandboxRun::Setup() {
 }
 
 absl::Status SandboxRun::MakeCertificates() {
+  // The cluster's own CA and certificates, as kubeadm would have made them.
   const absl::Time now = absl::Now();
-  const absl::Duration day = absl::Hours(24);
   absl::StatusOr<pki::KeyPair> kube_ca =
-      pki::CreateCertificateAuthority("sandbox-kubernetes-ca", now, day);
+      pki::CreateCertificateAuthority("sandbox-kubernetes-ca", now, absl::Hours(24));
   if (!kube_ca.ok()) return kube_ca.status();
   kube_ca_ = *kube_ca;
-  absl::StatusOr<pki::KeyPair> handoff_ca =
-      pki::CreateCertificateAuthority("sandbox-handoff-ca", now, day);
-  if (!handoff_ca.ok()) return handoff_ca.status();
-  handoff_ca_ = *handoff_ca;
-
-  struct Issue {
-    const pki::KeyPair* ca;
-    std::string file;
-    pki::CertificateRequest request;
-  };
-  std::vector<Issue> issues;
   auto request = [](std::string cn, std::vector<std::string> o, bool server) {
     pki::CertificateRequest r;
     r.common_name = std::move(cn);
@@ -177,28 +238,45 @@ absl::Status SandboxRun::MakeCertificates() {
     }
     return r;
   };
-  issues.push_back({&kube_ca_, "apiserver", request("kube-apiserver", {}, true)});
-  issues.push_back({&kube_ca_, "admin", request("kubernetes-admin", {"system:masters"}, false)});
-  issues.push_back(
-      {&kube_ca_, "controller-manager", request("system:kube-controller-manager", {}, false)});
-  issues.push_back({&handoff_ca_, "coordinator", request("handoff-coordinator", {}, true)});
-  issues.push_back({&handoff_ca_, "operator", request(kOperator, {"handoff:operators"}, false)});
-  for (const NodeRun& node : nodes_) {
-    issues.push_back({&handoff_ca_, StrCat("agent-", node.spec().name),
-                      request(node.spec().name, {"handoff:agents"}, false)});
-  }
   absl::Status written = WriteFile(Path("pki/kube-ca.crt"), kube_ca_.certificate_pem);
-  if (written.ok()) written = WriteFile(Path("pki/handoff-ca.crt"), handoff_ca_.certificate_pem);
   if (!written.ok()) return written;
-  for (const Issue& issue : issues) {
-    absl::StatusOr<pki::KeyPair> pair = pki::IssueCertificate(*issue.ca, issue.request, now);
+  const std::pair<std::string, pki::CertificateRequest> kube_issues[] = {
+      {"apiserver", request("kube-apiserver", {}, true)},
+      {"admin", request("kubernetes-admin", {"system:masters"}, false)},
+      {"controller-manager", request("system:kube-controller-manager", {}, false)}};
+  for (const auto& [file, cert_request] : kube_issues) {
+    absl::StatusOr<pki::KeyPair> pair = pki::IssueCertificate(kube_ca_, cert_request, now);
     if (!pair.ok()) return pair.status();
-    if (issue.file == "admin") admin_ = *pair;
-    written = WriteFile(Path(StrCat("pki/", issue.file, ".crt")), pair->certificate_pem);
+    if (file == "admin") admin_ = *pair;
+    written = WriteFile(Path(StrCat("pki/", file, ".crt")), pair->certificate_pem);
     if (written.ok()) {
-      written = WriteFile(Path(StrCat("pki/", issue.file, ".key")), pair->private_key_pem, 0600);
+      written = WriteFile(Path(StrCat("pki/", file, ".key")), pair->private_key_pem, 0600);
     }
     if (!written.ok()) return written;
+  }
+
+  // handoff's CA and identities, made as an operator makes them: with `handoffctl certs`.
+  std::vector<std::vector<std::string>> commands = {
+      {"init", "--validity", "24h"},
+      {"issue", "--coordinator", "--dns", kCoordinatorServerName, "--ip", "127.0.0.1", "--out",
+       Path("pki/coordinator")},
+      {"issue", "--operator", kOperator, "--out", Path("pki/operator")}};
+  for (const NodeRun& node : nodes_) {
+    commands.push_back({"issue", "--node", node.spec().name, "--out",
+                        Path(StrCat("pki/agent-", node.spec().name))});
+  }
+  const std::string log = Path("logs/handoffctl-certs.log");
+  for (std::vector<std::string>& command : commands) {
+    command.insert(command.begin(), {Handoffctl(), "certs"});
+    command.insert(command.begin() + 3, {"--dir", Path("pki/handoff")});
+    if (command[2] == "issue") command.insert(command.end(), {"--validity", "24h"});
+    absl::StatusOr<std::unique_ptr<Process>> issued = SpawnOwned(command, log);
+    if (!issued.ok()) return issued.status();
+    int status = 0;
+    if (!(*issued)->WaitFor(absl::Seconds(30), &status) || status != 0) {
+      return absl::InternalError(StrCat("handoffctl certs ", command[2], " failed (",
+                                        DescribeWaitStatus(status), "); see ", log));
+    }
   }
   return absl::OkStatus();
 }
@@ -312,31 +390,24 @@ absl::Status SandboxRun::StartCoordinator() {
   for (const NodeRun& node : nodes_) nodes += (nodes.empty() ? "" : ",") + node.spec().name;
   std::string port_file = Path("coordinator.port");
   (void)fs_->RemoveFile(port_file);
-  std::vector<std::string> argv = {Bin("handoff-coordinator"),
-                                   "--listen",
-                                   StrCat("127.0.0.1:", coordinator_port_),
-                                   "--port-file",
-                                   port_file,
-                                   "--state-dir",
-                                   Path("coordinator"),
-                                   "--ca",
-                                   Path("pki/handoff-ca.crt"),
-                                   "--cert",
-                                   Path("pki/coordinator.crt"),
-                                   "--key",
-                                   Path("pki/coordinator.key"),
-                                   "--nodes",
-                                   nodes,
-                                   "--settings",
-                                   Path("settings.yaml"),
-                                   "--kubeconfig",
-                                   Path("admin.conf"),
-                                   "--facts-interval",
-                                   "300ms",
-                                   "--shutdown-grace",
-                                   "2s",
-                                   "--lease-release",
-                                   options_.lease_release ? "on" : "off"};
+  // Started as the package starts it: every option from its configuration file.
+  const std::string config = Path("coordinator.yaml");
+  absl::Status written = WriteFile(
+      config, DaemonConfig("handoff-coordinator for this sandbox, started with --config",
+                           {{"listen", StrCat("127.0.0.1:", coordinator_port_)},
+                            {"port-file", port_file},
+                            {"state-dir", Path("coordinator")},
+                            {"ca", Path("pki/handoff/ca.crt")},
+                            {"cert", Path("pki/coordinator.crt")},
+                            {"key", Path("pki/coordinator.key")},
+                            {"nodes", nodes},
+                            {"settings", Path("settings.yaml")},
+                            {"kubeconfig", Path("admin.conf")},
+                            {"facts-interval", "300ms"},
+                            {"shutdown-grace", "2s"},
+                            {"lease-release", options_.lease_release ? "on" : "off"}}));
+  if (!written.ok()) return written;
+  std::vector<std::string> argv = {Bin("handoff-coordinator"), "--config", config};
   absl::StatusOr<std::unique_ptr<Process>> started = SpawnOwned(argv, Path("logs/coordinator.log"));
   if (!started.ok()) return started.status();
   coordinator_ = *std::move(started);
@@ -366,32 +437,26 @@ absl::Status SandboxRun::StartAgent(NodeRun& node) {
                                  "its own).\nkubelet:\n  healthzUrl: http://",
                                  node.spec().ip, ":", kKubeletHealthzPort, "/healthz\n"));
   if (!written.ok()) return written;
-  std::vector<std::string> argv = {
-      Bin("handoff-agent"),
-      "run",
-      "--coordinator",
-      StrCat("127.0.0.1:", coordinator_port_),
-      "--server-name",
-      kCoordinatorServerName,
-      "--ca",
-      Path("pki/handoff-ca.crt"),
-      "--cert",
-      Path(StrCat("pki/agent-", node.spec().name, ".crt")),
-      "--key",
-      Path(StrCat("pki/agent-", node.spec().name, ".key")),
-      "--root",
-      node.root(),
-      "--settings",
-      settings,
-      "--proc-root",
-      StrCat(node.root(), "/run/sandbox-proc"),
-      "--timeout",
-      // Real managers on a loaded machine take longer to start than the stand-ins.
-      options_.cluster == ClusterKind::kReal ? "60s" : "15s",
-      "--reconnect-max",
-      "500ms",
-      "--kubelet-restart-command",
-      StrCat(Bin("handoff-sandbox-kubelet"), " restart --root ", node.root())};
+  const std::string config = StrCat(node.root(), "/etc/handoff/agent.yaml");
+  written = WriteFile(
+      config,
+      DaemonConfig(
+          StrCat("handoff-agent run on ", node.spec().name, " in this sandbox, started with --config"),
+          {{"coordinator", StrCat("127.0.0.1:", coordinator_port_)},
+           {"server-name", kCoordinatorServerName},
+           {"ca", Path("pki/handoff/ca.crt")},
+           {"cert", Path(StrCat("pki/agent-", node.spec().name, ".crt"))},
+           {"key", Path(StrCat("pki/agent-", node.spec().name, ".key"))},
+           {"root", node.root()},
+           {"settings", settings},
+           {"proc-root", StrCat(node.root(), "/run/sandbox-proc")},
+           // Real managers on a loaded machine take longer to start than the stand-ins.
+           {"timeout", options_.cluster == ClusterKind::kReal ? "60s" : "15s"},
+           {"reconnect-max", "500ms"},
+           {"kubelet-restart-command",
+            StrCat(Bin("handoff-sandbox-kubelet"), " restart --root ", node.root())}}));
+  if (!written.ok()) return written;
+  std::vector<std::string> argv = {Bin("handoff-agent"), "run", "--config", config};
   absl::StatusOr<std::unique_ptr<Process>> started =
       SpawnOwned(argv, Path(StrCat("logs/agent-", node.spec().name, ".log")));
   if (!started.ok()) return started.status();
@@ -407,7 +472,7 @@ absl::Status SandboxRun::RestartAgent(NodeRun& node, bool kill) {
 absl::Status SandboxRun::ResolveOperatorEndpoint() {
   ctl::CoordinatorOptions options;
   options.address = StrCat("127.0.0.1:", coordinator_port_);
-  options.ca = Path("pki/handoff-ca.crt");
+  options.ca = Path("pki/handoff/ca.crt");
   options.cert = Path("pki/operator.crt");
   options.key = Path("pki/operator.key");
   options.server_name = kCoordinatorServerName;

@@ -101,7 +101,8 @@ int SandboxRun::Run() {
     return kSandboxSetupFailed;
   }
   Say(StrCat("coordinator on 127.0.0.1:", coordinator_port_, ", ", options_.nodes,
-             " agents connected (mutual TLS, one certificate each)"));
+             " agents connected (mutual TLS, one certificate each from handoffctl certs; every "
+             "daemon started from its --config file)"));
   return options_.unsafe_order ? RunUnsafeOrder() : RunRollout();
 }
 

@@ -61,6 +61,8 @@ class SandboxRun {
   // --- bring_up.cc
   std::string Path(const std::string& relative) const;
   std::string Bin(const std::string& name) const;
+  // handoffctl, whose `sandbox` command this is.
+  std::string Handoffctl() const;
   absl::Status WriteFile(const std::string& path, const std::string& content,
                          unsigned mode = 0644);
   // The directories, the nodes, the binaries' presence; then the cluster of options_.cluster.
@@ -123,7 +125,7 @@ class SandboxRun {
   std::vector<NodeRun> nodes_;
   std::unique_ptr<SandboxCluster> cluster_;
 
-  pki::KeyPair kube_ca_, handoff_ca_, admin_;
+  pki::KeyPair kube_ca_, admin_;
   std::unique_ptr<Clock> clock_;
   std::unique_ptr<Process> coordinator_;
   int coordinator_port_ = 0;

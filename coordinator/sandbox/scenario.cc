@@ -336,8 +336,8 @@ void SandboxRun::ShowOperatorStatus() {
   // What an operator sees, from the CLI itself: this program.
   const std::string log = Path("logs/handoffctl-status.txt");
   absl::StatusOr<std::unique_ptr<Process>> shown = SpawnOwned(
-      {std::filesystem::read_symlink("/proc/self/exe").string(), "status", "--coordinator", StrCat("127.0.0.1:", coordinator_port_),
-       "--server-name", kCoordinatorServerName, "--ca", Path("pki/handoff-ca.crt"), "--cert",
+      {Handoffctl(), "status", "--coordinator", StrCat("127.0.0.1:", coordinator_port_),
+       "--server-name", kCoordinatorServerName, "--ca", Path("pki/handoff/ca.crt"), "--cert",
        Path("pki/operator.crt"), "--key", Path("pki/operator.key")},
       log);
   if (!shown.ok()) return;

@@ -124,6 +124,17 @@ TEST(SandboxRunTest, ThreeNodesMigrateAndComeBackWithTheInvariantHeld) {
   EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 migrated  cp-2 migrated  cp-3 migrated"));
   EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 in-tree  cp-2 in-tree  cp-3 in-tree"));
   EXPECT_THAT(run.output, HasSubstr("components:\n  model: fake API server, stand-in managers\n"));
+
+  // The daemons ran as the package runs them: certificates from `handoffctl certs`, every option
+  // from a configuration file.
+  EXPECT_THAT(run.output, HasSubstr("one certificate each from handoffctl certs; every daemon "
+                                    "started from its --config file"));
+  EXPECT_THAT(ReadText(sandbox.sandbox_dir() + "/logs/handoffctl-certs.log"),
+              HasSubstr("certs: created the handoff CA"));
+  EXPECT_THAT(ReadText(sandbox.sandbox_dir() + "/coordinator.yaml"),
+              HasSubstr("\nnodes: \"cp-1,cp-2,cp-3\"\n"));
+  EXPECT_THAT(ReadText(sandbox.sandbox_dir() + "/nodes/cp-2/etc/handoff/agent.yaml"),
+              HasSubstr("\ncert: \"" + sandbox.sandbox_dir() + "/pki/agent-cp-2.crt\"\n"));
 }
 
 TEST(SandboxRunTest, FiveNodes) {
