@@ -63,8 +63,9 @@ absl::StatusOr<SandboxBinaries> LocateSandboxBinaries(
     const std::function<bool(const std::string& path)>& executable) {
   constexpr const char* kHelpers[] = {"handoff-standin", "handoff-sandbox-kubelet"};
   const char* const advice =
-      bin_dir.empty() ? "build it (packaging/build.sh), install the handoff package or pass --bin-dir"
-                      : "build it (packaging/build.sh) or pass another --bin-dir";
+      bin_dir.empty()
+          ? "build it (packaging/build.sh), install the handoff package or pass --bin-dir"
+          : "build it (packaging/build.sh) or pass another --bin-dir";
   SandboxBinaries found;
   found.daemons_dir = SandboxDaemonsDir(bin_dir, exe_dir);
   for (const char* daemon : {"handoff-coordinator", "handoff-agent"}) {
@@ -90,7 +91,9 @@ absl::StatusOr<SandboxBinaries> LocateSandboxBinaries(
   std::string missing = "handoff-standin and handoff-sandbox-kubelet together";
   for (const char* helper : kHelpers) {
     bool anywhere = false;
-    for (const std::string& dir : candidates) anywhere = anywhere || executable(StrCat(dir, "/", helper));
+    for (const std::string& dir : candidates) {
+      anywhere = anywhere || executable(StrCat(dir, "/", helper));
+    }
     if (!anywhere) {
       missing = helper;
       break;
@@ -100,14 +103,21 @@ absl::StatusOr<SandboxBinaries> LocateSandboxBinaries(
       StrCat(missing, " is missing: looked in ", StrJoin(candidates, " and "), "; ", advice));
 }
 
+namespace {
+
+// --bin-dir made absolute, or "".
+std::string AbsoluteBinDir(const std::string& bin_dir) {
+  return bin_dir.empty() ? "" : std::filesystem::absolute(bin_dir).string();
+}
+
+}  // namespace
+
 std::string SandboxRun::Bin(const std::string& name) const {
   // Setup found every program: bin_dir_ is the helpers' directory (the cluster is given it too),
   // and the daemons' follows from the same inputs.
   if (IsSandboxHelper(name)) return StrCat(bin_dir_, "/", name);
-  const std::string bin_dir =
-      options_.bin_dir.empty() ? "" : std::filesystem::absolute(options_.bin_dir).string();
-  return StrCat(SandboxDaemonsDir(bin_dir, std::filesystem::path(Handoffctl()).parent_path()),
-                "/", name);
+  const std::string exe_dir = std::filesystem::path(Handoffctl()).parent_path();
+  return StrCat(SandboxDaemonsDir(AbsoluteBinDir(options_.bin_dir), exe_dir), "/", name);
 }
 
 std::string SandboxRun::Handoffctl() const {
@@ -171,8 +181,7 @@ absl::Status SandboxRun::Setup() {
   reaper_ = std::thread([this] { ReapOrphans(); });
   clock_ = NewRealClock();
   absl::StatusOr<SandboxBinaries> binaries = LocateSandboxBinaries(
-      options_.bin_dir.empty() ? "" : std::filesystem::absolute(options_.bin_dir).string(),
-      std::filesystem::path(Handoffctl()).parent_path(),
+      AbsoluteBinDir(options_.bin_dir), std::filesystem::path(Handoffctl()).parent_path(),
       [](const std::string& path) { return access(path.c_str(), X_OK) == 0; });
   if (!binaries.ok()) return binaries.status();
   bin_dir_ = binaries->helpers_dir;
