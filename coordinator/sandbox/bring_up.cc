@@ -88,19 +88,19 @@ absl::StatusOr<SandboxBinaries> LocateSandboxBinaries(
     }
   }
   // Name a helper that no directory holds; when each is somewhere, they are split between two.
-  std::string missing = "handoff-standin and handoff-sandbox-kubelet together";
   for (const char* helper : kHelpers) {
     bool anywhere = false;
     for (const std::string& dir : candidates) {
       anywhere = anywhere || executable(StrCat(dir, "/", helper));
     }
     if (!anywhere) {
-      missing = helper;
-      break;
+      return absl::FailedPreconditionError(StrCat(
+          helper, " is missing: looked in ", StrJoin(candidates, " and "), "; ", advice));
     }
   }
   return absl::FailedPreconditionError(
-      StrCat(missing, " is missing: looked in ", StrJoin(candidates, " and "), "; ", advice));
+      StrCat("handoff-standin and handoff-sandbox-kubelet are not both in ",
+             StrJoin(candidates, " or "), ": install or build them into one of them"));
 }
 
 namespace {
