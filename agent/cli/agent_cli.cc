@@ -123,6 +123,7 @@ struct RunOptions {
   std::string ca = "/etc/handoff/pki/ca.crt";
   std::string cert = "/etc/handoff/pki/agent.crt";
   std::string key = "/etc/handoff/pki/agent.key";
+  std::string cert_refresh_interval = "60s";
   std::string server_name;
   std::string node;
   std::string root = "/";
@@ -149,6 +150,11 @@ void AddRunOptions(CLI::App& command, RunOptions& options) {
                      "O=handoff:agents and CN=<node name> (default /etc/handoff/pki/agent.crt)");
   command.add_option("--key", options.key,
                      "The certificate's private key (PEM) (default /etc/handoff/pki/agent.key)");
+  command.add_option("--cert-refresh-interval", options.cert_refresh_interval,
+                     "How often to read --ca, --cert and --key again: the next connection "
+                     "presents replaced files without a restart (a key that is not the "
+                     "certificate's, or a certificate for another node, is refused with a "
+                     "warning and the previous pair kept; default 60s, at least 1s)");
   command.add_option("--server-name", options.server_name,
                      "The name the coordinator's certificate must carry, when it differs from "
                      "--coordinator's host (e.g. dialing an IP)");
@@ -471,6 +477,17 @@ class Commands {
     // The daemon names these files when it finds its certificate expired or refused.
     config.ca_file = run.ca;
     config.cert_file = run.cert;
+    // And read them again every --cert-refresh-interval.
+    config.key_file = run.key;
+    absl::StatusOr<absl::Duration> cert_refresh =
+        ParseDurationFlag("--cert-refresh-interval", run.cert_refresh_interval);
+    if (cert_refresh.ok() && *cert_refresh < absl::Seconds(1)) {
+      cert_refresh = absl::InvalidArgumentError(
+          StrCat("--cert-refresh-interval: '", run.cert_refresh_interval,
+                 "' is shorter than 1s; the files would be read over and over for nothing"));
+    }
+    if (!cert_refresh.ok()) return refuse(cert_refresh.status());
+    config.cert_refresh_interval = *cert_refresh;
 
     auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(err_, true);
     auto logger = std::make_shared<spdlog::logger>("handoff-agent", sink);

@@ -84,4 +84,41 @@ std::string DescribeCertificate(std::string_view cert_pem) {
                 absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", info->not_after, absl::UTCTimeZone()));
 }
 
+absl::StatusOr<std::shared_ptr<rpc::TlsMaterial>> AgentTlsMaterial(
+    const rpc::ClientTls& pems, const rpc::TlsFiles& files, absl::Duration refresh_interval,
+    const std::string& node_name, std::shared_ptr<spdlog::logger> logger) {
+  if (files.cert_file.empty()) {
+    return rpc::TlsMaterial::Fixed(rpc::TlsPems{pems.ca_pem, pems.cert_pem, pems.key_pem});
+  }
+  rpc::TlsWatchOptions options;
+  options.refresh_interval = refresh_interval;
+  const std::string cert_file = files.cert_file;
+  // The coordinator knows the agent as its certificate's CN: another name would be another node.
+  options.check = [cert_file, node_name](const rpc::TlsPems& read) -> absl::Status {
+    absl::StatusOr<std::string> name = CertificateCommonName(read.cert_pem);
+    if (!name.ok()) {
+      return absl::InvalidArgumentError(StrCat(cert_file, ": ", name.status().message()));
+    }
+    if (*name != node_name) {
+      return absl::InvalidArgumentError(StrCat(cert_file, ": the certificate names ", *name,
+                                               ", not this node (", node_name, ")"));
+    }
+    return absl::OkStatus();
+  };
+  options.on_reloaded = [cert_file, node_name, logger](const rpc::TlsPems& now) {
+    logger->info("{} replaced: the next connection presents {}", cert_file,
+                 DescribeCertificate(now.cert_pem));
+    if (absl::Status usable = CheckClientCertificate(now.cert_pem, now.ca_pem, absl::Now());
+        !usable.ok()) {
+      logger->warn("{}: the coordinator will refuse the replaced certificate: {} (handoffctl "
+                   "certs issue --node {})",
+                   cert_file, std::string(usable.message()), node_name);
+    }
+  };
+  options.on_refused = [logger](const absl::Status& refused) {
+    logger->warn("{}", std::string(refused.message()));
+  };
+  return rpc::TlsMaterial::Watch(files, std::move(options));
+}
+
 }  // namespace handoff

@@ -8,6 +8,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "proto/rpc/channel.h"
+#include "proto/rpc/tls_material.h"
+#include "spdlog/logger.h"
 
 namespace handoff {
 
@@ -30,6 +33,16 @@ absl::Status CheckClientCertificate(std::string_view cert_pem, std::string_view 
 // "CN=cp-1, issued by CN=handoff-ca, valid until 2027-05-01T12:00:00Z", for log lines that
 // must say which certificate a coordinator may have refused; "" when `cert_pem` does not parse.
 std::string DescribeCertificate(std::string_view cert_pem);
+
+// The agent's TLS material: with `files.cert_file` set, the files (as read now) watched every
+// `refresh_interval`, so that a reconnect presents a replaced certificate without a restart;
+// a replacement whose certificate no longer names `node_name` is refused like one whose key is
+// not the certificate's, with a warning, and the previous one kept. A reload is logged with the
+// new certificate, and with a warning when the coordinator would refuse it now. Otherwise
+// `pems` as they are. InvalidArgument naming the file (or PEM) when the material is unusable.
+absl::StatusOr<std::shared_ptr<rpc::TlsMaterial>> AgentTlsMaterial(
+    const rpc::ClientTls& pems, const rpc::TlsFiles& files, absl::Duration refresh_interval,
+    const std::string& node_name, std::shared_ptr<spdlog::logger> logger);
 
 }  // namespace handoff
 

@@ -28,8 +28,9 @@ const char* SignalName(int signal) {
 // The coordinator verifies the agent's certificate at every handshake, and refuses it with no
 // more than a closed connection on the agent's side; the same check here names the file and
 // the dates.
-absl::Status CheckCertificate(const DaemonConfig& config, absl::Time now) {
-  absl::Status usable = CheckClientCertificate(config.tls.cert_pem, config.tls.ca_pem, now);
+absl::Status CheckCertificate(const DaemonConfig& config, const rpc::TlsPems& tls,
+                              absl::Time now) {
+  absl::Status usable = CheckClientCertificate(tls.cert_pem, tls.ca_pem, now);
   if (usable.ok()) return usable;
   return absl::Status(
       usable.code(),
@@ -64,13 +65,21 @@ absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
   });
   if (!watcher.ok()) return watcher.status();
 
-  if (absl::Status usable = CheckCertificate(config, host.clock.Now()); !usable.ok()) {
+  // Read again every --cert-refresh-interval from here on (started once the signals are taken:
+  // its threads inherit their mask); the checks below take what a connection would present.
+  absl::StatusOr<std::shared_ptr<rpc::TlsMaterial>> tls = AgentTlsMaterial(
+      config.tls, rpc::TlsFiles{config.ca_file, config.cert_file, config.key_file},
+      config.cert_refresh_interval, config.agent.node_name, logger);
+  if (!tls.ok()) return tls.status();
+  const rpc::TlsPems presented = (*tls)->Current();
+  if (absl::Status usable = CheckCertificate(config, presented, host.clock.Now());
+      !usable.ok()) {
     return usable;
   }
   const std::string certificate =
       absl::StrCat(config.cert_file.empty() ? std::string("--cert") : config.cert_file, ": ",
-                   DescribeCertificate(config.tls.cert_pem));
-  if (absl::StatusOr<pki::CertificateInfo> info = pki::InspectCertificate(config.tls.cert_pem);
+                   DescribeCertificate(presented.cert_pem));
+  if (absl::StatusOr<pki::CertificateInfo> info = pki::InspectCertificate(presented.cert_pem);
       info.ok() && pki::ExpiresSoon(*info, host.clock.Now())) {
     logger->warn("the agent's certificate expires soon; the coordinator refuses it from then on "
                  "({}): issue a new one (handoffctl certs issue --node {})",
@@ -92,14 +101,17 @@ absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
   channel_options.max_reconnect_backoff =
       std::chrono::milliseconds(absl::ToInt64Milliseconds(config.client.reconnect_max));
   std::shared_ptr<grpc::Channel> channel =
-      rpc::CreateSecureChannel(config.coordinator, config.tls, channel_options);
+      rpc::CreateSecureChannel(config.coordinator, **tls, config.tls.server_name, channel_options);
   std::unique_ptr<Sleeper> sleeper = NewRealSleeper();
   AgentClientOptions client_options = config.client;
   client_options.coordinator = config.coordinator;
   client_options.certificate_description = certificate;
   client_options.ca_description = config.ca_file.empty() ? "--ca" : config.ca_file;
-  client_options.check_credentials = [&config, &host] {
-    return CheckCertificate(config, host.clock.Now());
+  // The files as they are now: one replaced since the last refresh is what the next connection
+  // presents (a refused replacement is logged, and the previous one checked).
+  client_options.check_credentials = [&config, &host, tls = *tls] {
+    tls->Refresh().IgnoreError();
+    return CheckCertificate(config, tls->Current(), host.clock.Now());
   };
   // The probe runs on the client's sampler thread beside the commands: the procfs table and the
   // curl checker keep no state between calls.

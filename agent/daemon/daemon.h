@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "agent/apply/applier.h"
 #include "agent/daemon/agent_client.h"
 #include "agent/daemon/node_agent.h"
@@ -18,9 +19,13 @@ namespace handoff {
 struct DaemonConfig {
   std::string coordinator;  // "host:port"
   rpc::ClientTls tls;       // PEM contents; the certificate's CN is agent.node_name
-  // Where tls.ca_pem and tls.cert_pem were read from, for messages ("" names the flags).
+  // Where tls.ca_pem, tls.cert_pem and tls.key_pem were read from. With cert_file set they are
+  // read again every cert_refresh_interval, and a reconnect presents a replaced certificate;
+  // "" uses the PEMs as they are (and names the flags in messages).
   std::string ca_file;
   std::string cert_file;
+  std::string key_file;
+  absl::Duration cert_refresh_interval = absl::Seconds(60);
   NodeAgentOptions agent;
   AgentClientOptions client;
 };

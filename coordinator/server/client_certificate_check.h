@@ -7,24 +7,33 @@
 
 #include <functional>
 #include <memory>
-#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "grpcpp/security/server_credentials.h"
+#include "proto/rpc/tls_material.h"
 
 namespace handoff::server {
 
 // Server credentials that require a client certificate and verify it as OpenSSL would for a TLS
-// server (pki::VerifyChain: the chain to a CA of `ca_pem`, its only trust anchors; every
-// certificate's validity at the time of the handshake, by the wall clock as every TLS stack
-// reads it; clientAuth), serving `cert_pem` with `key_pem`. gRPC's TLS still checks that the
-// client holds the key of the certificate it sent; only the chain check is done here. A refused
-// handshake calls `on_refused` with the reason (on a gRPC thread; it must not block) and never
-// reaches a service. InvalidArgument when the key is not the certificate's or a PEM does not
-// parse.
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ClientCheckingServerCredentials(
-    const std::string& ca_pem, const std::string& cert_pem, const std::string& key_pem,
+// server (pki::VerifyChain: the chain to a CA of the CA `tls` holds at the handshake, its only
+// trust anchors; every certificate's validity at the time of the handshake, by the wall clock as
+// every TLS stack reads it; clientAuth), serving the certificate and key `tls` holds then: with
+// watched material, new connections get replaced files without a restart. gRPC's TLS still
+// checks that the client holds the key of the certificate it sent; only the chain check is done
+// here. A refused handshake calls `on_refused` with the reason (on a gRPC thread; it must not
+// block) and never reaches a service. The credentials keep `tls` alive.
+// The coordinator's own TLS material: the files watched every `refresh_interval` when
+// `files.cert_file` is set (reloads logged at info, refused replacements as warnings, and a
+// reloaded certificate that clients would refuse, or that expires soon, as a warning too),
+// otherwise `pems` as they are. InvalidArgument, naming the file or the PEM, when a CA or
+// certificate does not parse or the key is not the certificate's.
+absl::StatusOr<std::shared_ptr<rpc::TlsMaterial>> CoordinatorTlsMaterial(
+    const rpc::TlsPems& pems, const rpc::TlsFiles& files, absl::Duration refresh_interval);
+
+std::shared_ptr<grpc::ServerCredentials> ClientCheckingServerCredentials(
+    std::shared_ptr<const rpc::TlsMaterial> tls,
     std::function<void(const absl::Status&)> on_refused);
 
 }  // namespace handoff::server

@@ -54,6 +54,7 @@ struct Options {
   std::string ca = "/etc/handoff/pki/ca.crt";
   std::string cert = "/etc/handoff/pki/coordinator.crt";
   std::string key = "/etc/handoff/pki/coordinator.key";
+  std::string cert_refresh_interval = "60s";
   std::string nodes;
   std::string settings;
   std::string kubeconfig;
@@ -171,6 +172,14 @@ int Run(const Options& options, const ConfigArgs& file) {
   absl::StatusOr<absl::Duration> grace =
       PositiveDuration("--shutdown-grace", options.shutdown_grace);
   if (!grace.ok()) return fail(grace.status());
+  absl::StatusOr<absl::Duration> cert_refresh =
+      PositiveDuration("--cert-refresh-interval", options.cert_refresh_interval);
+  if (cert_refresh.ok() && *cert_refresh < absl::Seconds(1)) {
+    cert_refresh = absl::InvalidArgumentError(
+        StrCat("--cert-refresh-interval \"", options.cert_refresh_interval,
+               "\" is shorter than 1s: the files would be read over and over for nothing"));
+  }
+  if (!cert_refresh.ok()) return fail(cert_refresh.status());
   if (options.no_cluster_checks == !options.kubeconfig.empty()) {
     return fail(absl::InvalidArgumentError(
         "give --kubeconfig (the coordinator reads the migration-lease RBAC and the lease from the "
@@ -275,6 +284,11 @@ int Run(const Options& options, const ConfigArgs& file) {
   server_options.ca_pem = *ca;
   server_options.cert_pem = *cert;
   server_options.key_pem = *key;
+  // Read again from here on: a replaced certificate is served to new connections.
+  server_options.tls_files = rpc::TlsFiles{std::filesystem::absolute(options.ca),
+                                           std::filesystem::absolute(options.cert),
+                                           std::filesystem::absolute(options.key)};
+  server_options.cert_refresh_interval = *cert_refresh;
   server_options.reflection = options.reflection;
   server_options.run_watch = &run_watch;
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
@@ -338,6 +352,11 @@ int RunCoordinator(int argc, const char* const* argv) {
   app.add_option("--cert", options.cert, "The coordinator's certificate (PEM)")
       ->capture_default_str();
   app.add_option("--key", options.key, "The coordinator's private key (PEM)")
+      ->capture_default_str();
+  app.add_option("--cert-refresh-interval", options.cert_refresh_interval,
+                 "How often to read --ca, --cert and --key again: replaced files are served to "
+                 "new connections without a restart (a key that is not the certificate's is "
+                 "refused with a warning, the previous pair kept); at least 1s")
       ->capture_default_str();
   app.add_option("--nodes", options.nodes,
                  "Every control-plane node, comma-separated, in rollout order (each runs an agent "

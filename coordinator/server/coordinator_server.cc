@@ -497,19 +497,21 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
   server->services_ = std::make_unique<Services>(controller, options.run_watch);
 
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      ClientCheckingServerCredentials(
-          options.ca_pem, options.cert_pem, options.key_pem, [](const absl::Status& refused) {
-            // The handshake ends before any call, so this is the only trace of it here; the
-            // client sees only a closed connection.
-            spdlog::warn("refused a client's TLS certificate: {}", std::string(refused.message()));
-          });
-  if (!credentials.ok()) return credentials.status();
+  absl::StatusOr<std::shared_ptr<rpc::TlsMaterial>> tls = CoordinatorTlsMaterial(
+      rpc::TlsPems{options.ca_pem, options.cert_pem, options.key_pem}, options.tls_files,
+      options.cert_refresh_interval);
+  if (!tls.ok()) return tls.status();
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      ClientCheckingServerCredentials(*std::move(tls), [](const absl::Status& refused) {
+        // The handshake ends before any call, so this is the only trace of it here; the
+        // client sees only a closed connection.
+        spdlog::warn("refused a client's TLS certificate: {}", std::string(refused.message()));
+      });
 
   grpc::EnableDefaultHealthCheckService(true);
   if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, *credentials, &server->port_);
+  builder.AddListeningPort(options.listen, credentials, &server->port_);
   // Agents ping every 10 s on idle streams (proto/rpc/channel.cc); the server's default policy
   // would answer such pings with GOAWAY "too_many_pings".
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);

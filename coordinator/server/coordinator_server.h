@@ -14,6 +14,7 @@
 #include "coordinator/server/rollout_controller.h"
 #include "coordinator/server/run_watch.h"
 #include "grpcpp/server.h"
+#include "proto/rpc/tls_material.h"
 
 namespace handoff::server {
 
@@ -22,6 +23,11 @@ struct ServerOptions {
   std::string ca_pem;                   // the handoff CA: every client certificate must chain to it
   std::string cert_pem;                 // the coordinator's certificate and key
   std::string key_pem;
+  // When tls_files.cert_file is set, the TLS material comes from these files instead, read
+  // again every cert_refresh_interval: new connections get replaced files without a restart
+  // (rpc::TlsMaterial::Watch; a replacement that does not fit together is refused and logged).
+  rpc::TlsFiles tls_files;
+  absl::Duration cert_refresh_interval = absl::Seconds(60);
   bool reflection = false;  // gRPC server reflection (for grpcurl and the like)
   // Borrowed, may be null: the live double-run detector, fed the agents' controller samples;
   // it adds who runs each cloud controller to the status operators read.

@@ -1,6 +1,7 @@
 // Client channels to the coordinator, shared by the agent and handoffctl: always mutual TLS (the
-// handoff CA, the caller's certificate and key), keepalive pings so a dead peer is noticed while a
-// stream is idle, and an optional name to verify the coordinator's certificate against.
+// handoff CA, the caller's certificate and key, fixed or re-read from their files), keepalive
+// pings so a dead peer is noticed while a stream is idle, and an optional name to verify the
+// coordinator's certificate against.
 #ifndef HANDOFF_PROTO_RPC_CHANNEL_H_
 #define HANDOFF_PROTO_RPC_CHANNEL_H_
 
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "grpcpp/channel.h"
+#include "proto/rpc/tls_material.h"
 
 namespace handoff::rpc {
 
@@ -30,8 +32,17 @@ struct ChannelOptions {
   std::chrono::milliseconds max_reconnect_backoff{30000};
 };
 
-// A channel to `address` ("host:port"); connects lazily. Never plaintext.
+// A channel to `address` ("host:port"); connects lazily. Never plaintext. The coordinator's
+// certificate must chain to the CA and carry the address's host (or `tls.server_name`).
 std::shared_ptr<grpc::Channel> CreateSecureChannel(const std::string& address, const ClientTls& tls,
+                                                   const ChannelOptions& options = {});
+
+// The same with the material `tls` holds at each connection: a reconnect presents the
+// certificate (and trusts the CA) of the files as they are then. The caller keeps `tls` alive
+// while the channel is in use, for its files to be watched. `server_name` as in ClientTls.
+std::shared_ptr<grpc::Channel> CreateSecureChannel(const std::string& address,
+                                                   const TlsMaterial& tls,
+                                                   const std::string& server_name,
                                                    const ChannelOptions& options = {});
 
 }  // namespace handoff::rpc

@@ -1,9 +1,12 @@
 #include "agent/daemon/certificate.h"
 
+#include "agent/base/strings.h"
 #include "coordinator/pki/pki.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "spdlog/sinks/ringbuffer_sink.h"
 #include "tests/agent/engine/node_fixture.h"
+#include "tests/coordinator/pki/tls_test_files.h"
 
 namespace handoff {
 namespace {
@@ -115,6 +118,53 @@ TEST_F(ClientCertificateCheckTest, ACertificateOfAnotherCaOrNotForClientsIsRefus
   EXPECT_EQ(CheckClientCertificate("junk", ca_.certificate_pem, now_).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(DescribeCertificate("junk"), "");
+}
+
+// The agent's watched TLS files: a replacement must still name this node, and one the
+// coordinator would refuse is taken with a warning.
+TEST(AgentTlsMaterialTest, ReplacementMustNameThisNodeAndIsLogged) {
+  const pki::KeyPair ca = testing::NewCa();
+  const pki::KeyPair first = testing::Issue(ca, "cp-1", false);
+  const pki::KeyPair second = testing::Issue(ca, "cp-1", false);
+  testing::TlsFilesDir dir;
+  dir.WriteCa(ca.certificate_pem);
+  dir.WriteIdentity(first);
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
+  auto logger = std::make_shared<spdlog::logger>("test", sink);
+  absl::StatusOr<std::shared_ptr<rpc::TlsMaterial>> tls =
+      AgentTlsMaterial(rpc::ClientTls(), dir.files(), absl::Hours(1), "cp-1", logger);
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  auto last_line = [&sink] {
+    std::vector<std::string> lines = sink->last_formatted();
+    return lines.empty() ? std::string() : lines.back();
+  };
+
+  dir.WriteIdentity(second);
+  EXPECT_TRUE((*tls)->Refresh().ok());
+  EXPECT_THAT(last_line(), ::testing::HasSubstr(StrCat(dir.Path("tls.crt"),
+                                                       " replaced: the next connection presents "
+                                                       "CN=cp-1, issued by CN=handoff-ca")));
+
+  dir.WriteIdentity(testing::Issue(ca, "cp-2", false));
+  absl::Status refused = (*tls)->Refresh();
+  EXPECT_THAT(std::string(refused.message()),
+              ::testing::HasSubstr(StrCat(dir.Path("tls.crt"),
+                                          ": the certificate names cp-2, not this node (cp-1)")));
+  EXPECT_THAT(last_line(), ::testing::HasSubstr("the certificate names cp-2"));
+  EXPECT_EQ((*tls)->Current().cert_pem, second.certificate_pem);
+
+  const pki::KeyPair other_ca = testing::NewCa();
+  dir.WriteIdentity(testing::Issue(other_ca, "cp-1", false));
+  EXPECT_TRUE((*tls)->Refresh().ok());
+  EXPECT_THAT(last_line(), ::testing::HasSubstr("the coordinator will refuse the replaced "
+                                                "certificate"));
+
+  // Without files: the PEMs as they are.
+  absl::StatusOr<std::shared_ptr<rpc::TlsMaterial>> fixed = AgentTlsMaterial(
+      rpc::ClientTls{ca.certificate_pem, first.certificate_pem, first.private_key_pem, ""},
+      rpc::TlsFiles(), absl::Hours(1), "cp-1", logger);
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_EQ((*fixed)->Current().cert_pem, first.certificate_pem);
 }
 
 }  // namespace
