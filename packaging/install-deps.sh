@@ -19,7 +19,11 @@ packages=(
   # gRPC and Protobuf: the coordinator's API to its agents and operators (proto/handoff/v1).
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libsqlite3-dev           # the coordinator's rollout state and audit history
+  libsystemd-dev           # sd_notify: Type=notify readiness, watchdog and status for systemd
   libgtest-dev libgmock-dev
+  # The Debian package (packaging/package.cmake, tests/packaging): man pages from --help,
+  # dpkg-shlibdeps for its Depends, lintian to check it, man to render the pages in the test.
+  help2man dpkg-dev lintian man-db
   # The fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizers' runtimes.
   clang-14 libclang-rt-14-dev
   # The real upstream components of `handoffctl sandbox --cluster real` and the tests labelled

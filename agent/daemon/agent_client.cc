@@ -102,7 +102,7 @@ absl::Status AgentClient::Run() {
   if (options_.sample_controllers) sampler_ = std::thread(&AgentClient::SamplerLoop, this);
   std::mt19937_64 random(options_.jitter_seed != 0 ? options_.jitter_seed : std::random_device()());
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  ReconnectBackoff backoff(options_.reconnect_initial, options_.reconnect_max);
+  Backoff backoff(options_.reconnect_initial, options_.reconnect_max);
   logger_->info("connecting to the coordinator at {} as node {}", options_.coordinator,
                 agent_.options().node_name);
   absl::Status stopped_by;
@@ -125,6 +125,11 @@ absl::Status AgentClient::Run() {
     // Whole milliseconds, so that the log reads "retrying in 1.43s".
     const absl::Duration wait = absl::Trunc(backoff.Next(unit(random)), absl::Milliseconds(1));
     LogStreamEnd(status, welcomed, wait);
+    if (options_.on_connection_state) {
+      options_.on_connection_state(absl::StrCat(
+          "not connected to the coordinator at ", options_.coordinator, " (",
+          CodeName(status.error_code()), "); retrying in ", absl::FormatDuration(wait)));
+    }
     if (!sleeper_.SleepOrShutdown(wait, shutdown_)) break;
   }
   {
@@ -199,11 +204,16 @@ grpc::Status AgentClient::Session(bool* welcomed) {
   if (stream->Write(hello) && stream->Read(&message)) {
     if (message.has_welcome()) {
       *welcomed = true;
+      const std::string rollout = message.welcome().rollout_id().empty()
+                                      ? std::string(" (no rollout yet)")
+                                      : " (rollout " + message.welcome().rollout_id() + ")";
       logger_->info("the coordinator (version {}) welcomed node {}{}",
-                    message.welcome().coordinator_version(), agent_.options().node_name,
-                    message.welcome().rollout_id().empty()
-                        ? std::string(" (no rollout yet)")
-                        : " (rollout " + message.welcome().rollout_id() + ")");
+                    message.welcome().coordinator_version(), agent_.options().node_name, rollout);
+      if (options_.on_connection_state) {
+        options_.on_connection_state(absl::StrCat("connected to the coordinator at ",
+                                                  options_.coordinator, " as node ",
+                                                  agent_.options().node_name, rollout));
+      }
       {
         std::lock_guard<std::mutex> lock(write_mutex_);
         stream_ = stream.get();

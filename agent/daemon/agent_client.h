@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "agent/daemon/node_agent.h"
 #include "agent/daemon/shutdown.h"
+#include "agent/system/backoff.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/status.h"
@@ -41,6 +42,11 @@ struct AgentClientOptions {
   uint64_t jitter_seed = 0;
   // Called (on Run's thread) with the status of every stream that ended, before the backoff.
   std::function<void(const grpc::Status&)> on_stream_end;
+  // Called (on Run's thread) with one line saying where the connection stands, once the agent
+  // knows: "connected to the coordinator at X as node N (rollout R)" when the coordinator
+  // welcomed it, "not connected to the coordinator at X (UNAVAILABLE); retrying in 1.2s" before
+  // each wait to reconnect. The daemon's readiness and status for systemd.
+  std::function<void(const std::string&)> on_connection_state;
   // Called (on Run's thread) when a connection failed before the coordinator welcomed the agent;
   // an error stops Run with it. The daemon checks there that the agent's certificate is still
   // valid: one that expired while the agent ran fails every handshake from then on.

@@ -36,23 +36,6 @@ class FakeSleeper : public Sleeper {
   std::vector<absl::Duration> sleeps_;
 };
 
-// Exponential backoff with jitter for reconnecting: the first wait is drawn from
-// [initial/2, initial), and each later one from [step/2, step) where the step doubles up to `max`.
-// Reset() goes back to `initial` (after the coordinator welcomed the agent). Pure; the caller
-// brings the randomness. Thread-compatible.
-class ReconnectBackoff {
- public:
-  ReconnectBackoff(absl::Duration initial, absl::Duration max);
-  // `unit` in [0, 1): where in the jitter range this wait falls.
-  absl::Duration Next(double unit);
-  void Reset();
-
- private:
-  absl::Duration initial_;
-  absl::Duration max_;
-  absl::Duration step_;
-};
-
 }  // namespace handoff
 
 #endif  // HANDOFF_AGENT_DAEMON_SHUTDOWN_H_

@@ -10,6 +10,7 @@
 
 #include "agent/base/strings.h"
 #include "agent/fs/read_limit.h"
+#include "agent/system/backoff.h"
 #include "grpcpp/client_context.h"
 #include "handoff/v1/handoff.grpc.pb.h"
 
@@ -264,7 +265,7 @@ WatchOutcome WatchStatus(
 
   WatchOutcome outcome;
   std::optional<absl::Time> lost_at;  // when the outage under way began
-  absl::Duration backoff = policy.first_backoff;
+  Backoff backoff(policy.first_backoff, policy.max_backoff);
   absl::Status rejected;
   // Read by the client's own stop poll, which may run on another thread.
   std::atomic<bool> rejecting{false};
@@ -274,7 +275,7 @@ WatchOutcome WatchStatus(
     if (lost_at) {
       if (events.reconnected) events.reconnected(clock.Now() - *lost_at);
       lost_at.reset();
-      backoff = policy.first_backoff;
+      backoff.Reset();
     }
     absl::Status handled = on_status(status);
     if (!handled.ok()) {
@@ -327,8 +328,9 @@ WatchOutcome WatchStatus(
       return end(End::kGaveUp, streamed);
     }
     // Waits in short slices, so that a stop ends the watch at once.
-    const absl::Time next_try = std::min(now + backoff, give_up);
-    backoff = std::min(backoff * 2, policy.max_backoff);
+    const absl::Duration wait =
+        backoff.Next(policy.jitter ? policy.jitter() : Backoff::kNoJitter);
+    const absl::Time next_try = std::min(now + wait, give_up);
     while (clock.Now() < next_try) {
       if (stopped()) return end(End::kStopped);
       clock.SleepFor(std::min(next_try - clock.Now(), policy.stop_poll_interval));

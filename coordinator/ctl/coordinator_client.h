@@ -98,9 +98,13 @@ std::unique_ptr<OperatorClient> NewGrpcOperatorClient(const CoordinatorEndpoint&
 // When WatchStatus dials the coordinator again. The defaults are handoffctl's.
 struct ReconnectPolicy {
   // The wait before the first new try of an outage; each further try of the same outage waits
-  // twice as long as the one before, up to max_backoff. A status received starts it over.
+  // twice as long as the one before, up to max_backoff (agent/system/backoff.h). A status
+  // received starts it over.
   absl::Duration first_backoff = absl::Milliseconds(250);
   absl::Duration max_backoff = absl::Seconds(5);
+  // Where in [half the step, the step] each wait falls (Backoff::Next's unit, from [0, 1]).
+  // Unset: the whole step, the plain doubling; one watch retries in step with nothing else.
+  std::function<double()> jitter;
   // How long an outage may last before the watch gives up. Zero: a broken stream is not dialled
   // again; absl::InfiniteDuration(): until `stop`.
   absl::Duration give_up_after = absl::Minutes(2);

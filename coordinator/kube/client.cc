@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "agent/base/strings.h"
+#include "agent/system/backoff.h"
 
 namespace handoff::kube {
 namespace {
@@ -73,14 +74,15 @@ KubeClient::Exchange KubeClient::Send(const std::string& method, const std::stri
   request.path = path;
   request.body = body;
   request.timeout = options_.request_timeout;
-  absl::Duration backoff = options_.initial_backoff;
+  Backoff backoff(options_.initial_backoff, options_.max_backoff);
   Exchange exchange;
   while (true) {
     ++exchange.attempts;
     ++requests_sent_;
     exchange.response = transport_->Send(request);
     bool retry = false;
-    absl::Duration wait = backoff;
+    // One client's requests retry in step with nobody else's: the plain doubling.
+    absl::Duration wait = backoff.Next(Backoff::kNoJitter);
     if (!exchange.response.ok()) {
       const absl::StatusCode code = exchange.response.status().code();
       retry = code == absl::StatusCode::kUnavailable ||
@@ -99,7 +101,6 @@ KubeClient::Exchange KubeClient::Send(const std::string& method, const std::stri
     }
     if (!retry || exchange.attempts > options_.max_retries) return exchange;
     clock_.SleepFor(wait);
-    backoff = std::min(backoff * 2, options_.max_backoff);
   }
 }
 

@@ -5,13 +5,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
 #include <sys/inotify.h>
-#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "agent/fs/atomic_file.h"
 #include "agent/fs/file_system.h"
 #include "agent/fs/host_path.h"
+#include "agent/system/service_lifecycle.h"
 #include "coordinator/sandbox/kubelet/pod_binaries.h"
 #include "coordinator/sandbox/kubelet/pod_exec.h"
 #include "coordinator/sandbox/kubelet/pod_spec.h"
@@ -54,7 +56,7 @@ struct Pod {
 class Kubelet {
  public:
   explicit Kubelet(const KubeletOptions& options)
-      : options_(options), fs_(NewPosixFileSystem(options.root)) {}
+      : options_(options), fs_(NewPosixFileSystem(options.root)), notifier_(NewNullNotifier()) {}
 
   ~Kubelet() { Shutdown(); }
 
@@ -83,7 +85,9 @@ class Kubelet {
   KubeletOptions options_;
   std::unique_ptr<FileSystem> fs_;
   std::unique_ptr<FileSystem::Lock> lock_;
-  UniqueFd signal_fd_;
+  std::unique_ptr<ServiceNotifier> notifier_;
+  UniqueFd stop_fd_;  // an eventfd, readable once a stop was requested
+  std::unique_ptr<ServiceLifecycle> lifecycle_;
   UniqueFd inotify_fd_;
   int watch_ = -1;
   std::unique_ptr<httplib::Server> server_;
@@ -97,19 +101,25 @@ class Kubelet {
 };
 
 absl::Status Kubelet::Setup() {
-  // Signals first, before the health server's thread exists, so that every thread inherits the
-  // mask and SIGTERM reaches only the signalfd (style rule 13). cpp-httplib writes to sockets a
-  // client may have closed.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  if (int error = pthread_sigmask(SIG_BLOCK, &signals, nullptr); error != 0) {
-    return absl::InternalError(StrCat("pthread_sigmask: ", std::strerror(error)));
-  }
+  // Signals first, before the health server's thread exists (service_lifecycle.h); a stop wakes
+  // the poll loop through stop_fd_. The sandbox, not systemd, runs the kubelet: nothing to
+  // notify. cpp-httplib writes to sockets a client may have closed.
+  stop_fd_ = UniqueFd(eventfd(0, EFD_CLOEXEC));
+  if (!stop_fd_.valid()) return absl::InternalError(StrCat("eventfd: ", std::strerror(errno)));
+  ServiceLifecycleOptions lifecycle_options;
+  lifecycle_options.logger = spdlog::default_logger();
+  lifecycle_options.stop_means = "the pods keep running";
+  absl::StatusOr<std::unique_ptr<ServiceLifecycle>> lifecycle =
+      ServiceLifecycle::Start(std::move(lifecycle_options), *notifier_);
+  if (!lifecycle.ok()) return lifecycle.status();
+  lifecycle_ = *std::move(lifecycle);
+  lifecycle_->SetOnStop([fd = stop_fd_.get()] {
+    const uint64_t one = 1;
+    // The loop stops only once the eventfd is readable, so an interrupted write is retried.
+    while (::write(fd, &one, sizeof(one)) < 0 && errno == EINTR) {
+    }
+  });
   ::signal(SIGPIPE, SIG_IGN);
-  signal_fd_ = UniqueFd(signalfd(-1, &signals, SFD_CLOEXEC));
-  if (!signal_fd_.valid()) return absl::InternalError(StrCat("signalfd: ", std::strerror(errno)));
 
   for (const char* dir : {"/run", "/var/lib/kubelet", kPodLogDir, kProcViewDir}) {
     if (absl::Status made = EnsureDirectory(*fs_, dir, 0755); !made.ok()) return made;
@@ -503,7 +513,7 @@ absl::Status Kubelet::Run() {
       Reconcile();
     }
 
-    std::vector<pollfd> fds = {{signal_fd_.get(), POLLIN, 0}, {inotify_fd_.get(), POLLIN, 0}};
+    std::vector<pollfd> fds = {{stop_fd_.get(), POLLIN, 0}, {inotify_fd_.get(), POLLIN, 0}};
     std::vector<std::string> watched;
     for (const auto& [name, pod] : pods_) {
       if (!pod.process) continue;
@@ -525,10 +535,6 @@ absl::Status Kubelet::Run() {
       continue;
     }
     if (fds[0].revents & POLLIN) {
-      signalfd_siginfo info;
-      if (::read(signal_fd_.get(), &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
-        spdlog::info("signal {}: stopping; the pods keep running", info.ssi_signo);
-      }
       Shutdown();
       return absl::OkStatus();
     }

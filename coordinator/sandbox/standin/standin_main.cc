@@ -1,17 +1,15 @@
 #include "coordinator/sandbox/standin/standin_main.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <random>
-#include <thread>
 
 #include "agent/base/strings.h"
 #include "agent/fs/file_system.h"
 #include "agent/system/clock.h"
+#include "agent/system/service_lifecycle.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"
@@ -26,41 +24,6 @@
 
 namespace handoff::standin {
 namespace {
-
-sigset_t HandledSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  // Sent by RunStandin itself to end the signal thread when the process ends for another reason.
-  sigaddset(&signals, SIGUSR1);
-  return signals;
-}
-
-// The one thread that takes signals (style rule 13): SIGTERM/SIGINT call `on_stop`; SIGUSR1 from
-// Finish() ends the thread.
-class SignalThread {
- public:
-  explicit SignalThread(std::function<void()> on_stop)
-      : thread_([on_stop = std::move(on_stop)] {
-          const sigset_t signals = HandledSignals();
-          while (true) {
-            int signal_number = 0;
-            if (sigwait(&signals, &signal_number) != 0) continue;
-            if (signal_number == SIGUSR1) return;
-            on_stop();
-          }
-        }) {}
-  ~SignalThread() { Finish(); }
-  void Finish() {
-    if (!thread_.joinable()) return;
-    pthread_kill(thread_.native_handle(), SIGUSR1);
-    thread_.join();
-  }
-
- private:
-  std::thread thread_;
-};
 
 std::shared_ptr<spdlog::logger> NewLogger(std::string_view name) {
   auto logger = std::make_shared<spdlog::logger>(std::string(name),
@@ -209,15 +172,26 @@ absl::StatusOr<kube::ClusterCredentials> LoadCredentials(const StandinOptions& o
 }  // namespace
 
 int RunStandin(int argc, const char* const* argv) {
-  const sigset_t signals = HandledSignals();
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
   const std::string argv0 = argc > 0 ? argv[0] : "";
   absl::StatusOr<Role> role = RoleFromArgv0(argv0);
   if (!role.ok()) {
     return BadConfiguration(*NewLogger("handoff-standin"), std::string(role.status().message()));
   }
   std::shared_ptr<spdlog::logger> logger = NewLogger(RoleName(*role));
+  // Before any thread starts (service_lifecycle.h). The sandbox's kubelet, not systemd, runs the
+  // stand-in: nothing to notify.
+  std::unique_ptr<ServiceNotifier> notifier = NewNullNotifier();
+  ServiceLifecycleOptions lifecycle_options;
+  lifecycle_options.logger = logger;
+  lifecycle_options.stop_means =
+      ManagerOf(*role) ? "running controllers are recorded as stopped; no lease is released"
+                       : "health stops being served";
+  absl::StatusOr<std::unique_ptr<ServiceLifecycle>> lifecycle =
+      ServiceLifecycle::Start(std::move(lifecycle_options), *notifier);
+  if (!lifecycle.ok()) {
+    logger->error("{}", std::string(lifecycle.status().message()));
+    return kExitLeaseLost;
+  }
 
   absl::StatusOr<SandboxEnvironment> env = ReadSandboxEnvironment(
       [](const char* name) -> std::optional<std::string> {
@@ -251,11 +225,8 @@ int RunStandin(int argc, const char* const* argv) {
   if (!manager) {
     Serving serving = StartHealth(*role, *options, clock->Now(), *logger);
     if (serving.exit_code != 0) return serving.exit_code;
-    StopSignal stop;
-    SignalThread signal_thread([&stop] { stop.Request(); });
-    while (!stop.WaitTimeoutOrShutdown(absl::Hours(1))) {
+    while (!(*lifecycle)->WaitTimeoutOrShutdown(absl::InfiniteDuration())) {
     }
-    logger->info("stopping");
     return kExitStopped;
   }
 
@@ -340,12 +311,9 @@ int RunStandin(int argc, const char* const* argv) {
                                        recorder, logger,
                                        [&generator, &unit] { return unit(generator); });
   controller_manager.ListStartedIn(started.get());
-  SignalThread signal_thread([&controller_manager, &logger] {
-    logger->info("received a termination signal: stopping");
-    controller_manager.Stop();
-  });
+  (*lifecycle)->SetOnStop([&controller_manager] { controller_manager.Stop(); });
   const ManagerOutcome outcome = controller_manager.Run();
-  signal_thread.Finish();
+  (*lifecycle)->SetOnStop(nullptr);
   if (serving.server) serving.server->Stop();
   return outcome == ManagerOutcome::kStopped ? kExitStopped : kExitLeaseLost;
 }

@@ -9,7 +9,8 @@
 // and serve HTTPS /healthz on --bind-address:--secure-port. kube-apiserver (/livez, /readyz,
 // /healthz on 6443) and kube-scheduler (/healthz, /livez, /readyz on 10259) only serve health.
 //
-// Logs go to stderr. SIGTERM/SIGINT are taken on one thread with sigwait.
+// Logs go to stderr. SIGTERM/SIGINT are taken as every handoff daemon takes them
+// (agent/system/service_lifecycle.h).
 // Exit codes: 0 stopped by SIGTERM or SIGINT (running controllers recorded as stopped,
 // "shutdown"; no lease released); 1 a lease was lost ("leaderelection lost", as the real
 // managers exit) or the health port cannot be bound; 2 bad configuration: an unknown argv[0],
@@ -24,8 +25,8 @@ inline constexpr int kExitStopped = 0;
 inline constexpr int kExitLeaseLost = 1;
 inline constexpr int kExitBadConfiguration = 2;
 
-// Everything main() does. Blocks SIGTERM, SIGINT and SIGUSR1 in the calling thread first (call it
-// before starting any thread), reads the process environment, and returns the exit code.
+// Everything main() does. Blocks SIGTERM and SIGINT in the calling thread first (call it before
+// starting any thread), reads the process environment, and returns the exit code.
 int RunStandin(int argc, const char* const* argv);
 
 }  // namespace handoff::standin

@@ -264,8 +264,8 @@ TEST(RunCommandDeathTest, SigtermStopsAConnectedAgentWithExitZero) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       RunAgentUntilSigterm(), ::testing::ExitedWithCode(0),
-      "hello from cp-2(.|\n)*SIGTERM: accepting no more commands(.|\n)*disconnected from the "
-      "coordinator");
+      "hello from cp-2(.|\n)*SIGTERM: stopping; accepting no more commands(.|\n)*disconnected "
+      "from the coordinator");
 }
 
 }  // namespace

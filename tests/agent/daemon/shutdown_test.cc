@@ -7,25 +7,6 @@
 namespace handoff {
 namespace {
 
-TEST(ReconnectBackoffTest, DoublesFromTheStartUpToTheCapWithJitterInTheUpperHalf) {
-  ReconnectBackoff backoff(absl::Milliseconds(250), absl::Seconds(30));
-  // unit 0 gives the lower end of each range, unit 1 its upper end.
-  EXPECT_EQ(backoff.Next(0), absl::Milliseconds(125));
-  EXPECT_EQ(backoff.Next(1), absl::Milliseconds(500));
-  EXPECT_EQ(backoff.Next(0.5), absl::Milliseconds(750));
-  for (int i = 0; i < 20; ++i) backoff.Next(0.5);
-  EXPECT_EQ(backoff.Next(0), absl::Seconds(15));
-  EXPECT_EQ(backoff.Next(1), absl::Seconds(30));
-  backoff.Reset();
-  EXPECT_EQ(backoff.Next(1), absl::Milliseconds(250));
-}
-
-TEST(ReconnectBackoffTest, ACapBelowTheStartIsTheStart) {
-  ReconnectBackoff backoff(absl::Seconds(2), absl::Seconds(1));
-  EXPECT_EQ(backoff.Next(1), absl::Seconds(2));
-  EXPECT_EQ(backoff.Next(1), absl::Seconds(2));
-}
-
 TEST(ShutdownSignalTest, AWaitEndsWhenShutdownIsRequested) {
   ShutdownSignal shutdown;
   EXPECT_FALSE(shutdown.Requested());

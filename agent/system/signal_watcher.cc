@@ -1,4 +1,4 @@
-#include "agent/daemon/signal_watcher.h"
+#include "agent/system/signal_watcher.h"
 
 #include <poll.h>
 #include <pthread.h>

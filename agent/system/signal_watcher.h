@@ -1,7 +1,7 @@
 // SIGTERM and SIGINT taken on one thread (signalfd), so that no work happens in a signal handler
 // and shutdown is an ordinary call on an ordinary thread (style rule 13).
-#ifndef HANDOFF_AGENT_DAEMON_SIGNAL_WATCHER_H_
-#define HANDOFF_AGENT_DAEMON_SIGNAL_WATCHER_H_
+#ifndef HANDOFF_AGENT_SYSTEM_SIGNAL_WATCHER_H_
+#define HANDOFF_AGENT_SYSTEM_SIGNAL_WATCHER_H_
 
 #include <signal.h>
 
@@ -39,4 +39,4 @@ class SignalWatcher {
 
 }  // namespace handoff
 
-#endif  // HANDOFF_AGENT_DAEMON_SIGNAL_WATCHER_H_
+#endif  // HANDOFF_AGENT_SYSTEM_SIGNAL_WATCHER_H_
