@@ -55,10 +55,12 @@ function(handoff_man_page target section name)
   add_custom_command(
     OUTPUT ${page}.gz
     COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/packaging/man
+    COMMAND sh -c "bash \"$0\" \"$1\" --exit-status > \"$2\"" ${handoff_debian_dir}/full-help.sh
+            $<TARGET_FILE:${target}> ${page}.h2m
     COMMAND ${CMAKE_COMMAND} -E env SOURCE_DATE_EPOCH=${handoff_release_epoch}
             ${HANDOFF_HELP2MAN} --no-info --section=${section} --name=${name}
-            "--version-string=${target} ${PROJECT_VERSION}" --output=${page}
-            "bash ${handoff_debian_dir}/full-help.sh $<TARGET_FILE:${target}>"
+            "--version-string=${target} ${PROJECT_VERSION}" --include=${page}.h2m
+            --output=${page} "bash ${handoff_debian_dir}/full-help.sh $<TARGET_FILE:${target}>"
     COMMAND gzip -9nf ${page}
     DEPENDS ${target} ${handoff_debian_dir}/full-help.sh
     COMMENT "Generating the man page ${target}(${section})"

@@ -89,12 +89,12 @@ check_man_page() {
     grep -qF -- "$expected" "$scratch/page.txt" || fail "$page does not mention $expected"
   done
 }
-check_man_page usr/share/man/man8/handoff-agent.8.gz "handoff-agent run" --coordinator --config \
-  --cert --node "handoff-agent apply" --to "handoff-agent recover"
-check_man_page usr/share/man/man8/handoff-coordinator.8.gz --nodes --listen --state-dir --config \
-  --settings --kubeconfig
-check_man_page usr/share/man/man1/handoffctl.1.gz "handoffctl certs issue" --operator \
-  "handoffctl status" --coordinator "handoffctl start" "handoffctl sandbox"
+check_man_page usr/share/man/man8/handoff-agent.8.gz "EXIT STATUS" "handoff-agent run" \
+  --coordinator --config --cert --node "handoff-agent apply" --to "handoff-agent recover"
+check_man_page usr/share/man/man8/handoff-coordinator.8.gz "EXIT STATUS" --nodes --listen \
+  --state-dir --config --settings --kubeconfig
+check_man_page usr/share/man/man1/handoffctl.1.gz "EXIT STATUS" "handoffctl certs issue" \
+  --operator "handoffctl status" --coordinator "handoffctl start" "handoffctl sandbox"
 
 phase "control data"
 dpkg-deb -e "$deb" "$scratch/control"
