@@ -1,6 +1,6 @@
-# The Debian package: `cmake --build build --target package` writes build/handoff_<version>_amd64.deb
-# (CPack's DEB generator), which `apt install ./handoff_<version>_amd64.deb` installs. What goes
-# where, in Debian's layout:
+# The Debian package: `cmake --build build --target package` writes
+# build/handoff_<version>_amd64.deb (CPack's DEB generator), which
+# `apt install ./handoff_<version>_amd64.deb` installs. What goes where, in Debian's layout:
 #   /usr/bin                  handoff-agent, handoff-coordinator, handoffctl (what operators run)
 #   /usr/lib/handoff          the sandbox's helpers: private executables only `handoffctl sandbox`
 #                             starts (it looks there, ../lib/handoff from its own directory)
@@ -69,16 +69,17 @@ function(handoff_man_page target section name)
   set(handoff_man_pages ${handoff_man_pages} ${page}.gz PARENT_SCOPE)
 endfunction()
 if(HANDOFF_HELP2MAN)
-  handoff_man_page(handoff-agent 8
-                   "move a Kubernetes control-plane node between the in-tree AWS cloud provider and the AWS cloud-controller-manager")
-  handoff_man_page(handoff-coordinator 8
-                   "sequence the move of a control plane's nodes to the AWS cloud-controller-manager")
-  handoff_man_page(handoffctl 1
-                   "drive handoff's rollout, check the cluster side of the move, issue its certificates")
+  handoff_man_page(handoff-agent 8 "move a Kubernetes control-plane node between the in-tree \
+AWS cloud provider and the AWS cloud-controller-manager")
+  handoff_man_page(handoff-coordinator 8 "sequence the move of a control plane's nodes to the \
+AWS cloud-controller-manager")
+  handoff_man_page(handoffctl 1 "drive handoff's rollout, check the cluster side of the move, \
+issue its certificates")
   add_custom_target(handoff_man_pages ALL DEPENDS ${handoff_man_pages})
 else()
   # Building works without help2man; packaging does not, rather than ship without man pages.
-  install(CODE "message(FATAL_ERROR \"help2man is missing: the man pages need it (apt-get install help2man)\")")
+  install(CODE "message(FATAL_ERROR \"help2man is missing: the man pages need it \
+(apt-get install help2man)\")")
 endif()
 
 # Debian's documentation: the machine-readable copyright file and the changelog. handoff is its

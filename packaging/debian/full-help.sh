@@ -23,7 +23,10 @@ section() {
   help=$("$binary" "${words[@]}" --help)
   printf '\n%s %s:\n' "$(basename "$binary")" "${words[*]}"
   awk '/^Usage:/ { next }
-       /^(Positionals|Options):$/ { if (!seen_list) print ""; list = "options"; seen_list = 1; next }
+       /^(Positionals|Options):$/ {
+         if (!seen_list) print ""
+         list = "options"; seen_list = 1; next
+       }
        /^Subcommands:$/ { list = "subcommands"; seen_list = 1; next }
        /^$/ { list = ""; next }
        list == "options" && !/^  -h,--help / { print; next }

@@ -176,7 +176,8 @@ dpkg_root -i "$deb"
 [ -x "$target/usr/bin/handoff-agent" ] && [ -x "$target/usr/lib/handoff/handoff-standin" ] ||
   fail "the installed root lacks the programs"
 unchanged_after "install"
-echo "coordinator: cp-1.example.internal:7450  # the operator's edit" >>"$target/etc/handoff/agent.yaml"
+echo "coordinator: cp-1.example.internal:7450  # the operator's edit" \
+  >>"$target/etc/handoff/agent.yaml"
 cp "$target/etc/handoff/agent.yaml" "$scratch/agent.yaml.edited"
 
 # The next version: this package with a higher version.
@@ -184,13 +185,15 @@ dpkg-deb -R "$deb" "$scratch/next"
 sed -i "s/^Version: .*/Version: ${version}+next/" "$scratch/next/DEBIAN/control"
 dpkg-deb -b "$scratch/next" "$scratch/next.deb" >/dev/null
 dpkg_root -i "$scratch/next.deb"
-[ "$(package_status)" = "install ok installed ${version}+next" ] || fail "upgraded: $(package_status)"
+[ "$(package_status)" = "install ok installed ${version}+next" ] ||
+  fail "upgraded: $(package_status)"
 cmp "$scratch/agent.yaml.edited" "$target/etc/handoff/agent.yaml" ||
   fail "the upgrade replaced the operator's /etc/handoff/agent.yaml"
 unchanged_after "upgrade"
 
 dpkg_root -r handoff
-[ ! -e "$target/usr/bin/handoff-agent" ] && [ ! -e "$target/lib/systemd/system/handoff-agent.service" ] ||
+[ ! -e "$target/usr/bin/handoff-agent" ] &&
+  [ ! -e "$target/lib/systemd/system/handoff-agent.service" ] ||
   fail "remove left the programs or the units"
 cmp "$scratch/agent.yaml.edited" "$target/etc/handoff/agent.yaml" ||
   fail "remove did not keep the operator's /etc/handoff/agent.yaml"
@@ -230,7 +233,8 @@ expect_calls "systemctl --system daemon-reload" "postinst configure (upgrade)"
 run_script prerm upgrade "${version}+next"
 expect_calls "" "prerm upgrade"
 run_script prerm remove
-expect_calls "deb-systemd-invoke stop handoff-agent.service handoff-coordinator.service" "prerm remove"
+expect_calls "deb-systemd-invoke stop handoff-agent.service handoff-coordinator.service" \
+  "prerm remove"
 for action in remove purge upgrade; do
   run_script postrm "$action"
   expect_calls "systemctl --system daemon-reload" "postrm $action"
