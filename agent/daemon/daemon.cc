@@ -1,29 +1,18 @@
 #include "agent/daemon/daemon.h"
 
-#include <csignal>
-#include <mutex>
+#include <chrono>
+#include <future>
 
 #include "absl/strings/str_cat.h"
 #include "agent/daemon/certificate.h"
 #include "agent/daemon/controller_probe.h"
 #include "agent/daemon/log_stream.h"
 #include "agent/daemon/shutdown.h"
-#include "agent/daemon/signal_watcher.h"
+#include "agent/system/service_lifecycle.h"
 #include "coordinator/pki/pki.h"
 
 namespace handoff {
 namespace {
-
-const char* SignalName(int signal) {
-  switch (signal) {
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGINT:
-      return "SIGINT";
-    default:
-      return "signal";
-  }
-}
 
 // The coordinator verifies the agent's certificate at every handshake, and refuses it with no
 // more than a closed connection on the agent's side; the same check here names the file and
@@ -42,28 +31,36 @@ absl::Status CheckCertificate(const DaemonConfig& config, const rpc::TlsPems& tl
                    config.agent.node_name, "), and check this host's clock"));
 }
 
+// Runs the client on a thread of its own and keeps the systemd watchdog fed from this one: the
+// client's threads block for minutes on purpose (a stream read, a move), so none of them can.
+absl::Status RunClient(AgentClient& client, ServiceLifecycle& lifecycle) {
+  std::future<absl::Status> ended = std::async(std::launch::async, [&client] { return client.Run(); });
+  if (lifecycle.watchdog_interval() != absl::InfiniteDuration()) {
+    const auto interval = absl::ToChronoMilliseconds(lifecycle.watchdog_interval());
+    while (ended.wait_for(interval) != std::future_status::ready) lifecycle.Alive();
+  }
+  return ended.get();
+}
+
 }  // namespace
 
 absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
                             std::shared_ptr<spdlog::logger> logger) {
-  // A signal may come before the client exists (recovery can take minutes); it is remembered
-  // and handed on once the client is there.
-  std::mutex mutex;
-  AgentClient* client = nullptr;
-  bool stop = false;
-  absl::StatusOr<std::unique_ptr<SignalWatcher>> watcher = SignalWatcher::Start([&](int signal) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (stop) {
-      logger->info("{}: already stopping; waiting for the running command to finish",
-                   SignalName(signal));
-      return;
-    }
-    logger->info("{}: accepting no more commands; a running one finishes first",
-                 SignalName(signal));
-    stop = true;
-    if (client != nullptr) client->Shutdown();
-  });
-  if (!watcher.ok()) return watcher.status();
+  std::unique_ptr<ServiceNotifier> notifier = NewSystemdNotifier();
+  return RunAgentDaemon(config, host, std::move(logger), *notifier);
+}
+
+absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
+                            std::shared_ptr<spdlog::logger> logger, ServiceNotifier& notifier) {
+  // A signal may come before the client exists (recovery can take minutes); SetOnStop below
+  // hands it on once the client is there.
+  ServiceLifecycleOptions lifecycle_options;
+  lifecycle_options.logger = logger;
+  lifecycle_options.stop_means = "accepting no more commands; a running one finishes first";
+  absl::StatusOr<std::unique_ptr<ServiceLifecycle>> started =
+      ServiceLifecycle::Start(std::move(lifecycle_options), notifier);
+  if (!started.ok()) return started.status();
+  ServiceLifecycle& lifecycle = **started;
 
   // Read again every --cert-refresh-interval from here on (started once the signals are taken:
   // its threads inherit their mask); the checks below take what a connection would present.
@@ -87,15 +84,13 @@ absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
   }
 
   LogStream log(logger);
+  lifecycle.Status("reading the command log; recovering an interrupted move, if any");
   logger->info("handoff-agent {} starting for node {} (moves {})", config.agent.agent_version,
                config.agent.node_name,
                config.agent.apply.verify ? "verified" : "NOT verified: --no-verify");
   absl::StatusOr<std::unique_ptr<NodeAgent>> agent = NodeAgent::Open(host, config.agent, log);
   if (!agent.ok()) return agent.status();
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (stop) return absl::OkStatus();
-  }
+  if (lifecycle.shutdown().Requested()) return absl::OkStatus();
 
   rpc::ChannelOptions channel_options;
   channel_options.max_reconnect_backoff =
@@ -119,17 +114,16 @@ absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
   if (config.client.sample_interval > absl::ZeroDuration()) {
     client_options.sample_controllers = [&probe] { return probe.Sample(); };
   }
+  // Ready once the command log is read and recovered and the first connection has either been
+  // welcomed or failed and is retried: from then on the agent does its job, or waits for the
+  // coordinator, for as long as it takes.
+  client_options.on_connection_state = [&lifecycle](const std::string& state) {
+    lifecycle.Ready(state);
+  };
   AgentClient agent_client(channel, **agent, *sleeper, logger, client_options);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    client = &agent_client;
-    if (stop) agent_client.Shutdown();
-  }
-  absl::Status ended = agent_client.Run();
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    client = nullptr;
-  }
+  lifecycle.SetOnStop([&agent_client] { agent_client.Shutdown(); });
+  absl::Status ended = RunClient(agent_client, lifecycle);
+  lifecycle.SetOnStop(nullptr);
   return ended;
 }
 

@@ -1,7 +1,5 @@
 #include "coordinator/server/coordinator_main.h"
 
-#include <signal.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -15,6 +13,7 @@
 #include "agent/fs/file_system.h"
 #include "agent/fs/read_limit.h"
 #include "agent/system/clock.h"
+#include "agent/system/service_lifecycle.h"
 #include "agent/system/shutdown_signal.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/http_transport.h"
@@ -153,14 +152,6 @@ int Run(const Options& options, const ConfigArgs& file) {
   auto fail = [&](const absl::Status& status) {
     return Fail(AttributeToConfigFile(status, file));
   };
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  // Blocked before any thread starts, so every thread inherits the mask and only sigwait below
-  // takes them.
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
   absl::StatusOr<absl::Duration> facts_interval =
       PositiveDuration("--facts-interval", options.facts_interval);
   if (!facts_interval.ok()) return fail(facts_interval.status());
@@ -172,6 +163,14 @@ int Run(const Options& options, const ConfigArgs& file) {
   absl::StatusOr<absl::Duration> grace =
       PositiveDuration("--shutdown-grace", options.shutdown_grace);
   if (!grace.ok()) return fail(grace.status());
+  // Before any thread starts (service_lifecycle.h).
+  std::unique_ptr<ServiceNotifier> notifier = NewSystemdNotifier();
+  ServiceLifecycleOptions lifecycle_options;
+  lifecycle_options.logger = spdlog::default_logger();
+  lifecycle_options.stop_means = StrCat("running calls get ", absl::FormatDuration(*grace));
+  absl::StatusOr<std::unique_ptr<ServiceLifecycle>> lifecycle =
+      ServiceLifecycle::Start(std::move(lifecycle_options), *notifier);
+  if (!lifecycle.ok()) return fail(lifecycle.status());
   absl::StatusOr<absl::Duration> cert_refresh =
       PositiveDuration("--cert-refresh-interval", options.cert_refresh_interval);
   if (cert_refresh.ok() && *cert_refresh < absl::Seconds(1)) {
@@ -302,7 +301,7 @@ int Run(const Options& options, const ConfigArgs& file) {
     if (!written.ok()) return fail(written);
   }
 
-  ShutdownSignal stop;
+  const ShutdownSignal& stop = (*lifecycle)->shutdown();
   std::thread ticker([&] {
     absl::Time next_facts = clock->Now() + *facts_interval;
     absl::Time next_tick = clock->Now() + absl::Seconds(1);
@@ -319,11 +318,17 @@ int Run(const Options& options, const ConfigArgs& file) {
     }
   });
 
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
-  spdlog::info("{}: stopping (running calls get {})", strsignal(signal_number),
-               absl::FormatDuration(*grace));
-  stop.Request();
+  // Ready: the state is loaded and the port serves. The main loop keeps systemd's watchdog fed
+  // and the status line current until a signal.
+  auto describe = [&] {
+    const pb::RolloutStatus status = (*controller)->Status();
+    return StrCat("serving on port ", (*server)->port(), " for nodes ", options.nodes,
+                  "; rollout ", status.rollout_id().empty() ? "not started" : status.rollout_id(),
+                  " ", pb::RolloutStatus::Phase_Name(status.phase()),
+                  status.next().empty() ? "" : StrCat(": ", status.next()));
+  };
+  (*lifecycle)->Ready(describe());
+  while (!(*lifecycle)->WaitTimeoutOrShutdown(absl::Seconds(5))) (*lifecycle)->Status(describe());
   ticker.join();
   (*server)->Shutdown(*grace);
   // Releases already decided reach the history while the controller still exists.

@@ -113,9 +113,9 @@ TEST(DaemonReadinessDeathTest, ReadyWhileRetryingWhenTheCoordinatorIsNotThere) {
       std::exit(20);
     }
     const std::string coordinator = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
-    // The wait is drawn from [125ms, 250ms].
+    // Then the wait, drawn from [125ms, 250ms].
     RunUntilReady(coordinator, "READY=1\nSTATUS=not connected to the coordinator at " +
-                                   coordinator + " (UNAVAILABLE); retrying in 1");
+                                   coordinator + " (UNAVAILABLE); retrying in ");
   };
   EXPECT_EXIT(run(), ::testing::ExitedWithCode(0), "SIGTERM: stopping");
 }
