@@ -19,7 +19,11 @@ packages=(
   # gRPC and Protobuf: the coordinator's API to its agents and operators (proto/handoff/v1).
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libsqlite3-dev           # the coordinator's rollout state and audit history
-  libsystemd-dev           # sd_notify: Type=notify readiness, watchdog and status for systemd
+  # libsystemd: sd_notify (Type=notify readiness, watchdog, status) and journald logging.
+  libsystemd-dev
+  # Both daemons' /metrics: prometheus-cpp (core and its civetweb pull exposer); promtool (from
+  # prometheus) checks the exposition in the tests.
+  prometheus-cpp-dev prometheus
   libgtest-dev libgmock-dev
   # The Debian package (packaging/package.cmake, tests/packaging): man pages from --help,
   # dpkg-shlibdeps for its Depends, lintian to check it, man to render the pages in the test.

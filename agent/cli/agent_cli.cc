@@ -1,6 +1,8 @@
 #include "agent/cli/agent_cli.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <iostream>
 #include <ostream>
 #include <tuple>
 
@@ -17,10 +19,10 @@
 #include "agent/engine/planner.h"
 #include "agent/engine/settings.h"
 #include "agent/leadermigration/config.h"
+#include "agent/system/log_setup.h"
 #include "agent/manifest/kubelet_flags.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/logger.h"
-#include "spdlog/sinks/ostream_sink.h"
 
 namespace handoff {
 namespace {
@@ -132,6 +134,8 @@ struct RunOptions {
   std::string stream_deadline = "30m";
   std::string move_delay = "0s";
   std::string sample_interval = "2s";
+  std::string metrics_listen = "off";
+  std::string log_format = "auto";
   std::string config;  // read before parsing (cli_config.h); kept for --help
 };
 
@@ -184,6 +188,13 @@ void AddRunOptions(CLI::App& command, RunOptions& options) {
                      "cloud-controller-manager (/healthz?verbose on their secure ports) which "
                      "cloud controllers they run, for the coordinator's live double-run "
                      "detector (default 2s; 0s: never)");
+  command.add_option("--metrics-listen", options.metrics_listen,
+                     "Serve Prometheus metrics on http://HOST:PORT/metrics, bound to that address "
+                     "only (port 0: any free one, logged at start); off (default) or \"\": none")
+      ->capture_default_str();
+  command.add_option("--log-format", options.log_format, kLogFormatHelp)
+      ->check(CLI::IsMember(LogFormatNames()))
+      ->capture_default_str();
 }
 
 class Commands {
@@ -489,9 +500,20 @@ class Commands {
     if (!cert_refresh.ok()) return refuse(cert_refresh.status());
     config.cert_refresh_interval = *cert_refresh;
 
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(err_, true);
-    auto logger = std::make_shared<spdlog::logger>("handoff-agent", sink);
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %L %v");
+    config.metrics_listen = run.metrics_listen;
+
+    absl::StatusOr<LogFormat> log_format = ParseLogFormat(run.log_format);
+    if (!log_format.ok()) return refuse(log_format.status());
+    LogOptions log_options;
+    log_options.name = "handoff-agent";
+    log_options.format = *log_format;
+    log_options.stream = &err_;
+    // Only the process's own stderr can be the journal's stream (tests pass a string stream).
+    log_options.stream_fd = &err_ == &std::cerr ? STDERR_FILENO : -1;
+    log_options.journal_stream = std::getenv("JOURNAL_STREAM");
+    log_options.text_pattern = "%Y-%m-%dT%H:%M:%S.%e %L %v";
+    log_options.node = config.agent.node_name;
+    std::shared_ptr<spdlog::logger> logger = MakeLogger(log_options);
     std::unique_ptr<FileSystem> fs = open_root_(run.root);
     std::unique_ptr<ProcessTable> processes = environment_.open_processes(change.proc_root);
     std::unique_ptr<HealthChecker> health = environment_.open_health();

@@ -204,6 +204,7 @@ grpc::Status AgentClient::Session(bool* welcomed) {
   if (stream->Write(hello) && stream->Read(&message)) {
     if (message.has_welcome()) {
       *welcomed = true;
+      if (options_.events != nullptr) options_.events->Welcomed();
       const std::string rollout = message.welcome().rollout_id().empty()
                                       ? std::string(" (no rollout yet)")
                                       : " (rollout " + message.welcome().rollout_id() + ")";
@@ -250,6 +251,7 @@ grpc::Status AgentClient::Session(bool* welcomed) {
     std::lock_guard<std::mutex> lock(write_mutex_);
     stream_ = nullptr;
   }
+  if (*welcomed && options_.events != nullptr) options_.events->StreamEnded();
   const grpc::Status status = stream->Finish();
   size_t dropped = 0;
   {
@@ -315,9 +317,15 @@ void AgentClient::WorkerLoop() {
     logger_->info("command {}: carrying out {}", command.id(), ActionName(command));
     // Proofs made during a move go out at once (the coordinator may release a lease with them);
     // one lost with a stream is not sent again: the lease then expires as it would anyway.
+    // Measured on the monotonic clock: a move's duration must not jump with the wall clock.
+    const auto started = std::chrono::steady_clock::now();
     const v1::CommandResult result = agent_.Execute(command, [this](const v1::AgentMessage& m) {
       if (!Send(m)) logger_->warn("no stream to send a move's progress on");
     });
+    if (options_.events != nullptr && command.has_move()) {
+      options_.events->MoveFinished(
+          result, absl::FromChrono(std::chrono::steady_clock::now() - started));
+    }
     {
       // Cleared before sending: a stream welcomed meanwhile then sees the command finished and
       // sends the result itself, so it is never lost between two streams.
@@ -342,7 +350,8 @@ void AgentClient::SamplerLoop() {
     }
     v1::AgentMessage message;
     *message.mutable_controllers() = options_.sample_controllers();
-    Send(message);  // a stream that ended meanwhile drops it; the next sample goes to the next
+    // A stream that ended meanwhile drops it; the next sample goes to the next.
+    if (Send(message) && options_.events != nullptr) options_.events->ControllerSampleSent();
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "agent/daemon/agent_events.h"
 #include "agent/daemon/node_agent.h"
 #include "agent/daemon/shutdown.h"
 #include "agent/system/backoff.h"
@@ -62,6 +63,9 @@ struct AgentClientOptions {
   // no samples.
   std::function<v1::ControllerSample()> sample_controllers;
   absl::Duration sample_interval = absl::Seconds(2);
+  // Told of welcomes, ended streams, moves carried out and samples sent (the metrics).
+  // Borrowed; may be null. Must outlive the client.
+  AgentEvents* events = nullptr;
 };
 
 // Threads: Run() reads the stream on the calling thread; a worker thread it owns carries out

@@ -4,12 +4,15 @@
 #include <future>
 
 #include "absl/strings/str_cat.h"
+#include "agent/daemon/agent_metrics.h"
 #include "agent/daemon/certificate.h"
 #include "agent/daemon/controller_probe.h"
 #include "agent/daemon/log_stream.h"
 #include "agent/daemon/shutdown.h"
+#include "agent/system/metrics_server.h"
 #include "agent/system/service_lifecycle.h"
 #include "coordinator/pki/pki.h"
+#include "prometheus/registry.h"
 
 namespace handoff {
 namespace {
@@ -83,6 +86,22 @@ absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
                  certificate, config.agent.node_name);
   }
 
+  // Started once the signals are taken: the exposer's threads inherit their mask.
+  auto registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<AgentMetrics> metrics;
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (!MetricsOff(config.metrics_listen)) {
+    metrics = std::make_unique<AgentMetrics>(*registry);
+    absl::StatusOr<std::unique_ptr<MetricsServer>> served =
+        MetricsServer::Start(config.metrics_listen, registry);
+    if (!served.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--metrics-listen: ", served.status().message()));
+    }
+    metrics_server = *std::move(served);
+    logger->info("serving metrics on {}", metrics_server->url());
+  }
+
   LogStream log(logger);
   lifecycle.Status("reading the command log; recovering an interrupted move, if any");
   logger->info("handoff-agent {} starting for node {} (moves {})", config.agent.agent_version,
@@ -120,6 +139,7 @@ absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
   client_options.on_connection_state = [&lifecycle](const std::string& state) {
     lifecycle.Ready(state);
   };
+  client_options.events = metrics.get();
   AgentClient agent_client(channel, **agent, *sleeper, logger, client_options);
   lifecycle.SetOnStop([&agent_client] { agent_client.Shutdown(); });
   absl::Status ended = RunClient(agent_client, lifecycle);

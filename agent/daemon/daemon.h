@@ -29,6 +29,9 @@ struct DaemonConfig {
   absl::Duration cert_refresh_interval = absl::Seconds(60);
   NodeAgentOptions agent;
   AgentClientOptions client;
+  // --metrics-listen: HOST:PORT to serve Prometheus metrics on (agent_metrics.h); "" or "off":
+  // none. An address that cannot be bound stops the start (InvalidArgument naming the flag).
+  std::string metrics_listen;
 };
 
 // Runs the agent until SIGTERM or SIGINT: takes both signals through a ServiceLifecycle (they are

@@ -1,6 +1,7 @@
 #include "coordinator/server/coordinator_main.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <thread>
@@ -13,6 +14,8 @@
 #include "agent/fs/file_system.h"
 #include "agent/fs/read_limit.h"
 #include "agent/system/clock.h"
+#include "agent/system/log_setup.h"
+#include "agent/system/metrics_server.h"
 #include "agent/system/service_lifecycle.h"
 #include "agent/system/shutdown_signal.h"
 #include "coordinator/kube/client.h"
@@ -20,11 +23,12 @@
 #include "coordinator/kube/kubeconfig.h"
 #include "coordinator/pki/pki.h"
 #include "coordinator/server/cluster_facts.h"
+#include "coordinator/server/coordinator_metrics.h"
 #include "coordinator/server/coordinator_server.h"
 #include "coordinator/server/lease_releaser.h"
 #include "coordinator/server/rollout_controller.h"
 #include "coordinator/store/store.h"
-#include "spdlog/sinks/stdout_color_sinks.h"
+#include "prometheus/registry.h"
 #include "spdlog/spdlog.h"
 
 namespace handoff::server {
@@ -64,6 +68,8 @@ struct Options {
   std::string facts_interval = "5s";
   std::string plan_timeout = "30s";
   std::string shutdown_grace = "10s";
+  std::string metrics_listen = "127.0.0.1:7451";
+  std::string log_format = "auto";
   bool reflection = false;
   bool reset_damaged_state = false;
 };
@@ -163,14 +169,6 @@ int Run(const Options& options, const ConfigArgs& file) {
   absl::StatusOr<absl::Duration> grace =
       PositiveDuration("--shutdown-grace", options.shutdown_grace);
   if (!grace.ok()) return fail(grace.status());
-  // Before any thread starts (service_lifecycle.h).
-  std::unique_ptr<ServiceNotifier> notifier = NewSystemdNotifier();
-  ServiceLifecycleOptions lifecycle_options;
-  lifecycle_options.logger = spdlog::default_logger();
-  lifecycle_options.stop_means = StrCat("running calls get ", absl::FormatDuration(*grace));
-  absl::StatusOr<std::unique_ptr<ServiceLifecycle>> lifecycle =
-      ServiceLifecycle::Start(std::move(lifecycle_options), *notifier);
-  if (!lifecycle.ok()) return fail(lifecycle.status());
   absl::StatusOr<absl::Duration> cert_refresh =
       PositiveDuration("--cert-refresh-interval", options.cert_refresh_interval);
   if (cert_refresh.ok() && *cert_refresh < absl::Seconds(1)) {
@@ -179,6 +177,14 @@ int Run(const Options& options, const ConfigArgs& file) {
                "\" is shorter than 1s: the files would be read over and over for nothing"));
   }
   if (!cert_refresh.ok()) return fail(cert_refresh.status());
+  // Before any thread starts (service_lifecycle.h).
+  std::unique_ptr<ServiceNotifier> notifier = NewSystemdNotifier();
+  ServiceLifecycleOptions lifecycle_options;
+  lifecycle_options.logger = spdlog::default_logger();
+  lifecycle_options.stop_means = StrCat("running calls get ", absl::FormatDuration(*grace));
+  absl::StatusOr<std::unique_ptr<ServiceLifecycle>> lifecycle =
+      ServiceLifecycle::Start(std::move(lifecycle_options), *notifier);
+  if (!lifecycle.ok()) return fail(lifecycle.status());
   if (options.no_cluster_checks == !options.kubeconfig.empty()) {
     return fail(absl::InvalidArgumentError(
         "give --kubeconfig (the coordinator reads the migration-lease RBAC and the lease from the "
@@ -223,6 +229,14 @@ int Run(const Options& options, const ConfigArgs& file) {
       OpenStore(StrCat(state_dir, "/coordinator.db"), options.reset_damaged_state, *clock);
   if (!store.ok()) return fail(store.status());
 
+  // Told from here on; served only just before the gRPC server, so that a start refused for
+  // anything else never holds the port.
+  auto registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<CoordinatorMetrics> metrics;
+  if (!MetricsOff(options.metrics_listen)) {
+    metrics = std::make_unique<CoordinatorMetrics>(*registry);
+  }
+
   std::unique_ptr<FactsSource> facts;
   std::unique_ptr<LeaseReleaser> releaser;
   if (options.no_cluster_checks) {
@@ -249,7 +263,8 @@ int Run(const Options& options, const ConfigArgs& file) {
     if (options.lease_release == "on") {
       absl::StatusOr<std::unique_ptr<kube::KubeClient>> release_client = client();
       if (!release_client.ok()) return fail(release_client.status());
-      releaser = std::make_unique<LeaseReleaser>(*std::move(release_client), *clock);
+      releaser =
+          std::make_unique<LeaseReleaser>(*std::move(release_client), *clock, metrics.get());
     } else {
       spdlog::info("--lease-release=off: a stopped manager's leases expire on their own");
     }
@@ -261,6 +276,7 @@ int Run(const Options& options, const ConfigArgs& file) {
   controller_options.plan_timeout = *plan_timeout;
   controller_options.move_listener = releaser.get();
   controller_options.fresh_facts_after_moves = !options.no_cluster_checks;
+  controller_options.events = metrics.get();
   absl::StatusOr<std::unique_ptr<RolloutController>> controller =
       RolloutController::Create(**store, *clock, controller_options);
   if (!controller.ok()) return fail(controller.status());
@@ -276,7 +292,24 @@ int Run(const Options& options, const ConfigArgs& file) {
   DetectorOptions detector;
   detector.nodes = nodes;
   detector.gap_limit_ms = absl::ToInt64Milliseconds(*gap_limit);
-  RunWatch run_watch(**controller, detector);
+  RunWatch run_watch(**controller, detector, metrics.get());
+  if (metrics) {
+    (*controller)->Watch([watched = metrics.get()](const pb::RolloutStatus& status) {
+      watched->ObserveStatus(status);
+    });
+  }
+
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (metrics) {
+    absl::StatusOr<std::unique_ptr<MetricsServer>> served =
+        MetricsServer::Start(options.metrics_listen, registry);
+    if (!served.ok()) {
+      return fail(absl::InvalidArgumentError(
+          StrCat("--metrics-listen: ", served.status().message())));
+    }
+    metrics_server = *std::move(served);
+    spdlog::info("serving metrics on {}", metrics_server->url());
+  }
 
   ServerOptions server_options;
   server_options.listen = options.listen;
@@ -339,9 +372,6 @@ int Run(const Options& options, const ConfigArgs& file) {
 }  // namespace
 
 int RunCoordinator(int argc, const char* const* argv) {
-  // Not registered by name: RunCoordinator may run more than once in a process (tests).
-  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
-      "handoff-coordinator", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   Options options;
   CLI::App app(kDescription, "handoff-coordinator");
   app.add_option("--listen", options.listen,
@@ -403,6 +433,13 @@ int RunCoordinator(int argc, const char* const* argv) {
                  "On SIGTERM, how long running calls get before they are cancelled")
       ->capture_default_str();
   app.add_flag("--reflection", options.reflection, "Serve gRPC server reflection");
+  app.add_option("--metrics-listen", options.metrics_listen,
+                 "Serve Prometheus metrics on http://HOST:PORT/metrics, bound to that address "
+                 "only (port 0: any free one, logged at start); off or \"\": none")
+      ->capture_default_str();
+  app.add_option("--log-format", options.log_format, kLogFormatHelp)
+      ->check(CLI::IsMember(LogFormatNames()))
+      ->capture_default_str();
   app.add_flag("--reset-damaged-state", options.reset_damaged_state,
                "If <state-dir>/coordinator.db is empty, cut short, damaged or not a handoff "
                "database, keep it (and its -wal/-shm) beside as coordinator.db.damaged-<UTC time> "
@@ -424,6 +461,14 @@ int RunCoordinator(int argc, const char* const* argv) {
     int code = app.exit(error, std::cout, std::cerr);
     return code == 0 ? kExitOk : kExitConfig;
   }
+  absl::StatusOr<LogFormat> log_format = ParseLogFormat(options.log_format);
+  if (!log_format.ok()) return Fail(AttributeToConfigFile(log_format.status(), *config));
+  LogOptions log_options;
+  log_options.name = "handoff-coordinator";
+  log_options.format = *log_format;
+  log_options.journal_stream = std::getenv("JOURNAL_STREAM");
+  // Not registered by name: RunCoordinator may run more than once in a process (tests).
+  spdlog::set_default_logger(MakeLogger(log_options));
   return Run(options, *config);
 }
 

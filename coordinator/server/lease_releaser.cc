@@ -31,6 +31,20 @@ kube::Json LeaseJson(const kube::LeaseInfo& lease) {
   return json;
 }
 
+// The `result` label of a decision (coordinator_events.h).
+std::string ResultLabel(const absl::StatusOr<kube::ReleaseOutcome>& outcome) {
+  if (!outcome.ok()) return "error";
+  switch (outcome->kind) {
+    case kube::ReleaseOutcome::Kind::kReleased:
+      return "released";
+    case kube::ReleaseOutcome::Kind::kNotTouched:
+      return "not_touched";
+    case kube::ReleaseOutcome::Kind::kLostRace:
+      return "lost_race";
+  }
+  return "error";
+}
+
 std::string PidList(const std::vector<int64_t>& pids) {
   std::vector<std::string> out;
   for (int64_t pid : pids) out.push_back(std::to_string(pid));
@@ -39,8 +53,9 @@ std::string PidList(const std::vector<int64_t>& pids) {
 
 }  // namespace
 
-LeaseReleaser::LeaseReleaser(std::unique_ptr<kube::KubeClient> client, Clock& clock)
-    : client_(std::move(client)), clock_(clock), worker_([this] { Run(); }) {}
+LeaseReleaser::LeaseReleaser(std::unique_ptr<kube::KubeClient> client, Clock& clock,
+                             CoordinatorEvents* events)
+    : client_(std::move(client)), clock_(clock), events_(events), worker_([this] { Run(); }) {}
 
 LeaseReleaser::~LeaseReleaser() {
   {
@@ -191,6 +206,7 @@ void LeaseReleaser::Release(const Job& job) {
                              kube::ReleaseOutcomeKindName(outcome->kind), "): ", outcome->detail);
     }
     spdlog::info("{}: {}", job.proof.node, message);
+    if (events_ != nullptr) events_->LeaseReleaseDecided(ResultLabel(outcome));
     if (audit) audit("lease-release", job.proof.node, message, detail.dump());
   }
 }

@@ -22,6 +22,7 @@
 #include "agent/system/clock.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/lease_release.h"
+#include "coordinator/server/coordinator_events.h"
 #include "coordinator/server/rollout_controller.h"
 
 namespace handoff::server {
@@ -32,8 +33,10 @@ class LeaseReleaser : public MoveListener {
   using Audit = std::function<void(const std::string& kind, const std::string& node,
                                    const std::string& message, const std::string& detail_json)>;
 
-  // Owns `client`; borrows `clock`, which must outlive it. Starts the worker.
-  LeaseReleaser(std::unique_ptr<kube::KubeClient> client, Clock& clock);
+  // Owns `client`; borrows `clock` and `events` (may be null: each decision's result is told
+  // there), which must outlive it. Starts the worker.
+  LeaseReleaser(std::unique_ptr<kube::KubeClient> client, Clock& clock,
+                CoordinatorEvents* events = nullptr);
   // Finishes what is queued, then stops the worker.
   ~LeaseReleaser() override;
 
@@ -65,6 +68,7 @@ class LeaseReleaser : public MoveListener {
 
   std::unique_ptr<kube::KubeClient> client_;
   Clock& clock_;
+  CoordinatorEvents* const events_;
 
   std::mutex mu_;
   std::condition_variable changed_;

@@ -200,6 +200,7 @@ absl::Status RolloutController::AgentConnected(const std::string& name, const pb
       FailPlansOf(name, "the agent reconnected before answering", deferred);
     }
     node->link = link;
+    if (options_.events != nullptr) options_.events->AgentConnected(name, node->said_hello);
     node->said_hello = true;
     node->verifies = hello.verifies();
     node->agent_version = hello.agent_version();
@@ -291,6 +292,10 @@ void RolloutController::FinishMove(Node& node, const pb::CommandResult& result,
   entry.command_id = move.command_id;
   entry.detail_json = ToJson(result);
   history.push_back(std::move(entry));
+  if (options_.events != nullptr) {
+    options_.events->MoveFinished(node.name, move.from, move.to, result,
+                                  absl::Milliseconds(NowMs() - move.sent_unix_ms));
+  }
 
   std::string failure;
   switch (result.outcome()) {
@@ -590,6 +595,7 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::SetGoal(const std::string& 
   rollout_.halt_reason.clear();
   absl::Status committed = Commit({Entry(actor, kind, "", message)});
   if (!committed.ok()) return committed;
+  if (options_.events != nullptr) options_.events->GoalSet(kind, goal);
   Advance();
   return BuildStatus(View());
 }

@@ -36,6 +36,7 @@
 #include "coordinator/rollout/plan_simulation.h"
 #include "coordinator/rollout/preflight.h"
 #include "coordinator/rollout/rollout_engine.h"
+#include "coordinator/server/coordinator_events.h"
 #include "coordinator/store/store.h"
 #include "handoff/v1/handoff.pb.h"
 #include "proto/rpc/node_state.h"
@@ -104,6 +105,9 @@ struct ControllerOptions {
   absl::Duration plan_timeout = absl::Seconds(30);
   // Borrowed; may be null. Must outlive the controller.
   MoveListener* move_listener = nullptr;
+  // Told of the moves' results, the agents' hellos and the operators' goals (the metrics).
+  // Borrowed; may be null. Must outlive the controller.
+  CoordinatorEvents* events = nullptr;
   // Whether the facts come from the cluster and change with moves (the leases): then no move is
   // sent until facts read after the last move's result arrive (WantsFacts says when to read).
   bool fresh_facts_after_moves = false;

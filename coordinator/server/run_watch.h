@@ -3,15 +3,22 @@
 // halts the rollout under way (R5) on a double run or a gap past the limit with the evidence in
 // the history, and adds who runs what to every status the operators see.
 //
+// Each handover gap the detector measures (a controller that ran nowhere, then ran again) and
+// each finding also go to the coordinator's events (its metrics), when given.
+//
 // Thread safety: every method may be called from any thread. Observe calls the controller
-// (Halt, RecordAudit) without its own lock held; Fill takes only its own lock, so it may be called
-// with the controller's mutex held (a watcher's callback).
+// (Halt, RecordAudit) and the events without its own lock held; Fill takes only its own lock, so
+// it may be called with the controller's mutex held (a watcher's callback).
 #ifndef HANDOFF_COORDINATOR_SERVER_RUN_WATCH_H_
 #define HANDOFF_COORDINATOR_SERVER_RUN_WATCH_H_
 
+#include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 
+#include "coordinator/server/coordinator_events.h"
 #include "coordinator/server/double_run_detector.h"
 #include "coordinator/server/rollout_controller.h"
 #include "handoff/v1/handoff.pb.h"
@@ -20,8 +27,9 @@ namespace handoff::server {
 
 class RunWatch {
  public:
-  // Borrows `controller`, which must outlive the watch.
-  RunWatch(RolloutController& controller, DetectorOptions options);
+  // Borrows `controller` and `events` (may be null), which must outlive the watch.
+  RunWatch(RolloutController& controller, DetectorOptions options,
+           CoordinatorEvents* events = nullptr);
 
   void Observe(const std::string& node, const pb::ControllerSample& sample);
   void Away(const std::string& node);
@@ -30,8 +38,11 @@ class RunWatch {
 
  private:
   RolloutController& controller_;
+  CoordinatorEvents* const events_;
   mutable std::mutex mu_;
   DoubleRunDetector detector_;
+  // Per controller, the last gap told to events_ (start, end; unix ms).
+  std::map<std::string, std::pair<int64_t, int64_t>> gaps_told_;
 };
 
 }  // namespace handoff::server

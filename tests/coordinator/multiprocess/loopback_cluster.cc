@@ -152,7 +152,10 @@ void LoopbackCluster::StartCoordinator(const std::vector<std::string>& extra) {
       std::string(HANDOFF_TESTDATA_DIR) + "/nodes/kubeadm.settings.yaml",
       "--no-cluster-checks",
       "--shutdown-grace",
-      "2s"};
+      "2s",
+      // Not the default 127.0.0.1:7451: tests run side by side.
+      "--metrics-listen",
+      "127.0.0.1:0"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   ++coordinator_starts_;
   coordinator_ = std::make_unique<ChildProcess>(

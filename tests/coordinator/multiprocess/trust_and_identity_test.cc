@@ -98,7 +98,9 @@ class TrustTest : public ::testing::Test {
                                      key,
                                      "--nodes",
                                      "cp-1",
-                                     "--no-cluster-checks"};
+                                     "--no-cluster-checks",
+                                     "--metrics-listen",
+                                     "127.0.0.1:0"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
   }
