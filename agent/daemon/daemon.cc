@@ -37,7 +37,8 @@ absl::Status CheckCertificate(const DaemonConfig& config, const rpc::TlsPems& tl
 // Runs the client on a thread of its own and keeps the systemd watchdog fed from this one: the
 // client's threads block for minutes on purpose (a stream read, a move), so none of them can.
 absl::Status RunClient(AgentClient& client, ServiceLifecycle& lifecycle) {
-  std::future<absl::Status> ended = std::async(std::launch::async, [&client] { return client.Run(); });
+  std::future<absl::Status> ended =
+      std::async(std::launch::async, [&client] { return client.Run(); });
   if (lifecycle.watchdog_interval() != absl::InfiniteDuration()) {
     const auto interval = absl::ToChronoMilliseconds(lifecycle.watchdog_interval());
     while (ended.wait_for(interval) != std::future_status::ready) lifecycle.Alive();

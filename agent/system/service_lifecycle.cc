@@ -61,7 +61,8 @@ void ServiceLifecycle::OnSignal(std::string_view name) {
   options_.logger->info("{}: stopping; {}", name, options_.stop_means);
   // Told before the work of stopping begins, so that systemd applies TimeoutStopSec from here
   // rather than taking the exit that follows for a crash.
-  notifier_.Notify(StrCat("STOPPING=1\nSTATUS=", OneLine(StrCat("stopping; ", options_.stop_means))));
+  notifier_.Notify(
+      StrCat("STOPPING=1\nSTATUS=", OneLine(StrCat("stopping; ", options_.stop_means))));
   shutdown_.Request();
   if (on_stop_) on_stop_();
 }
@@ -92,7 +93,9 @@ void ServiceLifecycle::Alive() {
 }
 
 bool ServiceLifecycle::WaitTimeoutOrShutdown(absl::Duration timeout) {
-  if (watchdog_interval_ == absl::InfiniteDuration()) return shutdown_.WaitTimeoutOrShutdown(timeout);
+  if (watchdog_interval_ == absl::InfiniteDuration()) {
+    return shutdown_.WaitTimeoutOrShutdown(timeout);
+  }
   // Steady time, so that a clock step neither starves the watchdog nor ends the wait early.
   const auto start = std::chrono::steady_clock::now();
   const absl::Duration capped = std::min(timeout, absl::Hours(24 * 365));

@@ -28,7 +28,8 @@ using testing::FakeCoordinator;
 using testing::FakeServiceNotifier;
 using testing::ReadTestdata;
 
-constexpr char kReading[] = "STATUS=reading the command log; recovering an interrupted move, if any";
+constexpr char kReading[] =
+    "STATUS=reading the command log; recovering an interrupted move, if any";
 constexpr char kStopping[] =
     "STOPPING=1\nSTATUS=stopping; accepting no more commands; a running one finishes first";
 
