@@ -122,6 +122,7 @@ class SystemJournalWriter : public JournalWriter {
     }
     return sd_journal_sendv(entries.data(), static_cast<int>(entries.size()));
   }
+  bool Available() override { return access("/run/systemd/journal/socket", W_OK) == 0; }
 };
 
 }  // namespace
@@ -161,14 +162,17 @@ LogFormat ChosenLogFormat(const LogOptions& options) {
 
 std::shared_ptr<spdlog::logger> MakeLogger(const LogOptions& options) {
   std::shared_ptr<spdlog::sinks::sink> sink;
-  switch (ChosenLogFormat(options)) {
-    case LogFormat::kJournal: {
-      std::shared_ptr<JournalWriter> writer =
-          options.journal != nullptr ? options.journal : NewSystemJournalWriter();
-      sink = std::make_shared<JournalSink>(std::move(writer), options.name, options.node,
+  std::shared_ptr<JournalWriter> journal;
+  LogFormat format = ChosenLogFormat(options);
+  if (format == LogFormat::kJournal) {
+    journal = options.journal != nullptr ? options.journal : NewSystemJournalWriter();
+    if (!journal->Available()) format = LogFormat::kText;
+  }
+  switch (format) {
+    case LogFormat::kJournal:
+      sink = std::make_shared<JournalSink>(std::move(journal), options.name, options.node,
                                            options.stream);
       break;
-    }
     case LogFormat::kJson:
       sink = std::make_shared<JsonLineSink>(
           options.stream != nullptr ? *options.stream : std::cerr, options.node);
@@ -183,7 +187,12 @@ std::shared_ptr<spdlog::logger> MakeLogger(const LogOptions& options) {
       if (!options.text_pattern.empty()) sink->set_pattern(options.text_pattern);
       break;
   }
-  return std::make_shared<spdlog::logger>(options.name, std::move(sink));
+  auto logger = std::make_shared<spdlog::logger>(options.name, std::move(sink));
+  if (journal != nullptr && format == LogFormat::kText) {
+    logger->warn("--log-format journal: journald does not listen here "
+                 "(/run/systemd/journal/socket); logging text on stderr");
+  }
+  return logger;
 }
 
 }  // namespace handoff

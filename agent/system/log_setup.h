@@ -50,6 +50,9 @@ class JournalWriter {
   virtual ~JournalWriter() = default;
   // 0 when sent; a negative errno otherwise (then the line goes to stderr instead).
   virtual int Send(const std::vector<std::string>& fields) = 0;
+  // Whether journald listens. libsystemd drops entries silently when its socket is absent (a
+  // container, a host without systemd): the logger then writes text instead.
+  virtual bool Available() = 0;
 };
 std::unique_ptr<JournalWriter> NewSystemJournalWriter();
 
@@ -71,7 +74,8 @@ struct LogOptions {
   std::shared_ptr<JournalWriter> journal;
 };
 
-// The daemon's logger, as `options` say. The format chosen for kAuto: see ChosenLogFormat.
+// The daemon's logger, as `options` say. The format chosen for kAuto: see ChosenLogFormat. A
+// journal that is not available gives text lines, the first of them saying so.
 std::shared_ptr<spdlog::logger> MakeLogger(const LogOptions& options);
 // kText, kJson or kJournal: what kAuto resolves to for `options`.
 LogFormat ChosenLogFormat(const LogOptions& options);
