@@ -19,6 +19,7 @@
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"
 #include "coordinator/kube/rbac.h"
+#include "coordinator/sandbox/real/control_plane.h"
 #include "coordinator/sandbox/real_cluster.h"
 #include "coordinator/sandbox/report.h"
 #include "coordinator/sandbox/sandbox_binaries.h"
@@ -395,6 +396,11 @@ absl::Status SandboxRun::ApplyRbac() {
 }
 
 absl::Status SandboxRun::StartCoordinator() {
+  if (coordinator_metrics_port_ == 0) {
+    absl::StatusOr<int> port = real::PickFreePort();
+    if (!port.ok()) return port.status();
+    coordinator_metrics_port_ = *port;
+  }
   std::string nodes;
   for (const NodeRun& node : nodes_) nodes += (nodes.empty() ? "" : ",") + node.spec().name;
   std::string port_file = Path("coordinator.port");
@@ -414,7 +420,9 @@ absl::Status SandboxRun::StartCoordinator() {
                             {"kubeconfig", Path("admin.conf")},
                             {"facts-interval", "300ms"},
                             {"shutdown-grace", "2s"},
-                            {"lease-release", options_.lease_release ? "on" : "off"}}));
+                            {"lease-release", options_.lease_release ? "on" : "off"},
+                            {"metrics-listen", StrCat("127.0.0.1:", coordinator_metrics_port_)},
+                            {"log-format", "text"}}));
   if (!written.ok()) return written;
   std::vector<std::string> argv = {Bin("handoff-coordinator"), "--config", config};
   absl::StatusOr<std::unique_ptr<Process>> started = SpawnOwned(argv, Path("logs/coordinator.log"));
@@ -439,6 +447,11 @@ absl::Status SandboxRun::StartCoordinator() {
 }
 
 absl::Status SandboxRun::StartAgent(NodeRun& node) {
+  if (node.metrics_port == 0) {
+    absl::StatusOr<int> port = real::PickFreePort();
+    if (!port.ok()) return port.status();
+    node.metrics_port = *port;
+  }
   std::string settings = StrCat(node.root(), "/etc/handoff/agent-settings.yaml");
   absl::Status written =
       WriteFile(settings, StrCat("# This node's own settings for handoff-agent run: its kubelet "
@@ -463,7 +476,9 @@ absl::Status SandboxRun::StartAgent(NodeRun& node) {
            {"timeout", options_.cluster == ClusterKind::kReal ? "60s" : "15s"},
            {"reconnect-max", "500ms"},
            {"kubelet-restart-command",
-            StrCat(Bin("handoff-sandbox-kubelet"), " restart --root ", node.root())}}));
+            StrCat(Bin("handoff-sandbox-kubelet"), " restart --root ", node.root())},
+           {"metrics-listen", StrCat("127.0.0.1:", node.metrics_port)},
+           {"log-format", "text"}}));
   if (!written.ok()) return written;
   std::vector<std::string> argv = {Bin("handoff-agent"), "run", "--config", config};
   absl::StatusOr<std::unique_ptr<Process>> started =

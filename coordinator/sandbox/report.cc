@@ -1,6 +1,7 @@
 #include "coordinator/sandbox/report.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <utility>
 #include <vector>
@@ -104,6 +105,7 @@ std::string SummaryText(const SummaryInputs& inputs) {
               FormatSeconds(absl::Nanoseconds(stats.no_runner_ns)), ", ", stats.long_gaps,
               " long gap(s)\n");
   }
+  for (const std::string& line : inputs.metrics) StrAppend(&text, line, "\n");
   if (!inputs.timeline.empty()) {
     StrAppend(&text, "timeline: ", inputs.timeline,
               inputs.timeline_note.empty() ? "" : " ", inputs.timeline_note, "\n");
@@ -112,6 +114,27 @@ std::string SummaryText(const SummaryInputs& inputs) {
               ? "invariant held: no cloud controller ran in two processes at once\n"
               : "INVARIANT BROKEN:\n" + report.Summary();
   return text;
+}
+
+double SumOfSamples(std::string_view exposition, std::string_view metric) {
+  double sum = 0;
+  size_t start = 0;
+  while (start < exposition.size()) {
+    size_t end = exposition.find('\n', start);
+    if (end == std::string_view::npos) end = exposition.size();
+    std::string_view line = exposition.substr(start, end - start);
+    start = end + 1;
+    if (line.substr(0, metric.size()) != metric || line.size() == metric.size()) continue;
+    const char next = line[metric.size()];
+    if (next != ' ' && next != '{') continue;
+    // The value follows the name or the label set; a timestamp may follow it.
+    size_t value = next == '{' ? line.rfind('}') : metric.size();
+    if (value == std::string_view::npos) continue;
+    value = line.find_first_not_of(' ', value + 1);
+    if (value == std::string_view::npos) continue;
+    sum += std::strtod(std::string(line.substr(value)).c_str(), nullptr);
+  }
+  return sum;
 }
 
 }  // namespace handoff::sandbox

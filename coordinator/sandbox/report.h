@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -35,7 +36,14 @@ struct SummaryInputs {
   // path: that the file goes with the sandbox's directory, or why it was not written.
   std::string timeline;
   std::string timeline_note;
+  // What the daemons' /metrics said at the end (MetricsLines); printed after the audit.
+  std::vector<std::string> metrics;
 };
+
+// The sum of every sample of `metric` in a Prometheus text exposition (`metric 3` and
+// `metric{label="x"} 3` lines; comments and other metrics, including `metric_sum` and the like,
+// are skipped). 0 when there is none.
+double SumOfSamples(std::string_view exposition, std::string_view metric);
 
 // The summary, from "\n== summary ==\n" on; every line ends in "\n". Steps are the commands the
 // history shows a result for, with the time from each command to its result added up per node.

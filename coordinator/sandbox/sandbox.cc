@@ -2,10 +2,14 @@
 // (scenario.cc), the summary (report.h).
 #include "coordinator/sandbox/sandbox.h"
 
+#include <cmath>
 #include <map>
+#include <memory>
+#include <string_view>
 #include <ostream>
 
 #include "agent/base/strings.h"
+#include "agent/system/health_checker.h"
 #include "coordinator/sandbox/report.h"
 #include "coordinator/sandbox/sandbox_run.h"
 #include "coordinator/sandbox/timeline_svg.h"
@@ -35,6 +39,55 @@ void SandboxRun::ShowProgress(const v1::RolloutStatus& status) {
   Say(StrCat(line, held ? "" : "  [INVARIANT BROKEN]"));
 }
 
+std::vector<std::string> SandboxRun::ScrapeMetrics() {
+  std::unique_ptr<HealthChecker> http = NewCurlHealthChecker();
+  struct Scraped {
+    std::string name;
+    int port;
+    bool running;
+  };
+  std::vector<Scraped> daemons = {
+      {"coordinator", coordinator_metrics_port_, coordinator_ && coordinator_->running()}};
+  for (const NodeRun& node : nodes_) {
+    daemons.push_back({StrCat("agent-", node.spec().name), node.metrics_port,
+                       node.agent && node.agent->running()});
+  }
+  std::vector<std::string> lines = {
+      StrCat("metrics (Prometheus text, each daemon's --metrics-listen) in ", Path("metrics"), ":")};
+  long long agent_moves = 0;
+  for (const Scraped& daemon : daemons) {
+    if (!daemon.running || daemon.port == 0) continue;
+    HealthEndpoint endpoint{"http", "127.0.0.1", daemon.port, "/metrics"};
+    absl::StatusOr<HttpAnswer> answer = http->Get(endpoint, absl::Seconds(10), 4 << 20);
+    const std::string file = Path(StrCat("metrics/", daemon.name, ".prom"));
+    absl::Status saved =
+        !answer.ok() ? answer.status()
+        : answer->status != 200 || answer->truncated
+            ? absl::UnavailableError(StrCat(endpoint.Url(), " answered ", answer->status))
+            : WriteFile(file, answer->body);
+    if (!saved.ok()) {
+      lines.push_back(StrCat("  ", daemon.name, ": not read: ", saved.message()));
+      continue;
+    }
+    // Counters: whole numbers.
+    auto sum = [&answer](std::string_view metric) {
+      return std::llround(SumOfSamples(answer->body, metric));
+    };
+    if (daemon.name != "coordinator") {
+      agent_moves += sum("handoff_agent_moves_total");
+      continue;
+    }
+    lines.push_back(StrCat("  coordinator: ", sum("handoff_coordinator_moves_total"), " moves, ",
+                           sum("handoff_coordinator_verification_failures_total"),
+                           " verification failures, ", sum("handoff_coordinator_rollbacks_total"),
+                           " rollbacks, ", sum("handoff_coordinator_lease_releases_total"),
+                           " lease releases, ", sum("handoff_coordinator_double_runs_total"),
+                           " double runs"));
+  }
+  lines.push_back(StrCat("  agents: ", agent_moves, " moves"));
+  return lines;
+}
+
 int SandboxRun::Summarise(bool completed, const std::string& outcome) {
   SummaryInputs inputs;
   inputs.outcome = outcome;
@@ -47,6 +100,7 @@ int SandboxRun::Summarise(bool completed, const std::string& outcome) {
         ConnectOperator()->History(v1::HistoryRequest());
     if (history.ok()) inputs.history = *std::move(history);
   }
+  inputs.metrics = ScrapeMetrics();
   // The picture of the same run, written whole or not at all, so that an operator never opens
   // half a file.
   TimelineInputs timeline;

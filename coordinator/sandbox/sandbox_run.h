@@ -54,6 +54,7 @@ class SandboxRun {
   struct NodeRun {
     ClusterNode node;
     std::unique_ptr<Process> agent;
+    int metrics_port = 0;  // its agent's --metrics-listen on 127.0.0.1, kept across restarts
     const SandboxNode& spec() const { return node.spec; }
     const std::string& root() const { return node.root; }
   };
@@ -96,6 +97,9 @@ class SandboxRun {
   int RunUnsafeOrder();
   // Prints what `handoffctl status` says now (the CLI run as an operator runs it).
   void ShowOperatorStatus();
+  // Each daemon's /metrics, saved in metrics/ (coordinator.prom, agent-<node>.prom); the
+  // summary's lines about them.
+  std::vector<std::string> ScrapeMetrics();
   absl::Status KillAgentMidMove(NodeRun& node);
   absl::Status KillAndRestartCoordinator();
   absl::Status CheckProviderIds();
@@ -129,6 +133,7 @@ class SandboxRun {
   std::unique_ptr<Clock> clock_;
   std::unique_ptr<Process> coordinator_;
   int coordinator_port_ = 0;
+  int coordinator_metrics_port_ = 0;  // kept across restarts, like the agents'
   ctl::CoordinatorEndpoint operator_endpoint_;
   std::unique_ptr<StatusFeed> feed_;
   std::string last_progress_;

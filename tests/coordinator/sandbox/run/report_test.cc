@@ -140,5 +140,21 @@ TEST(ReportTest, SecondsAreShownToTheTenth) {
   EXPECT_EQ(FormatSeconds(absl::Seconds(61)), "61.0s");
 }
 
+TEST(ReportTest, SumOfSamplesAddsEveryLabelSetOfOneMetricOnly) {
+  const std::string exposition =
+      "# HELP handoff_moves_total Moves.\n"
+      "# TYPE handoff_moves_total counter\n"
+      "handoff_moves_total{from=\"in-tree\",to=\"prepared\"} 3\n"
+      "handoff_moves_total{from=\"a}b\",to=\"migrated\"} 4 1700000000000\n"
+      "handoff_moves_total_created 99\n"
+      "handoff_moves 100\n"
+      "handoff_gap_seconds_sum 1.5\n"
+      "handoff_gap_seconds 2.25\n";
+  EXPECT_EQ(SumOfSamples(exposition, "handoff_moves_total"), 7);
+  EXPECT_EQ(SumOfSamples(exposition, "handoff_gap_seconds"), 2.25);
+  EXPECT_EQ(SumOfSamples(exposition, "handoff_absent"), 0);
+  EXPECT_EQ(SumOfSamples("", "handoff_moves_total"), 0);
+}
+
 }  // namespace
 }  // namespace handoff::sandbox

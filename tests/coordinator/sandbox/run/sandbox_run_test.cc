@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/agent/system/metrics_scrape.h"
 #include "tests/coordinator/sandbox/run/handoffctl_sandbox.h"
 
 namespace handoff::sandbox {
@@ -135,6 +136,28 @@ TEST(SandboxRunTest, ThreeNodesMigrateAndComeBackWithTheInvariantHeld) {
               HasSubstr("\nnodes: \"cp-1,cp-2,cp-3\"\n"));
   EXPECT_THAT(ReadText(sandbox.sandbox_dir() + "/nodes/cp-2/etc/handoff/agent.yaml"),
               HasSubstr("\ncert: \"" + sandbox.sandbox_dir() + "/pki/agent-cp-2.crt\"\n"));
+
+  // Each daemon's /metrics, scraped at the end, is valid exposition text and counts what the
+  // history counted: 12 moves, every lease release of the audit, no verification failure.
+  const std::smatch releases = [&run] {
+    std::smatch match;
+    std::regex_search(run.output, match, std::regex("\nlease releases: ([0-9]+) released, "));
+    return match;
+  }();
+  ASSERT_FALSE(releases.empty()) << run.output;
+  EXPECT_THAT(run.output,
+              HasSubstr("\n  coordinator: 12 moves, 0 verification failures, 1 rollbacks, " +
+                        releases[1].str() + " lease releases, 0 double runs\n  agents: 12 moves\n"));
+  ASSERT_TRUE(handoff::testing::HavePromtool())
+      << "promtool (Debian's prometheus package, in packaging/install-deps.sh) is needed";
+  for (const char* daemon : {"coordinator", "agent-cp-1", "agent-cp-2", "agent-cp-3"}) {
+    const std::string text =
+        ReadText(sandbox.sandbox_dir() + "/metrics/" + std::string(daemon) + ".prom");
+    EXPECT_THAT(text, HasSubstr("# TYPE handoff_")) << daemon;
+    EXPECT_EQ(handoff::testing::PromtoolProblems(text), "") << daemon;
+  }
+  EXPECT_THAT(ReadText(sandbox.sandbox_dir() + "/metrics/coordinator.prom"),
+              HasSubstr("\nhandoff_coordinator_rollout_phase{phase=\"done\"} 1\n"));
 }
 
 TEST(SandboxRunTest, FiveNodes) {
