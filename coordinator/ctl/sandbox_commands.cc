@@ -102,7 +102,8 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context) {
       "says which; compare the handovers of the summary (bench/handover runs both)");
   command->add_option("--bin-dir", flags->options.bin_dir,
                       "Where handoff-coordinator, handoff-agent, handoff-standin and "
-                      "handoff-sandbox-kubelet are (default: beside handoffctl)");
+                      "handoff-sandbox-kubelet are (default: beside handoffctl, the helpers there or, as the "
+                      "package installs them, in ../lib/handoff)");
   command->add_option("--timeout", flags->timeout, "Give up after this long (default 5m)");
   // Test-only: the unsafe order the coordinator forbids, to prove the monitor can fail.
   command->add_flag("--unsafe-order-for-tests", flags->options.unsafe_order)->group("");

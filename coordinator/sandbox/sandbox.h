@@ -36,7 +36,8 @@ struct SandboxOptions {
   Fault fault = Fault::kNone;
   ClusterKind cluster = ClusterKind::kModel;
   // Where handoff-coordinator, handoff-agent, handoff-standin and handoff-sandbox-kubelet are;
-  // "" = the directory of the running handoffctl.
+  // "" = the directory of the running handoffctl, the helpers there or in ../lib/handoff
+  // (sandbox_binaries.h).
   std::string bin_dir;
   // Test-only: migrate one node straight to `migrated` (a cloud-controller-manager with Leader
   // Migration) while the others still run the in-tree controllers without it — the unsafe order
