@@ -9,7 +9,6 @@
 
 #include "agent/base/strings.h"
 #include "gmock/gmock.h"
-#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
@@ -19,6 +18,7 @@
 namespace handoff::rpc {
 namespace {
 
+using ::handoff::testing::ClientVerifyingCredentials;
 using ::handoff::testing::Eventually;
 using ::handoff::testing::Issue;
 using ::handoff::testing::NewCa;
@@ -32,13 +32,10 @@ class ChannelCertificateReloadTest : public ::testing::Test {
   ChannelCertificateReloadTest()
       : ca_(NewCa()), a_(Issue(ca_, "cp-1", false)), b_(Issue(ca_, "cp-1", false)) {
     const pki::KeyPair server = Issue(ca_, "handoff-coordinator", true);
-    grpc::SslServerCredentialsOptions ssl(
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-    ssl.pem_root_certs = ca_.certificate_pem;
-    ssl.pem_key_cert_pairs.push_back({server.private_key_pem, server.certificate_pem});
     grpc::ServerBuilder builder;
     int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::SslServerCredentials(ssl), &port);
+    builder.AddListeningPort("127.0.0.1:0", ClientVerifyingCredentials(ca_.certificate_pem, server),
+                             &port);
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, 500);
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 100);
     builder.RegisterService(&service_);

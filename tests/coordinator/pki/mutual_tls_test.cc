@@ -3,61 +3,39 @@
 // The certificates are made for the wall clock, because the TLS stacks verify against it.
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <vector>
 
 #include "agent/base/strings.h"
 #include "coordinator/pki/pki.h"
 #include "gmock/gmock.h"
 #include "grpcpp/client_context.h"
-#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
 #include "handoff/v1/handoff.grpc.pb.h"
 #include "proto/rpc/channel.h"
+#include "tests/coordinator/pki/tls_test_files.h"
 
 namespace handoff::pki {
 namespace {
 
+using ::handoff::testing::CallerEchoService;
+using ::handoff::testing::ClientVerifyingCredentials;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-// Answers Nodes with one node named after the caller ("<CN> O=<organizations>"), read from the
-// peer certificate the way the coordinator authorises.
-class IdentityEchoService : public v1::OperatorService::CallbackService {
- public:
-  grpc::ServerUnaryReactor* Nodes(grpc::CallbackServerContext* context,
-                                  const v1::NodesRequest* /*request*/,
-                                  v1::NodesResponse* response) override {
-    std::string identity = "(no certificate)";
-    for (const grpc::string_ref& pem :
-         context->auth_context()->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME)) {
-      absl::StatusOr<CertificateInfo> info =
-          InspectCertificate(std::string(pem.data(), pem.size()));
-      identity = info.ok() ? StrCat(info->common_name, " O=", StrJoin(info->organizations, ","))
-                           : std::string(info.status().message());
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      callers_.push_back(identity);
-    }
-    response->add_nodes()->set_name(identity);
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+// The caller as "<CN> O=<organizations>", read from the peer certificate the way the coordinator
+// authorises.
+std::string PeerIdentity(const grpc::CallbackServerContext& context) {
+  std::string identity = "(no certificate)";
+  for (const grpc::string_ref& pem :
+       context.auth_context()->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME)) {
+    absl::StatusOr<CertificateInfo> info = InspectCertificate(std::string(pem.data(), pem.size()));
+    identity = info.ok() ? StrCat(info->common_name, " O=", StrJoin(info->organizations, ","))
+                         : std::string(info.status().message());
   }
-
-  std::vector<std::string> Callers() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return callers_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<std::string> callers_;
-};
+  return identity;
+}
 
 KeyPair Issue(const KeyPair& ca, CertificateRequest request) {
   absl::StatusOr<KeyPair> issued = IssueCertificate(ca, request, absl::Now());
@@ -84,13 +62,10 @@ class MutualTlsTest : public ::testing::Test {
     server.ip_addresses = {"127.0.0.1"};
     server.server = true;
     const KeyPair coordinator = Issue(ca_, server);
-    grpc::SslServerCredentialsOptions ssl(
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-    ssl.pem_root_certs = ca_.certificate_pem;
-    ssl.pem_key_cert_pairs.push_back({coordinator.private_key_pem, coordinator.certificate_pem});
     grpc::ServerBuilder builder;
     int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::SslServerCredentials(ssl), &port);
+    builder.AddListeningPort("127.0.0.1:0",
+                             ClientVerifyingCredentials(ca_.certificate_pem, coordinator), &port);
     builder.RegisterService(&service_);
     server_ = builder.BuildAndStart();
     EXPECT_NE(server_, nullptr);
@@ -122,7 +97,7 @@ class MutualTlsTest : public ::testing::Test {
 
   KeyPair ca_;
   KeyPair other_ca_;
-  IdentityEchoService service_;
+  CallerEchoService service_{&PeerIdentity};
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
 };

@@ -1,7 +1,7 @@
 // Test helpers for certificate reload: a temp directory of TLS files that tests replace as an
 // operator does (each file whole, by rename), certificates from coordinator/pki made for the wall
-// clock (the TLS stacks verify against it), a service that answers with its caller's
-// certificate, and a poll for conditions that gRPC reaches in its own time.
+// clock (the TLS stacks verify against it), server credentials that verify clients, a service that
+// answers with its caller, and a poll for conditions that gRPC reaches in its own time.
 #ifndef HANDOFF_TESTS_COORDINATOR_PKI_TLS_TEST_FILES_H_
 #define HANDOFF_TESTS_COORDINATOR_PKI_TLS_TEST_FILES_H_
 
@@ -11,9 +11,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/time/clock.h"
@@ -21,6 +23,7 @@
 #include "coordinator/pki/pki.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/security/auth_context.h"
+#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_context.h"
 #include "gtest/gtest.h"
 #include "handoff/v1/handoff.grpc.pb.h"
@@ -106,19 +109,22 @@ std::string PeerSerial(const Context& context) {
   return "";
 }
 
-// Answers Nodes with one node named after the serial of the caller's certificate, and keeps
-// the serials of all callers.
-class SerialEchoService : public v1::OperatorService::CallbackService {
+// Answers Nodes with one node named after its caller, as `describe` tells the caller from the
+// call's context, and keeps the callers so named.
+class CallerEchoService : public v1::OperatorService::CallbackService {
  public:
+  using Describe = std::function<std::string(const grpc::CallbackServerContext&)>;
+  explicit CallerEchoService(Describe describe) : describe_(std::move(describe)) {}
+
   grpc::ServerUnaryReactor* Nodes(grpc::CallbackServerContext* context,
                                   const v1::NodesRequest* /*request*/,
                                   v1::NodesResponse* response) override {
-    const std::string serial = PeerSerial(*context);
+    const std::string caller = describe_(*context);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      callers_.push_back(serial);
+      callers_.push_back(caller);
     }
-    response->add_nodes()->set_name(serial);
+    response->add_nodes()->set_name(caller);
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
     return reactor;
@@ -130,9 +136,29 @@ class SerialEchoService : public v1::OperatorService::CallbackService {
   }
 
  private:
+  const Describe describe_;
   mutable std::mutex mutex_;
   std::vector<std::string> callers_;
 };
+
+// A CallerEchoService that names each caller by the serial of its certificate.
+class SerialEchoService : public CallerEchoService {
+ public:
+  SerialEchoService()
+      : CallerEchoService([](const grpc::CallbackServerContext& context) {
+          return PeerSerial(context);
+        }) {}
+};
+
+// Server credentials from `server`'s pair that require a client certificate and verify it
+// against `ca_pem`, as handoff-coordinator's do.
+inline std::shared_ptr<grpc::ServerCredentials> ClientVerifyingCredentials(
+    const std::string& ca_pem, const pki::KeyPair& server) {
+  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  ssl.pem_root_certs = ca_pem;
+  ssl.pem_key_cert_pairs.push_back({server.private_key_pem, server.certificate_pem});
+  return grpc::SslServerCredentials(ssl);
+}
 
 // Checks `condition` every 100 ms until it holds (true) or `limit` has passed (false): for what
 // gRPC's threads reach in their own time (a refresh of the files, a reconnect).

@@ -1,19 +1,15 @@
 // `handoff-coordinator --config FILE`: the file's keys are the daemon's options, the command line
 // wins, and a mistake in the file stops the start (exit 2) naming the file, the line and the key.
 // Only refusals run here: they all come before the coordinator serves.
-#include <stdlib.h>
-
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "coordinator/server/coordinator_main.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "spdlog/spdlog.h"
 #include "tests/agent/cli/config_examples.h"
+#include "tests/coordinator/server/coordinator_run_fixture.h"
 
 namespace handoff::server {
 namespace {
@@ -21,38 +17,15 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-class CoordinatorConfigTest : public ::testing::Test {
+class CoordinatorConfigTest : public testing::CoordinatorRunTest {
  protected:
-  void SetUp() override {
-    std::string pattern = std::filesystem::path(::testing::TempDir()) / "coordinator-config-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    previous_logger_ = spdlog::default_logger();
-  }
-  void TearDown() override {
-    spdlog::set_default_logger(previous_logger_);  // the coordinator sets its own
-    std::filesystem::remove_all(dir_);
-  }
+  CoordinatorConfigTest() : CoordinatorRunTest("coordinator-config") {}
 
   std::string Write(const std::string& text) {
     const std::string path = dir_ + "/coordinator.yaml";
     std::ofstream(path) << text;
     return path;
   }
-
-  // The coordinator's exit code; its stderr in *err.
-  int Run(std::vector<std::string> args, std::string* err) {
-    args.insert(args.begin(), "handoff-coordinator");
-    std::vector<const char*> argv;
-    for (const std::string& arg : args) argv.push_back(arg.c_str());
-    ::testing::internal::CaptureStderr();
-    const int code = RunCoordinator(static_cast<int>(argv.size()), argv.data());
-    *err = ::testing::internal::GetCapturedStderr();
-    return code;
-  }
-
-  std::string dir_;
-  std::shared_ptr<spdlog::logger> previous_logger_;
 };
 
 TEST_F(CoordinatorConfigTest, AnUnknownKeyIsRefusedWithTheFileLineAndTheKeys) {

@@ -2,29 +2,31 @@
 // Prometheus text), and the controller's and run watch's calls that feed them.
 #include "coordinator/server/coordinator_metrics.h"
 
-#include <stdlib.h>
-
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "coordinator/server/coordinator_main.h"
 #include "coordinator/server/rollout_controller.h"
 #include "coordinator/server/run_watch.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
-#include "spdlog/spdlog.h"
 #include "tests/agent/system/metrics_scrape.h"
+#include "tests/coordinator/server/controller_fixture.h"
+#include "tests/coordinator/server/coordinator_run_fixture.h"
 #include "tests/coordinator/server/temp_database.h"
 
 namespace handoff::server {
 namespace {
 
+using ::handoff::server::testing::AssumedFacts;
+using ::handoff::server::testing::OpenController;
+using ::handoff::server::testing::Sample;
+using ::handoff::server::testing::TwoNodeOptions;
 using ::handoff::testing::SampleValue;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -195,41 +197,16 @@ pb::AgentHello Hello(const std::string& node, pb::NodeState state) {
   return hello;
 }
 
-pb::ControllerSample Sample(int64_t at_ms, const std::string& manager, int64_t pid,
-                            bool runs_service) {
-  pb::ControllerSample sample;
-  sample.set_observed_unix_ms(at_ms);
-  pb::ManagerControllers* out = sample.add_managers();
-  out->set_component(manager);
-  out->set_pid(pid);
-  out->set_answered(true);
-  if (runs_service) out->add_controllers("service");
-  return sample;
-}
-
 // The controller and the run watch tell the metrics as they work: a move's time on the
 // controller's clock, a reconnect, an operator's rollback, a handover gap.
 class CoordinatorEventsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    store_ = database_.Open();
-    ASSERT_NE(store_, nullptr);
-    ControllerOptions options;
-    options.nodes = {"cp-1", "cp-2"};
-    options.settings_yaml =
-        "kubernetesVersion: v1.27.4\ncloudControllerManager:\n"
-        "  image: registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.1\n";
+    ControllerOptions options = TwoNodeOptions();
     options.events = &metrics_;
-    absl::StatusOr<std::unique_ptr<RolloutController>> controller =
-        RolloutController::Create(*store_, clock_, options);
-    ASSERT_TRUE(controller.ok()) << controller.status();
-    controller_ = *std::move(controller);
+    ASSERT_NO_FATAL_FAILURE(OpenController(database_, clock_, options, &store_, &controller_));
     controller_->Watch([this](const pb::RolloutStatus& status) { metrics_.ObserveStatus(status); });
-    FactsReport facts;
-    facts.rbac_ready = true;
-    facts.lease_held = true;
-    facts.source = "assumed";
-    controller_->SetFacts(facts);
+    controller_->SetFacts(AssumedFacts());
   }
   void TearDown() override {
     controller_.reset();
@@ -319,37 +296,19 @@ TEST_F(CoordinatorEventsTest, TheRunWatchTellsEachHandoverGapOnce) {
 
 // --metrics-listen on handoff-coordinator: an address it cannot serve stops the start (exit 2),
 // named as the flag or as the config file's key.
-class MetricsFlagTest : public ::testing::Test {
+class MetricsFlagTest : public testing::CoordinatorRunTest {
  protected:
-  void SetUp() override {
-    std::string pattern = std::filesystem::path(::testing::TempDir()) / "metrics-flag-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    previous_logger_ = spdlog::default_logger();
-  }
-  void TearDown() override {
-    spdlog::set_default_logger(previous_logger_);  // the coordinator sets its own
-    std::filesystem::remove_all(dir_);
-  }
+  MetricsFlagTest() : CoordinatorRunTest("metrics-flag") {}
 
   int Run(std::vector<std::string> args, std::string* err) {
     const std::string tls = std::string(HANDOFF_TESTDATA_DIR) + "/handoff-tls/";
-    std::vector<std::string> all = {"handoff-coordinator", "--nodes", "cp-1",
-                                    "--no-cluster-checks", "--listen", "127.0.0.1:0",
-                                    "--state-dir", dir_ + "/state", "--ca", tls + "ca.crt",
-                                    "--cert", tls + "coordinator.crt", "--key",
+    std::vector<std::string> all = {"--nodes", "cp-1", "--no-cluster-checks", "--listen",
+                                    "127.0.0.1:0", "--state-dir", dir_ + "/state", "--ca",
+                                    tls + "ca.crt", "--cert", tls + "coordinator.crt", "--key",
                                     tls + "coordinator.key"};
     all.insert(all.end(), args.begin(), args.end());
-    std::vector<const char*> argv;
-    for (const std::string& arg : all) argv.push_back(arg.c_str());
-    ::testing::internal::CaptureStderr();
-    const int code = RunCoordinator(static_cast<int>(argv.size()), argv.data());
-    *err = ::testing::internal::GetCapturedStderr();
-    return code;
+    return CoordinatorRunTest::Run(std::move(all), err);
   }
-
-  std::string dir_;
-  std::shared_ptr<spdlog::logger> previous_logger_;
 };
 
 TEST_F(MetricsFlagTest, AnAddressThatIsNotHostPortStopsTheStart) {

@@ -11,6 +11,7 @@
 #include "grpcpp/client_context.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "gtest/gtest.h"
+#include "tests/coordinator/server/controller_fixture.h"
 #include "tests/coordinator/server/temp_database.h"
 #include "handoff/v1/handoff.grpc.pb.h"
 #include "proto/rpc/channel.h"
@@ -41,14 +42,10 @@ rpc::ClientTls ClientTlsFor(const std::string& name) {
 class CoordinatorServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    store_ = database_.Open();
-    ASSERT_NE(store_, nullptr);
     ControllerOptions options;
     options.nodes = {"cp-1", "cp-2"};
-    absl::StatusOr<std::unique_ptr<RolloutController>> controller =
-        RolloutController::Create(*store_, clock_, options);
-    ASSERT_TRUE(controller.ok()) << controller.status();
-    controller_ = *std::move(controller);
+    ASSERT_NO_FATAL_FAILURE(
+        testing::OpenController(database_, clock_, options, &store_, &controller_));
     ServerOptions server_options;
     server_options.listen = "127.0.0.1:0";
     server_options.ca_pem = ReadTls("ca.crt");
@@ -291,14 +288,10 @@ class ClientCertificateTest : public ::testing::Test {
     server.server = true;
     const pki::KeyPair coordinator = Issue(ca_, server, now_);
 
-    store_ = database_.Open();
-    ASSERT_NE(store_, nullptr);
     ControllerOptions options;
     options.nodes = {"cp-1"};
-    absl::StatusOr<std::unique_ptr<RolloutController>> controller =
-        RolloutController::Create(*store_, clock_, options);
-    ASSERT_TRUE(controller.ok()) << controller.status();
-    controller_ = *std::move(controller);
+    ASSERT_NO_FATAL_FAILURE(
+        testing::OpenController(database_, clock_, options, &store_, &controller_));
 
     previous_logger_ = spdlog::default_logger();
     spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink_));

@@ -8,11 +8,13 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/coordinator/server/controller_fixture.h"
 #include "tests/coordinator/server/temp_database.h"
 
 namespace handoff::server {
 namespace {
 
+using ::handoff::server::testing::Sample;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
@@ -23,37 +25,12 @@ class NullLink : public AgentLink {
   std::string Peer() const override { return "test"; }
 };
 
-pb::ControllerSample Sample(int64_t at_ms, const std::string& manager, int64_t pid,
-                            bool runs_service) {
-  pb::ControllerSample sample;
-  sample.set_observed_unix_ms(at_ms);
-  pb::ManagerControllers* out = sample.add_managers();
-  out->set_component(manager);
-  out->set_pid(pid);
-  out->set_answered(true);
-  if (runs_service) out->add_controllers("service");
-  return sample;
-}
-
 class RunWatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    store_ = database_.Open();
-    ASSERT_NE(store_, nullptr);
-    ControllerOptions options;
-    options.nodes = {"cp-1", "cp-2"};
-    options.settings_yaml =
-        "kubernetesVersion: v1.27.4\ncloudControllerManager:\n"
-        "  image: registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.1\n";
-    absl::StatusOr<std::unique_ptr<RolloutController>> controller =
-        RolloutController::Create(*store_, clock_, options);
-    ASSERT_TRUE(controller.ok()) << controller.status();
-    controller_ = *std::move(controller);
-    FactsReport facts;
-    facts.rbac_ready = true;
-    facts.lease_held = true;
-    facts.source = "assumed";
-    controller_->SetFacts(facts);
+    ASSERT_NO_FATAL_FAILURE(testing::OpenController(database_, clock_, testing::TwoNodeOptions(),
+                                                    &store_, &controller_));
+    controller_->SetFacts(testing::AssumedFacts());
     for (const std::string node : {"cp-1", "cp-2"}) {
       pb::AgentHello hello;
       hello.set_node_name(node);
