@@ -44,8 +44,8 @@ std::string ResourceType::ApiVersion() const {
 }
 
 const std::vector<const ResourceType*>& KnownResourceTypes() {
-  static const std::vector<const ResourceType*> kTypes = {&kLeases, &kRoles, &kRoleBindings,
-                                                          &kNodes,  &kPods,  &kConfigMaps};
+  static const std::vector<const ResourceType*> kTypes = {
+      &kLeases, &kRoles, &kRoleBindings, &kNodes, &kPods, &kConfigMaps, &kDaemonSets};
   return kTypes;
 }
 

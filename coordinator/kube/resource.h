@@ -37,6 +37,7 @@ inline constexpr ResourceType kRoleBindings{"rbac.authorization.k8s.io", "v1", "
 inline constexpr ResourceType kNodes{"", "v1", "nodes", "Node", false};
 inline constexpr ResourceType kPods{"", "v1", "pods", "Pod", true};
 inline constexpr ResourceType kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
+inline constexpr ResourceType kDaemonSets{"apps", "v1", "daemonsets", "DaemonSet", true};
 
 // Every type above.
 const std::vector<const ResourceType*>& KnownResourceTypes();
