@@ -75,6 +75,8 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context);
 void AddCertsCommands(CLI::App& app, CommandContext& context);
 // handoffctl sandbox (coordinator/sandbox/sandbox.h).
 void AddSandboxCommands(CLI::App& app, CommandContext& context);
+// rancher check cordon|ccm|nodes, rancher cordon, rancher uncordon (rancher_check_commands.cc).
+void AddRancherCheckCommands(CLI::App& app, CommandContext& context);
 
 }  // namespace handoff::ctl
 

@@ -210,6 +210,7 @@ int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   AddRolloutCommands(app, context);
   AddCertsCommands(app, context);
   AddSandboxCommands(app, context);
+  AddRancherCheckCommands(app, context);
 
   std::vector<std::string> args(argv + 1, argv + argc);
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector

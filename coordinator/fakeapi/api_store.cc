@@ -363,7 +363,7 @@ absl::Status ApiStore::Put(Json object) {
                                              StringAt(object, {"apiVersion"}), " ",
                                              StringAt(object, {"kind"}),
                                              " (it serves Lease, Role, RoleBinding, Node, Pod, "
-                                             "ConfigMap)"));
+                                             "ConfigMap, DaemonSet)"));
   }
   const std::string name = ObjectName(object);
   if (name.empty()) return absl::InvalidArgumentError(StrCat(type->kind, " without metadata.name"));

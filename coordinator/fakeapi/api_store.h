@@ -1,6 +1,6 @@
 // The fake Kubernetes API server's behaviour, without HTTP: an in-memory store of Leases, Roles,
-// RoleBindings, Nodes, Pods and ConfigMaps answering REST requests the way kube-apiserver does
-// for what it models:
+// RoleBindings, Nodes, Pods, ConfigMaps and DaemonSets answering REST requests the way
+// kube-apiserver does for what it models:
 //   - GET (object and list, labelSelector with =, ==, != and existence terms), POST (create;
 //     409 AlreadyExists), PUT (update; 409 Conflict when metadata.resourceVersion is stale,
 //     unconditional without one; 404 when missing; 400 for a name that differs from the URL's),

@@ -18,7 +18,7 @@ constexpr int kExitRefused = 2;
 
 constexpr char kDescription[] =
     "handoff-fake-apiserver serves an in-memory Kubernetes API (Leases, Roles, RoleBindings,\n"
-    "Nodes, Pods, ConfigMaps) that behaves like kube-apiserver for what it models:\n"
+    "Nodes, Pods, ConfigMaps, DaemonSets) that behaves like kube-apiserver for what it models:\n"
     "resourceVersion on every write, 409 on a stale one, real Status errors, 401/403, TLS with\n"
     "client certificates (the user is the certificate's CN, its groups the O entries).\n"
     "Not modelled: watch, PATCH, subresources, Namespace objects. For rehearsals and tests only.\n";

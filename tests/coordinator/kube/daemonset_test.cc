@@ -34,7 +34,8 @@ TEST(DaemonSetRolloutTest, RolledOutWhenObservedUpdatedAndAvailable) {
   absl::StatusOr<DaemonSetRollout> rollout = DaemonSetRolloutStatus(DaemonSet(2, 2, 3, 3, 3));
   ASSERT_TRUE(rollout.ok()) << rollout.status();
   EXPECT_TRUE(rollout->done);
-  EXPECT_EQ(rollout->message, "daemon set \"aws-cloud-controller-manager\" successfully rolled out");
+  EXPECT_EQ(rollout->message,
+            "daemon set \"aws-cloud-controller-manager\" successfully rolled out");
 }
 
 TEST(DaemonSetRolloutTest, WaitsForTheNewGenerationToBeObserved) {
