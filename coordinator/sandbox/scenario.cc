@@ -50,10 +50,23 @@ absl::StatusOr<v1::RolloutStatus> SandboxRun::Await(
                      [this](const v1::RolloutStatus& s) { ShowProgress(s); });
   if (status && done(*status)) return *status;
   if (interrupted_()) return absl::CancelledError("interrupted");
+  // What an unhealthy node's agent found, as `handoffctl nodes` shows it: the reason it stopped.
+  std::string health;
+  if (status) {
+    absl::StatusOr<v1::NodesResponse> nodes = ConnectOperator()->Nodes(v1::NodesRequest());
+    if (nodes.ok()) {
+      for (const v1::NodeInfo& node : nodes->nodes()) {
+        if (node.connected() && !node.healthy()) {
+          StrAppend(&health, "; ", node.name(), " not healthy: ", node.health_detail());
+        }
+      }
+    }
+  }
   return absl::DeadlineExceededError(StrCat(
       "timed out after ", FormatSeconds(timeout), " waiting for ", what,
       status ? StrCat("; the rollout is ", v1::RolloutStatus::Phase_Name(status->phase()), ": ",
-                      status->next(), status->halted() ? " — " + status->halt_reason() : "")
+                      status->next(), status->halted() ? " — " + status->halt_reason() : "",
+                      health)
              : "; the coordinator never answered"));
 }
 

@@ -422,11 +422,12 @@ absl::Status Kubelet::StartPod(const std::string& name, Pod& pod, const PodSpec&
   const int pid = process->pid;
   pod.process = *std::move(process);
   LinkProcess(pid);
-  // The record first: whoever sees the pod in the state file finds its record written.
-  Record("process-start", spec.component, pid, "");
-  SaveState();
+  // The log line, then the record, then the state file: whoever sees the pod in the state file
+  // finds its record written, and whoever sees the record finds the log line.
   spdlog::info("pod {}: started process {} ({}) from {}: {}", name, pid, binary.path, spec.file,
                StrJoin(spec.argv, " "));
+  Record("process-start", spec.component, pid, "");
+  SaveState();
   return absl::OkStatus();
 }
 
