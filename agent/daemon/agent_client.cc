@@ -99,7 +99,9 @@ void AgentClient::Shutdown() {
 
 absl::Status AgentClient::Run() {
   worker_ = std::thread(&AgentClient::WorkerLoop, this);
-  if (options_.sample_controllers) sampler_ = std::thread(&AgentClient::SamplerLoop, this);
+  if (options_.sample_controllers || options_.recheck_report) {
+    sampler_ = std::thread(&AgentClient::SamplerLoop, this);
+  }
   std::mt19937_64 random(options_.jitter_seed != 0 ? options_.jitter_seed : std::random_device()());
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   Backoff backoff(options_.reconnect_initial, options_.reconnect_max);
@@ -348,10 +350,22 @@ void AgentClient::SamplerLoop() {
       std::lock_guard<std::mutex> lock(write_mutex_);
       if (stream_ == nullptr) continue;  // not welcomed: nobody to tell
     }
-    v1::AgentMessage message;
-    *message.mutable_controllers() = options_.sample_controllers();
-    // A stream that ended meanwhile drops it; the next sample goes to the next.
-    if (Send(message) && options_.events != nullptr) options_.events->ControllerSampleSent();
+    if (options_.sample_controllers) {
+      v1::AgentMessage message;
+      *message.mutable_controllers() = options_.sample_controllers();
+      // A stream that ended meanwhile drops it; the next sample goes to the next.
+      if (Send(message) && options_.events != nullptr) options_.events->ControllerSampleSent();
+    }
+    if (options_.recheck_report) {
+      options_.recheck_report([this](const v1::NodeReport& report) {
+        v1::AgentMessage message;
+        *message.mutable_report() = report;
+        if (Send(message)) {
+          logger_->info("the node now reads {}, {}{}", v1::NodeState_Name(report.state()),
+                        report.healthy() ? "healthy" : "not healthy: ", report.health_detail());
+        }
+      });
+    }
   }
 }
 

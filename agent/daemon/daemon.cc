@@ -133,6 +133,10 @@ absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
   ControllerProbe probe(host.processes, host.health, host.clock);
   if (config.client.sample_interval > absl::ZeroDuration()) {
     client_options.sample_controllers = [&probe] { return probe.Sample(); };
+    client_options.recheck_report =
+        [agent = agent->get()](const std::function<void(const v1::NodeReport&)>& send) {
+          agent->RecheckUnhealthy(send);
+        };
   }
   // Ready once the command log is read and recovered and the first connection has either been
   // welcomed or failed and is retried: from then on the agent does its job, or waits for the

@@ -238,6 +238,21 @@ v1::NodeReport NodeAgent::Report() {
   return ReadReport();
 }
 
+bool NodeAgent::RecheckUnhealthy(const std::function<void(const v1::NodeReport&)>& send) {
+  std::unique_lock<std::mutex> node(node_mutex_, std::try_to_lock);
+  if (!node.owns_lock()) return false;  // a command runs: its result carries the next report
+  v1::NodeReport before;
+  {
+    std::lock_guard<std::mutex> state(state_mutex_);
+    before = last_report_;
+  }
+  if (before.healthy() && before.state() != v1::NODE_STATE_INCONSISTENT) return false;
+  const v1::NodeReport now = ReadReport();
+  if (now.state() == before.state() && now.healthy() == before.healthy()) return false;
+  send(now);
+  return true;
+}
+
 std::optional<v1::CommandResult> NodeAgent::FinishedResult(const std::string& id) const {
   std::lock_guard<std::mutex> state(state_mutex_);
   for (auto it = finished_.rbegin(); it != finished_.rend(); ++it) {

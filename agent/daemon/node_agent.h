@@ -76,6 +76,13 @@ class NodeAgent {
   // its health endpoint. With verification off, healthy exactly when consistent.
   v1::NodeReport Report();
 
+  // While the last report found the node unhealthy or inconsistent, reads it again (as Report)
+  // unless a command holds it, and when its state or health changed calls `send` with the new
+  // report, with the node still held, so that no command's result can overtake it. A failed
+  // health probe is one look; without this, a component that answered a moment later would keep
+  // the node "not healthy" until the next command or reconnect. True when `send` was called.
+  bool RecheckUnhealthy(const std::function<void(const v1::NodeReport&)>& send);
+
   // Carries out `command` and returns its result. A command whose id already finished returns
   // the stored result and does nothing. MoveRequest: refused (nothing written) unless the node
   // is at `from`; otherwise recorded as started, applied as one transaction, recorded finished.

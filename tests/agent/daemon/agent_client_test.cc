@@ -67,6 +67,9 @@ size_t CountResults(const std::vector<v1::CommandResult>& results, const std::st
 
 class AgentClientTest : public DaemonNodeTest {
  protected:
+  // What the sampler thread calls to recheck an unhealthy node; unset: never.
+  std::function<void(const std::function<void(const v1::NodeReport&)>&)> recheck_report_;
+
   void SetUp() override {
     server_ = coordinator_.Start(&port_);
     ASSERT_NE(server_, nullptr);
@@ -100,6 +103,7 @@ class AgentClientTest : public DaemonNodeTest {
     };
     options.check_credentials = std::move(check_credentials);
     options.sample_controllers = std::move(sample_controllers);
+    options.recheck_report = recheck_report_;
     options.sample_interval = absl::Milliseconds(10);
     options.certificate_description = identity + ".crt: CN=cp-1";
     options.ca_description = ca;
@@ -194,6 +198,24 @@ TEST_F(AgentClientTest, ControllerSamplesGoToTheCoordinatorAlsoWhileAMoveRuns) {
   }
   ASSERT_TRUE(coordinator_.WaitFor(
       [](const auto&, const auto& results) { return CountResults(results, "r1-1") == 1; }));
+}
+
+TEST_F(AgentClientTest, ANodeThatBecomesHealthyIsReportedWithoutACommand) {
+  // NodeAgent::RecheckUnhealthy's answers (node_agent_test) as the sampler thread gets them: the
+  // first looks find nothing new, then the node reads healthy once.
+  std::atomic<int> looks{0};
+  recheck_report_ = [&looks](const std::function<void(const v1::NodeReport&)>& send) {
+    if (++looks != 3) return;
+    v1::NodeReport report;
+    report.set_state(v1::NODE_STATE_IN_TREE);
+    report.set_healthy(true);
+    send(report);
+  };
+  StartClient();
+  const std::vector<v1::NodeReport> reports = coordinator_.WaitForReports(1);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_TRUE(reports[0].healthy()) << reports[0].health_detail();
+  EXPECT_EQ(reports[0].state(), v1::NODE_STATE_IN_TREE);
 }
 
 TEST_F(AgentClientTest, ACommandSentTwiceIsCarriedOutOnce) {

@@ -83,6 +83,7 @@ class FakeCoordinator final : public v1::AgentService::Service {
         std::lock_guard<std::mutex> lock(mutex_);
         if (message.has_result()) results_.push_back(message.result());
         if (message.has_controllers()) samples_.push_back(message.controllers());
+        if (message.has_report()) reports_.push_back(message.report());
         changed_.notify_all();
       }
       std::lock_guard<std::mutex> lock(mutex_);
@@ -156,6 +157,12 @@ class FakeCoordinator final : public v1::AgentService::Service {
     changed_.wait_for(lock, kPatience, [&] { return samples_.size() >= count; });
     return samples_;
   }
+  // Waits (generously) until at least `count` reports outside a command arrived; returns them all.
+  std::vector<v1::NodeReport> WaitForReports(size_t count) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait_for(lock, kPatience, [&] { return reports_.size() >= count; });
+    return reports_;
+  }
   // Streams the agent ended by half-closing them.
   int half_closes() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -169,6 +176,7 @@ class FakeCoordinator final : public v1::AgentService::Service {
   std::vector<Hello> hellos_;
   std::vector<v1::CommandResult> results_;
   std::vector<v1::ControllerSample> samples_;
+  std::vector<v1::NodeReport> reports_;
   std::deque<v1::Command> outbox_;
   bool end_ = false;
   bool stopping_ = false;

@@ -488,6 +488,49 @@ TEST_F(NodeAgentTest, HelloDuringAMoveNamesItAndDoesNotWaitForIt) {
   EXPECT_EQ(agent->Hello().report().state(), v1::NODE_STATE_PREPARED);
 }
 
+TEST_F(NodeAgentTest, AnUnhealthyNodeIsReadAgainAndTheChangeSentOnce) {
+  kubelet_.unhealthy_ports.insert(10257);
+  std::unique_ptr<NodeAgent> agent = OpenAgent();
+  ASSERT_FALSE(agent->Report().healthy());
+  std::vector<v1::NodeReport> sent;
+  auto send = [&sent](const v1::NodeReport& report) { sent.push_back(report); };
+
+  // Still unhealthy: read again, nothing new to tell.
+  const int checks_before = kubelet_.health_checks;
+  EXPECT_FALSE(agent->RecheckUnhealthy(send));
+  EXPECT_GT(kubelet_.health_checks, checks_before);
+  EXPECT_TRUE(sent.empty());
+
+  // The component answers now: the healthy report is sent, and then the node is left alone.
+  kubelet_.unhealthy_ports.clear();
+  EXPECT_TRUE(agent->RecheckUnhealthy(send));
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_TRUE(sent[0].healthy()) << sent[0].health_detail();
+  EXPECT_EQ(sent[0].state(), v1::NODE_STATE_IN_TREE);
+  EXPECT_TRUE(agent->Hello().report().healthy());
+  const int checks_when_healthy = kubelet_.health_checks;
+  EXPECT_FALSE(agent->RecheckUnhealthy(send));
+  EXPECT_EQ(kubelet_.health_checks, checks_when_healthy) << "a healthy node is not probed";
+  EXPECT_EQ(sent.size(), 1u);
+}
+
+TEST_F(NodeAgentTest, AnUnhealthyNodeIsNotReadWhileAMoveHoldsIt) {
+  kubelet_.unhealthy_ports.insert(10259);
+  std::unique_ptr<NodeAgent> agent = OpenAgent();
+  ASSERT_FALSE(agent->Report().healthy());
+  kubelet_.unhealthy_ports.clear();
+  health_.Arm();
+  std::future<v1::CommandResult> result = std::async(std::launch::async, [&] {
+    return agent->Execute(MoveCommand("r1-1", v1::NODE_STATE_IN_TREE, v1::NODE_STATE_PREPARED));
+  });
+  ASSERT_TRUE(health_.WaitUntilReached());
+  bool sent = false;
+  EXPECT_FALSE(agent->RecheckUnhealthy([&sent](const v1::NodeReport&) { sent = true; }));
+  EXPECT_FALSE(sent) << "the move's result carries the next report";
+  health_.Release();
+  EXPECT_EQ(result.get().outcome(), v1::CommandResult::SUCCEEDED);
+}
+
 TEST_F(NodeAgentTest, MoveDelayWaitsAfterRecordingTheMoveAsStarted) {
   NodeAgentOptions options = Options();
   options.move_delay = absl::Minutes(3);
