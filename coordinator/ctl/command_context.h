@@ -77,6 +77,8 @@ void AddCertsCommands(CLI::App& app, CommandContext& context);
 void AddSandboxCommands(CLI::App& app, CommandContext& context);
 // rancher check cordon|ccm|nodes, rancher cordon, rancher uncordon (rancher_check_commands.cc).
 void AddRancherCheckCommands(CLI::App& app, CommandContext& context);
+// rancher rke2, rancher rke: a Rancher cluster's file, phase by phase (rancher_commands.cc).
+void AddRancherCommands(CLI::App& app, CommandContext& context);
 
 }  // namespace handoff::ctl
 

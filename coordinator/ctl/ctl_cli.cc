@@ -211,6 +211,7 @@ int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   AddCertsCommands(app, context);
   AddSandboxCommands(app, context);
   AddRancherCheckCommands(app, context);
+  AddRancherCommands(app, context);
 
   std::vector<std::string> args(argv + 1, argv + argc);
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector

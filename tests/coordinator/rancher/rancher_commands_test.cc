@@ -1,0 +1,158 @@
+// handoffctl rancher rke2|rke, run in-process on files in a temp directory: stdout, -o (atomic,
+// nothing written on a refusal), --diff, and RKE's Helm values.
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "agent/fs/file_system.h"
+#include "coordinator/ctl/ctl_cli.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace handoff::ctl {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::StartsWith;
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+class RancherCommandsTest : public ::testing::Test {
+ protected:
+  RancherCommandsTest() {
+    char pattern[] = "/tmp/handoff-rancher-test-XXXXXX";
+    if (mkdtemp(pattern) != nullptr) dir_ = pattern;
+    environment_.open_files = [] { return NewPosixFileSystem(""); };
+    environment_.get_env = [](const std::string&) -> std::optional<std::string> {
+      return std::nullopt;
+    };
+    environment_.interrupted = [] { return false; };
+  }
+  ~RancherCommandsTest() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+
+  std::string Copy(const std::string& testdata, const std::string& name) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary)
+        << ReadFile(std::string(HANDOFF_TESTDATA_DIR) + "/rancher/" + testdata);
+    return path;
+  }
+
+  Result Run(std::vector<std::string> args) {
+    args.insert(args.begin(), "handoffctl");
+    std::vector<const char*> argv;
+    for (const std::string& arg : args) argv.push_back(arg.c_str());
+    std::ostringstream out;
+    std::ostringstream err;
+    const int code = RunCtl(static_cast<int>(argv.size()), argv.data(), out, err, environment_);
+    return Result{code, out.str(), err.str()};
+  }
+
+  std::string dir_;
+  CtlEnvironment environment_;
+};
+
+TEST_F(RancherCommandsTest, Rke2PrintsThePhaseOnStdoutAndLeavesTheFile) {
+  const std::string cluster = Copy("rke2/cluster.yaml", "cluster.yaml");
+  const std::string before = ReadFile(cluster);
+  Result result = Run({"rancher", "rke2", "--phase", "prepare", "-f", cluster});
+  ASSERT_EQ(result.code, 0) << result.err;
+  EXPECT_EQ(result.out, ReadFile(std::string(HANDOFF_TESTDATA_DIR) +
+                                 "/rancher/golden/rke2/cluster.prepare.yaml"));
+  EXPECT_EQ(ReadFile(cluster), before);
+}
+
+TEST_F(RancherCommandsTest, OutputFileIsWrittenAndNothingIsWrittenOnARefusal) {
+  const std::string cluster = Copy("rke2/cluster.yaml", "cluster.yaml");
+  const std::string output = dir_ + "/out.yaml";
+  // migrate before deploy-ccm: refused, no file, no temp file left.
+  Result refused = Run({"rancher", "rke2", "--phase", "migrate", "-f", cluster, "-o", output});
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_THAT(refused.err, AllOf(StartsWith("handoffctl: "),
+                                 HasSubstr("spec.rkeConfig.additionalManifest: no HelmChart")));
+  EXPECT_FALSE(std::filesystem::exists(output));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/.out.yaml.handoff-tmp"));
+
+  Result prepared = Run({"rancher", "rke2", "--phase", "prepare", "-f", cluster, "-o", output});
+  ASSERT_EQ(prepared.code, 0) << prepared.err;
+  EXPECT_THAT(prepared.out, IsEmpty());
+  EXPECT_THAT(ReadFile(output), HasSubstr("- enable-leader-migration"));
+  EXPECT_EQ(std::filesystem::status(output).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+
+  // In place, phase by phase; a refused phase leaves the file as it was.
+  for (const char* phase : {"deploy-ccm", "migrate"}) {
+    Result step = Run({"rancher", "rke2", "--phase", phase, "-f", output, "-o", output,
+                       "--kubernetes-version", "v1.27.11+rke2r1"});
+    ASSERT_EQ(step.code, 0) << phase << ": " << step.err;
+  }
+  const std::string migrated = ReadFile(output);
+  Result again = Run({"rancher", "rke2", "--phase", "prepare", "-f", output, "-o", output});
+  EXPECT_EQ(again.code, 2);
+  EXPECT_THAT(again.err, HasSubstr("cloud-provider-name: is \"external\""));
+  EXPECT_EQ(ReadFile(output), migrated);
+}
+
+TEST_F(RancherCommandsTest, DiffPrintsTheUnifiedDiff) {
+  const std::string cluster = Copy("rke2/cluster.yaml", "cluster.yaml");
+  Result result = Run({"rancher", "rke2", "--phase", "prepare", "-f", cluster, "--diff"});
+  ASSERT_EQ(result.code, 0) << result.err;
+  EXPECT_THAT(result.out, AllOf(StartsWith("--- "), HasSubstr("+        - enable-leader-migration"),
+                                HasSubstr("+        - key: rke.cattle.io/control-plane-role")));
+  Result both = Run({"rancher", "rke2", "--phase", "prepare", "-f", cluster, "--diff", "-o",
+                     dir_ + "/x.yaml"});
+  EXPECT_EQ(both.code, 2);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/x.yaml"));
+}
+
+TEST_F(RancherCommandsTest, RkePrintsTheHelmValuesOnStderrOrToAFile) {
+  const std::string cluster = Copy("rke/cluster.yml", "cluster.yml");
+  Result prepared = Run({"rancher", "rke", "--phase", "prepare", "-f", cluster});
+  ASSERT_EQ(prepared.code, 0) << prepared.err;
+  EXPECT_THAT(prepared.out, HasSubstr("enable-leader-migration: \"true\""));
+  EXPECT_THAT(prepared.err, AllOf(HasSubstr("# Helm values"),
+                                  HasSubstr("  - --enable-leader-migration=true\n")));
+
+  const std::string prepared_file = dir_ + "/prepared.yml";
+  std::ofstream(prepared_file, std::ios::binary) << prepared.out;
+  const std::string values = dir_ + "/values.yaml";
+  Result migrated = Run({"rancher", "rke", "--phase", "migrate", "-f", prepared_file,
+                         "--use-instance-metadata-hostname=false", "--helm-values", values});
+  ASSERT_EQ(migrated.code, 0) << migrated.err;
+  EXPECT_THAT(migrated.out, AllOf(HasSubstr("name: external-aws"),
+                                  HasSubstr("useInstanceMetadataHostname: false")));
+  EXPECT_THAT(ReadFile(values), HasSubstr("--enable-leader-migration=true"));
+
+  Result bad = Run({"rancher", "rke", "--phase", "migrate", "-f", prepared_file,
+                    "--use-instance-metadata-hostname=maybe"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--use-instance-metadata-hostname \"maybe\""));
+}
+
+TEST_F(RancherCommandsTest, AMissingFileIsRefused) {
+  Result result = Run({"rancher", "rke2", "--phase", "prepare", "-f", dir_ + "/absent.yaml"});
+  EXPECT_EQ(result.code, 2);
+  EXPECT_THAT(result.err, HasSubstr("-f: "));
+}
+
+}  // namespace
+}  // namespace handoff::ctl
