@@ -9,12 +9,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/coordinator/ctl/scripted_clock.h"
 #include "tests/coordinator/fake_cluster.h"
 
 namespace handoff::ctl {
 namespace {
 
 using ::handoff::testing::FakeCluster;
+using ::handoff::testing::ScriptedClock;
 using ::handoff::testing::Testdata;
 using kube::Json;
 using ::testing::AllOf;
@@ -28,21 +30,6 @@ struct Result {
   std::string err;
 };
 
-// Forwards to the test's FakeClock; each sleep also lets the test move the cluster on.
-class ScriptedClock : public Clock {
- public:
-  ScriptedClock(FakeClock& clock, std::function<void(absl::Time)>& on_sleep)
-      : clock_(clock), on_sleep_(on_sleep) {}
-  absl::Time Now() override { return clock_.Now(); }
-  void SleepFor(absl::Duration duration) override {
-    clock_.Advance(duration);
-    if (on_sleep_) on_sleep_(clock_.Now());
-  }
-
- private:
-  FakeClock& clock_;
-  std::function<void(absl::Time)>& on_sleep_;
-};
 
 class CtlTest : public ::testing::Test {
  protected:

@@ -11,12 +11,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/coordinator/ctl/scripted_clock.h"
 #include "tests/coordinator/fake_cluster.h"
 
 namespace handoff::ctl {
 namespace {
 
 using ::handoff::testing::FakeCluster;
+using ::handoff::testing::ScriptedClock;
 using kube::Json;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -27,21 +29,6 @@ struct Result {
   std::string err;
 };
 
-// Forwards to the cluster's FakeClock; each sleep lets the test move the cluster on.
-class ScriptedClock : public Clock {
- public:
-  ScriptedClock(FakeClock& clock, std::function<void(absl::Time)>& on_sleep)
-      : clock_(clock), on_sleep_(on_sleep) {}
-  absl::Time Now() override { return clock_.Now(); }
-  void SleepFor(absl::Duration duration) override {
-    clock_.Advance(duration);
-    if (on_sleep_) on_sleep_(clock_.Now());
-  }
-
- private:
-  FakeClock& clock_;
-  std::function<void(absl::Time)>& on_sleep_;
-};
 
 // A providerID of its own for each node name (two Nodes on one instance are a problem).
 std::string ProviderIdOf(const std::string& name) {
