@@ -51,6 +51,13 @@ struct ApplyOptions {
   // Run when the kubelet's flags file changed (the kubelet reads it only at start).
   std::vector<std::string> kubelet_restart = {"systemctl", "restart", "kubelet"};
   absl::Duration command_timeout = absl::Minutes(2);
+  // Called once a move is planned and before anything is written (not for a no-op). An error
+  // refuses the move with nothing written; the lines returned are added to the report's notes
+  // for the operator. The downtime path checks the instance's cluster tag here before
+  // stopped → external (agent/cloud/instance_tags.h).
+  std::function<absl::StatusOr<std::vector<std::string>>(NodeState from, NodeState to,
+                                                          const Settings& settings)>
+      before_move;
 };
 
 // One file written (or removed) and what was proven about it.
@@ -70,6 +77,8 @@ struct ApplyReport {
   // Set when the move failed and was undone: why it failed, and (if the undo itself failed) why.
   std::string failure;
   std::string rollback_failure;
+  // For the operator: what the move left to them (ApplyOptions::before_move's lines).
+  std::vector<std::string> notes;
   bool ok() const { return failure.empty(); }
 };
 

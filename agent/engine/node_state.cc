@@ -1,10 +1,39 @@
 #include "agent/engine/node_state.h"
 
-#include <cstdlib>
-
 #include "agent/base/strings.h"
 
 namespace handoff {
+namespace {
+
+// How far along its path a state lies: in-tree 0, finalized 3; -1 for inconsistent.
+int Rank(NodeState state) {
+  switch (state) {
+    case NodeState::kInTree:
+      return 0;
+    case NodeState::kPrepared:
+    case NodeState::kStopped:
+      return 1;
+    case NodeState::kMigrated:
+    case NodeState::kExternal:
+      return 2;
+    case NodeState::kFinalized:
+      return 3;
+    case NodeState::kInconsistent:
+      return -1;
+  }
+  return -1;
+}
+
+// Whether the state may lie on the Leader Migration path (in-tree and finalized lie on both).
+bool OnLeaderMigrationPath(NodeState state) {
+  return state != NodeState::kInconsistent && !IsDowntimeState(state);
+}
+
+bool OnDowntimePath(NodeState state) {
+  return state == NodeState::kInTree || state == NodeState::kFinalized || IsDowntimeState(state);
+}
+
+}  // namespace
 
 std::string_view NodeStateName(NodeState state) {
   switch (state) {
@@ -18,26 +47,38 @@ std::string_view NodeStateName(NodeState state) {
       return "finalized";
     case NodeState::kInconsistent:
       return "inconsistent";
+    case NodeState::kStopped:
+      return "stopped";
+    case NodeState::kExternal:
+      return "external";
   }
   return "inconsistent";
 }
 
 absl::StatusOr<NodeState> ParseTargetState(std::string_view name) {
-  for (NodeState state :
-       {NodeState::kInTree, NodeState::kPrepared, NodeState::kMigrated, NodeState::kFinalized}) {
+  for (NodeState state : {NodeState::kInTree, NodeState::kPrepared, NodeState::kMigrated,
+                          NodeState::kFinalized, NodeState::kStopped, NodeState::kExternal}) {
     if (name == NodeStateName(state)) return state;
   }
-  return absl::InvalidArgumentError(StrCat(
-      "'", name, "' is not a node state; use one of in-tree, prepared, migrated, finalized"));
+  return absl::InvalidArgumentError(
+      StrCat("'", name,
+             "' is not a node state; use one of in-tree, prepared, migrated, finalized (Leader "
+             "Migration) or stopped, external (the downtime path)"));
 }
 
 bool AreAdjacent(NodeState from, NodeState to) {
   if (from == NodeState::kInconsistent || to == NodeState::kInconsistent) return false;
-  return std::abs(static_cast<int>(from) - static_cast<int>(to)) == 1;
+  const int from_rank = Rank(from);
+  const int to_rank = Rank(to);
+  if (from_rank - to_rank != 1 && to_rank - from_rank != 1) return false;
+  return (OnLeaderMigrationPath(from) && OnLeaderMigrationPath(to)) ||
+         (OnDowntimePath(from) && OnDowntimePath(to));
 }
 
-bool IsForward(NodeState from, NodeState to) {
-  return static_cast<int>(to) > static_cast<int>(from);
+bool IsForward(NodeState from, NodeState to) { return Rank(to) > Rank(from); }
+
+bool IsDowntimeState(NodeState state) {
+  return state == NodeState::kStopped || state == NodeState::kExternal;
 }
 
 }  // namespace handoff

@@ -8,17 +8,35 @@
 
 namespace handoff {
 
-// Ordered: in-tree ⇄ prepared ⇄ migrated ⇄ finalized. kInconsistent is never a target.
-enum class NodeState { kInTree, kPrepared, kMigrated, kFinalized, kInconsistent };
+// Two paths lead from in-tree to finalized, and a node moves one step at a time along either:
+//   Leader Migration (no downtime): in-tree ⇄ prepared ⇄ migrated ⇄ finalized;
+//   downtime (AWS's "when downtime is acceptable"): in-tree ⇄ stopped ⇄ external ⇄ finalized.
+// kInconsistent is never a target. The enumerators' values are not an order: use IsForward.
+enum class NodeState {
+  kInTree,
+  kPrepared,
+  kMigrated,
+  kFinalized,
+  kInconsistent,
+  // Downtime path: the in-tree kube-controller-manager's manifest parked in handoff's state
+  // dir (so the kubelet stopped it); everything else as in-tree.
+  kStopped,
+  // Downtime path: kube-apiserver, kube-controller-manager (back in the manifest dir) and the
+  // kubelet with --cloud-provider=external; no cloud-controller-manager yet, so nothing runs the
+  // cloud controllers.
+  kExternal,
+};
 
-// "in-tree", "prepared", "migrated", "finalized", "inconsistent".
+// "in-tree", "prepared", "migrated", "finalized", "inconsistent", "stopped", "external".
 std::string_view NodeStateName(NodeState state);
-// Accepts the four target names; anything else is an error listing them.
+// Accepts every consistent state's name; anything else is an error listing them.
 absl::StatusOr<NodeState> ParseTargetState(std::string_view name);
-// Whether `to` is one step from `from` along the chain (both consistent).
+// Whether `to` is one step from `from` along either path (both consistent).
 bool AreAdjacent(NodeState from, NodeState to);
-// Whether `to` lies after `from` on the chain (a forward move).
+// Whether `to` lies after `from` (a forward move): in-tree first, finalized last.
 bool IsForward(NodeState from, NodeState to);
+// Whether the state lies on the downtime path only (stopped, external).
+bool IsDowntimeState(NodeState state);
 
 }  // namespace handoff
 

@@ -113,6 +113,10 @@ class Planner {
       case NodeState::kFinalized:
         status = Finalize();
         break;
+      case NodeState::kStopped:
+      case NodeState::kExternal:
+        status = absl::UnimplementedError("the downtime path is not planned yet");
+        break;
       case NodeState::kInconsistent:
         status = absl::InvalidArgumentError("not a target");
         break;

@@ -14,6 +14,10 @@ v1::NodeState ToProto(NodeState state) {
       return v1::NODE_STATE_FINALIZED;
     case NodeState::kInconsistent:
       return v1::NODE_STATE_INCONSISTENT;
+    case NodeState::kStopped:
+      return v1::NODE_STATE_STOPPED;
+    case NodeState::kExternal:
+      return v1::NODE_STATE_EXTERNAL;
   }
   return v1::NODE_STATE_UNSPECIFIED;
 }
@@ -30,6 +34,10 @@ std::optional<NodeState> FromProto(v1::NodeState state) {
       return NodeState::kFinalized;
     case v1::NODE_STATE_INCONSISTENT:
       return NodeState::kInconsistent;
+    case v1::NODE_STATE_STOPPED:
+      return NodeState::kStopped;
+    case v1::NODE_STATE_EXTERNAL:
+      return NodeState::kExternal;
     default:
       return std::nullopt;
   }
