@@ -17,6 +17,21 @@ bool IsTrue(const std::optional<std::string>& value) {
                    *value == "t" || *value == "T");
 }
 
+// A view of `component` in `file` (whose pod defines it), with its version when the image names
+// one.
+std::optional<ComponentView> ViewOf(const ManifestFile& file, std::string_view component,
+                                    std::vector<std::string>& problems) {
+  absl::StatusOr<size_t> container = file.pod->FindContainer(component);
+  if (!container.ok()) {
+    problems.push_back(std::string(container.status().message()));
+    return std::nullopt;
+  }
+  ComponentView view{std::string(component), file.path, *file.pod, *container, std::nullopt};
+  absl::StatusOr<KubeVersion> version = KubeVersion::FromImage(view.pod.Image(view.container));
+  if (version.ok()) view.version = *version;
+  return view;
+}
+
 // The manifest of `component`: the file named "<component>.yaml" when it defines that pod,
 // otherwise the only file that does.
 std::optional<ComponentView> FindComponent(const NodeSnapshot& snapshot, std::string_view component,
@@ -28,15 +43,7 @@ std::optional<ComponentView> FindComponent(const NodeSnapshot& snapshot, std::st
     if (chosen == nullptr || file.path == canonical) chosen = &file;
   }
   if (chosen == nullptr) return std::nullopt;
-  absl::StatusOr<size_t> container = chosen->pod->FindContainer(component);
-  if (!container.ok()) {
-    problems.push_back(std::string(container.status().message()));
-    return std::nullopt;
-  }
-  ComponentView view{std::string(component), chosen->path, *chosen->pod, *container, std::nullopt};
-  absl::StatusOr<KubeVersion> version = KubeVersion::FromImage(view.pod.Image(view.container));
-  if (version.ok()) view.version = *version;
-  return view;
+  return ViewOf(*chosen, component, problems);
 }
 
 class Classifier {
@@ -53,6 +60,19 @@ class Classifier {
     result_.view.scheduler = FindComponent(snapshot_, kKubeScheduler, result_.problems);
     const std::optional<ComponentView>& kcm = result_.view.controller_manager;
     const std::optional<ComponentView>& ccm = result_.view.cloud_controller_manager;
+    const bool parked = snapshot_.parked_controller_manager.has_value();
+    if (parked) ReadParked();
+    if (!kcm && parked && !ManifestRefused(kKubeControllerManager)) return ClassifyStopped();
+    if (parked) {
+      // The downtime path parks the manifest only while none is in the manifest directory: with
+      // both, one of them is stale, and handoff will not guess which.
+      Problem(StrCat(ParkedControllerManagerPath(snapshot_.paths),
+                     ": a kube-controller-manager manifest is parked there while ",
+                     kcm ? kcm->path : StrCat(snapshot_.paths.manifest_dir, "/kube-controller-manager.yaml"),
+                     " is in the manifest directory; only a stopped node (kube-controller-manager "
+                     "parked, none in the manifest directory) has a parked manifest. Keep one of "
+                     "the two"));
+    }
     if (!kcm) {
       // A kube-controller-manager.yaml that the kubelet would refuse is already reported, with
       // its reason, by CheckManifestDirectory.
@@ -103,13 +123,6 @@ class Classifier {
                        "no cloud controllers and MUST NOT take part in Leader Migration "
                        "(remove --enable-leader-migration and --leader-migration-config)"));
       }
-      if (!ccm) {
-        Problem(StrCat(kcm->path,
-                       ": kube-controller-manager has --cloud-provider=external but there is "
-                       "no cloud-controller-manager manifest in ",
-                       snapshot_.paths.manifest_dir,
-                       ": nothing on this node runs the cloud controllers"));
-      }
       if (result_.view.apiserver && apiserver_provider != "external") {
         Problem(StrCat(result_.view.apiserver->path,
                        ": kube-apiserver must have --cloud-provider=external once "
@@ -122,7 +135,18 @@ class Classifier {
                        "kube-controller-manager is external (it has ",
                        kubelet_provider->empty() ? "none" : *kubelet_provider, ")"));
       }
-      if (!ccm) return Finish(NodeState::kInconsistent);
+      if (!ccm) {
+        // The downtime path's middle step: everything external, the cloud-controller-manager
+        // not started yet.
+        Warn(StrCat("no cloud-controller-manager manifest in ", snapshot_.paths.manifest_dir,
+                    ": nothing on this node runs the cloud controllers until it moves to "
+                    "finalized"));
+        if (snapshot_.leader_migration_config) {
+          Warn(StrCat(snapshot_.paths.leader_migration_config,
+                      " exists but no manager uses it; it can be removed"));
+        }
+        return Finish(NodeState::kExternal);
+      }
       if (ccm->LeaderMigrationEnabled()) return Finish(NodeState::kMigrated);
       if (snapshot_.leader_migration_config) {
         Warn(StrCat(snapshot_.paths.leader_migration_config,
@@ -144,6 +168,73 @@ class Classifier {
   }
   void Problem(std::string text) { result_.problems.push_back(std::move(text)); }
   void Warn(std::string text) { result_.warnings.push_back(std::move(text)); }
+
+  // Parses the parked kube-controller-manager manifest into the view, or says why it cannot.
+  void ReadParked() {
+    const std::string path = ParkedControllerManagerPath(snapshot_.paths);
+    absl::StatusOr<StaticPod> pod = StaticPod::Parse(*snapshot_.parked_controller_manager, path);
+    if (!pod.ok()) {
+      Problem(StrCat(pod.status().message(),
+                     " (the parked kube-controller-manager manifest; handoff brings it back to "
+                     "the manifest directory as it is, so it must be the in-tree one)"));
+      return;
+    }
+    if (pod->PodName() != kKubeControllerManager) {
+      Problem(StrCat(path, ": the parked manifest defines pod ", pod->PodName(),
+                     ", not kube-controller-manager"));
+      return;
+    }
+    ManifestFile file;
+    file.path = path;
+    file.pod = *std::move(pod);
+    result_.view.parked_controller_manager = ViewOf(file, kKubeControllerManager, result_.problems);
+  }
+
+  // No kube-controller-manager in the manifest directory and one parked: the downtime path's
+  // first step, valid only when everything else is as in-tree.
+  Classification ClassifyStopped() {
+    const std::string path = ParkedControllerManagerPath(snapshot_.paths);
+    const std::optional<ComponentView>& parked = result_.view.parked_controller_manager;
+    if (!parked) return Finish(NodeState::kInconsistent);  // ReadParked said why
+    CheckManager(*parked);
+    const std::string provider = parked->Flag("cloud-provider").value_or("");
+    if (provider != "aws") {
+      Problem(StrCat(path, ": the parked kube-controller-manager has ",
+                     provider.empty() ? std::string("no --cloud-provider")
+                                      : StrCat("--cloud-provider=", provider),
+                     "; only the in-tree (aws) kube-controller-manager is parked, by the move "
+                     "from in-tree to stopped"));
+    }
+    if (parked->LeaderMigrationEnabled()) {
+      Problem(StrCat(path,
+                     ": the parked kube-controller-manager has --enable-leader-migration; the "
+                     "downtime path parks an in-tree kube-controller-manager without Leader "
+                     "Migration"));
+    }
+    if (const std::optional<ComponentView>& ccm = result_.view.cloud_controller_manager) {
+      Problem(StrCat(ccm->path,
+                     ": a cloud-controller-manager is defined while the in-tree "
+                     "kube-controller-manager is parked at ",
+                     path, " (a stopped node runs no cloud controllers)"));
+    }
+    const std::optional<ComponentView>& apiserver = result_.view.apiserver;
+    if (apiserver && apiserver->Flag("cloud-provider") == std::optional<std::string>("external")) {
+      Problem(StrCat(apiserver->path,
+                     ": kube-apiserver has --cloud-provider=external while the in-tree "
+                     "kube-controller-manager is parked at ",
+                     path, " (a half-done move; run `handoff-agent recover`)"));
+    }
+    if (KubeletCloudProvider() == std::optional<std::string>("external")) {
+      Problem(StrCat(snapshot_.paths.kubelet_flags_file,
+                     ": the kubelet has --cloud-provider=external while the in-tree "
+                     "kube-controller-manager is parked at ",
+                     path));
+    }
+    if (snapshot_.leader_migration_config) {
+      Warn(StrCat(snapshot_.paths.leader_migration_config, " exists but no manager uses it"));
+    }
+    return Finish(NodeState::kStopped);
+  }
 
   // Files the kubelet would run twice or not at all.
   void CheckManifestDirectory() {

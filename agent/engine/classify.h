@@ -37,6 +37,9 @@ struct NodeView {
   std::optional<ComponentView> controller_manager;
   std::optional<ComponentView> cloud_controller_manager;
   std::optional<ComponentView> scheduler;
+  // The kube-controller-manager parked by the downtime path (its path is the parked file's), when
+  // the parked file parses as that pod.
+  std::optional<ComponentView> parked_controller_manager;
 };
 
 struct Classification {

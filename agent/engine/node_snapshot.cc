@@ -26,6 +26,10 @@ std::string MigrationRecordPath(const NodePaths& paths) {
   return JoinPath(paths.state_dir, "migration-record.yaml");
 }
 
+std::string ParkedControllerManagerPath(const NodePaths& paths) {
+  return JoinPath(paths.state_dir, StrCat("parked/", kKubeControllerManager, ".yaml"));
+}
+
 std::optional<std::string> HostPathOf(const StaticPod& pod, size_t container,
                                       std::string_view container_path) {
   std::optional<HostPathMount> mount = pod.MountCovering(container, container_path);
@@ -94,6 +98,10 @@ absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const FileSystem& fs, const NodePa
       ReadOptional(fs, MigrationRecordPath(paths), kMigrationRecordRead);
   if (!record.ok()) return record.status();
   snapshot.migration_record = *std::move(record);
+  absl::StatusOr<std::optional<std::string>> parked =
+      ReadOptional(fs, ParkedControllerManagerPath(paths), kStaticPodManifestRead);
+  if (!parked.ok()) return parked.status();
+  snapshot.parked_controller_manager = *std::move(parked);
 
   std::vector<std::string> referenced;
   if (snapshot.migration_record) {

@@ -40,6 +40,9 @@ struct NodeSnapshot {
   std::optional<std::string> kubelet_flags;            // when managed and present
   std::optional<std::string> leader_migration_config;  // paths.leader_migration_config
   std::optional<std::string> migration_record;         // MigrationRecordPath(paths)
+  // The in-tree kube-controller-manager's manifest as the downtime path parks it
+  // (ParkedControllerManagerPath), out of the kubelet's sight; nullopt when nothing is parked.
+  std::optional<std::string> parked_controller_manager;
   // Host files the manifests point at that handoff must check: the host side of every
   // --leader-migration-config, and the file the migration record restores; by host path,
   // nullopt when missing.
@@ -48,6 +51,10 @@ struct NodeSnapshot {
 
 // Where the record of a node's pre-migration images and flags lives.
 std::string MigrationRecordPath(const NodePaths& paths);
+// Where the downtime path parks the kube-controller-manager's manifest while the node is
+// stopped: <paths.state_dir>/parked/kube-controller-manager.yaml, outside the manifest directory
+// so that the kubelet stops the pod (a stray copy in the manifest dir would still run).
+std::string ParkedControllerManagerPath(const NodePaths& paths);
 // The host path of a file a container sees at `container_path`, through `pod`'s mounts.
 std::optional<std::string> HostPathOf(const StaticPod& pod, size_t container,
                                       std::string_view container_path);

@@ -29,6 +29,7 @@ std::map<std::string, std::optional<std::string>> KnownFiles(const NodeSnapshot&
   }
   files[snapshot.paths.leader_migration_config] = snapshot.leader_migration_config;
   files[MigrationRecordPath(snapshot.paths)] = snapshot.migration_record;
+  files[ParkedControllerManagerPath(snapshot.paths)] = snapshot.parked_controller_manager;
   for (const auto& [path, content] : snapshot.referenced_files) files[path] = content;
   return files;
 }
@@ -64,6 +65,7 @@ NodeSnapshot SnapshotAfter(const NodeSnapshot& snapshot, const Plan& plan) {
   }
   after.leader_migration_config = files[snapshot.paths.leader_migration_config];
   after.migration_record = files[MigrationRecordPath(snapshot.paths)];
+  after.parked_controller_manager = files[ParkedControllerManagerPath(snapshot.paths)];
   for (const ManifestFile& file : after.manifests) {
     if (!file.pod) continue;
     for (size_t c = 0; c < file.pod->ContainerNames().size(); ++c) {
@@ -97,7 +99,7 @@ class Planner {
       return Precondition(
           StrCat("the node is ", NodeStateName(current_.state), " and ", NodeStateName(target),
                  " is not one step away; move one step at a time (in-tree ⇄ prepared ⇄ migrated ⇄ "
-                 "finalized)"));
+                 "finalized, or with downtime in-tree ⇄ stopped ⇄ external ⇄ finalized)"));
     }
     absl::Status status;
     switch (target) {
@@ -105,17 +107,19 @@ class Planner {
         status = current_.state == NodeState::kInTree ? Prepare() : MigratedToPrepared();
         break;
       case NodeState::kInTree:
-        status = PreparedToInTree();
+        status = current_.state == NodeState::kPrepared ? PreparedToInTree() : StoppedToInTree();
         break;
       case NodeState::kMigrated:
         status = current_.state == NodeState::kPrepared ? Migrate() : FinalizedToMigrated();
         break;
       case NodeState::kFinalized:
-        status = Finalize();
+        status = current_.state == NodeState::kMigrated ? Finalize() : ExternalToFinalized();
         break;
       case NodeState::kStopped:
+        status = current_.state == NodeState::kInTree ? Stop() : ExternalToStopped();
+        break;
       case NodeState::kExternal:
-        status = absl::UnimplementedError("the downtime path is not planned yet");
+        status = current_.state == NodeState::kStopped ? StoppedToExternal() : FinalizedToExternal();
         break;
       case NodeState::kInconsistent:
         status = absl::InvalidArgumentError("not a target");
@@ -318,6 +322,37 @@ class Planner {
     absl::StatusOr<std::string> config =
         RenderConfig(lm::Component::kCloudControllerManager, *ccm_version);
     if (!config.ok()) return config.status();
+    absl::StatusOr<std::optional<std::string>> kubelet = PlanKubeletExternal();
+    if (!kubelet.ok()) return kubelet.status();
+
+    std::optional<MigrationRecord::File> kcm_config;
+    if (std::optional<std::string> used = kcm.Flag("leader-migration-config")) {
+      std::optional<std::string> host = HostPathOf(kcm.pod, kcm.container, *used);
+      std::optional<std::string> content = host ? Current(*host) : std::nullopt;
+      if (content) kcm_config = MigrationRecord::File{*host, *content};
+    }
+    WriteRecord(view_, kcm_config);
+    absl::Status written = WriteExternalApiserver();
+    if (!written.ok()) return written;
+    // The cloud-controller-manager starts before the kube-controller-manager stops running the
+    // cloud controllers: it waits for the migration lease, and takes it at its next retry once
+    // the old kube-controller-manager is gone (the coordinator releases it on proof of exit),
+    // rather than starting only after that.
+    Write(settings_.paths.leader_migration_config, *config, "");
+    Write(ccm_path, ccm->Emit(), std::string(kCloudControllerManager));
+    absl::StatusOr<StaticPod> kcm_pod = ExternalControllerManager(kcm);
+    if (!kcm_pod.ok()) return kcm_pod.status();
+    written = WriteManifest(kcm, *kcm_pod);
+    if (!written.ok()) return written;
+    written = WriteRetaggedScheduler();
+    if (!written.ok()) return written;
+    if (*kubelet) Write(settings_.paths.kubelet_flags_file, **kubelet, std::string(kKubelet));
+    return absl::OkStatus();
+  }
+
+  // The kubelet's flags file with --cloud-provider=external, nullopt when handoff does not
+  // manage it (with a note saying so).
+  absl::StatusOr<std::optional<std::string>> PlanKubeletExternal() {
     if (settings_.paths.kubelet_flags_file.empty()) {
       plan_.notes.push_back(
           "the kubelet's flags are not managed here (paths.kubeletFlagsFile is "
@@ -328,36 +363,39 @@ class Planner {
                                  "--cloud-provider=external; set paths.kubeletFlagsFile (or "
                                  "\"\" to manage the kubelet yourself)"));
     }
-    absl::StatusOr<std::optional<std::string>> kubelet = KubeletExternal();
-    if (!kubelet.ok()) return kubelet.status();
+    return KubeletExternal();
+  }
 
+  // The migration record of the node as `view` shows it (the managers before they go external),
+  // written first so that moving back always finds it.
+  void WriteRecord(const NodeView& view, const std::optional<MigrationRecord::File>& kcm_config) {
     std::optional<std::vector<std::string>> kubelet_flags;
     if (snapshot_.kubelet_flags) {
       kubelet_flags = KubeletFlagsFile::Parse(*snapshot_.kubelet_flags, "")->flags().items();
     }
-    std::optional<MigrationRecord::File> kcm_config;
-    if (std::optional<std::string> used = kcm.Flag("leader-migration-config")) {
-      std::optional<std::string> host = HostPathOf(kcm.pod, kcm.container, *used);
-      std::optional<std::string> content = host ? Current(*host) : std::nullopt;
-      if (content) kcm_config = MigrationRecord::File{*host, *content};
-    }
-    MigrationRecord record = MigrationRecord::Capture(view_, kubelet_flags, kcm_config);
+    MigrationRecord record = MigrationRecord::Capture(view, kubelet_flags, kcm_config);
     Write(MigrationRecordPath(settings_.paths), record.Emit(), "");
+  }
 
-    if (view_.apiserver) {
-      absl::StatusOr<StaticPod> pod = Retagged(*view_.apiserver);
-      if (!pod.ok()) return pod.status();
-      pod->SetFlag(view_.apiserver->container, "cloud-provider", "external");
-      pod->RemoveFlag(view_.apiserver->container, "cloud-config");
-      absl::Status written = WriteManifest(*view_.apiserver, *pod);
-      if (!written.ok()) return written;
-    }
-    // The cloud-controller-manager starts before the kube-controller-manager stops running the
-    // cloud controllers: it waits for the migration lease, and takes it at its next retry once
-    // the old kube-controller-manager is gone (the coordinator releases it on proof of exit),
-    // rather than starting only after that.
-    Write(settings_.paths.leader_migration_config, *config, "");
-    Write(ccm_path, ccm->Emit(), std::string(kCloudControllerManager));
+  absl::Status WriteExternalApiserver() {
+    if (!view_.apiserver) return absl::OkStatus();
+    absl::StatusOr<StaticPod> pod = Retagged(*view_.apiserver);
+    if (!pod.ok()) return pod.status();
+    pod->SetFlag(view_.apiserver->container, "cloud-provider", "external");
+    pod->RemoveFlag(view_.apiserver->container, "cloud-config");
+    return WriteManifest(*view_.apiserver, *pod);
+  }
+
+  absl::Status WriteRetaggedScheduler() {
+    if (!view_.scheduler) return absl::OkStatus();
+    absl::StatusOr<StaticPod> pod = Retagged(*view_.scheduler);
+    if (!pod.ok()) return pod.status();
+    return WriteManifest(*view_.scheduler, *pod);
+  }
+
+  // The kube-controller-manager `kcm` once external: the target image, no Leader Migration, no
+  // in-tree provider or its --cloud-config, the settings' volume plugin and Node IPAM choice.
+  absl::StatusOr<StaticPod> ExternalControllerManager(const ComponentView& kcm) {
     absl::StatusOr<StaticPod> kcm_pod = Retagged(kcm);
     if (!kcm_pod.ok()) return kcm_pod.status();
     DisableLeaderMigration(kcm, *kcm_pod);
@@ -377,16 +415,7 @@ class Planner {
           "nodeipam: make sure the cloud-controller-manager runs its Node IPAM "
           "controller (cloudControllerManager.extraArgs)");
     }
-    absl::Status written = WriteManifest(kcm, *kcm_pod);
-    if (!written.ok()) return written;
-    if (view_.scheduler) {
-      absl::StatusOr<StaticPod> pod = Retagged(*view_.scheduler);
-      if (!pod.ok()) return pod.status();
-      written = WriteManifest(*view_.scheduler, *pod);
-      if (!written.ok()) return written;
-    }
-    if (*kubelet) Write(settings_.paths.kubelet_flags_file, **kubelet, std::string(kKubelet));
-    return absl::OkStatus();
+    return kcm_pod;
   }
 
   absl::Status MigratedToPrepared() {
@@ -418,10 +447,29 @@ class Planner {
     // The kube-controller-manager's Leader Migration file comes back where it was (the same
     // path unless the node had its own before handoff prepared it), before the manifest that
     // mounts it.
-    const std::optional<MigrationRecord::File>& kcm_config = record->leader_migration_config();
+    std::optional<MigrationRecord::File> kcm_config = record->leader_migration_config();
+    const ComponentView& kcm = *view_.controller_manager;
+    StaticPod kcm_pod = kcm.pod;
+    absl::Status kcm_restored = record->Restore(kcm.component, kcm_pod, kcm.container);
+    if (!kcm_restored.ok()) return kcm_restored;
+    if (!WithPod(kcm, kcm_pod).LeaderMigrationEnabled()) {
+      // A record written by the downtime path (stopped → external) holds the in-tree
+      // kube-controller-manager without Leader Migration: in prepared it runs with it, as
+      // `--to prepared` from in-tree gives it.
+      const ComponentView restored = WithPod(kcm, kcm_pod);
+      absl::StatusOr<KubeVersion> version = VersionOf(restored);
+      if (!version.ok()) return version.status();
+      absl::StatusOr<std::string> config =
+          RenderConfig(lm::Component::kKubeControllerManager, *version);
+      if (!config.ok()) return config.status();
+      absl::Status enabled = EnableLeaderMigration(restored, kcm_pod);
+      if (!enabled.ok()) return enabled;
+      kcm_config = MigrationRecord::File{settings_.paths.leader_migration_config, *config};
+    }
     if (kcm_config) Write(kcm_config->path, kcm_config->content, "");
     auto restore = [&](const std::optional<ComponentView>& component) -> absl::Status {
       if (!component || !record->Has(component->component)) return absl::OkStatus();
+      if (component->component == kKubeControllerManager) return WriteManifest(kcm, kcm_pod);
       StaticPod pod = component->pod;
       absl::Status restored = record->Restore(component->component, pod, component->container);
       if (!restored.ok()) return restored;
@@ -465,6 +513,188 @@ class Planner {
     if (!enabled.ok()) return enabled;
     Write(settings_.paths.leader_migration_config, *config, "");
     return WriteManifest(ccm, pod);
+  }
+
+  // `view` with another pod (its version read again from the pod's image).
+  static ComponentView WithPod(const ComponentView& view, StaticPod pod) {
+    ComponentView changed = view;
+    changed.pod = std::move(pod);
+    changed.version.reset();
+    absl::StatusOr<KubeVersion> version =
+        KubeVersion::FromImage(changed.pod.Image(changed.container));
+    if (version.ok()) changed.version = *version;
+    return changed;
+  }
+
+  std::string ControllerManagerPath() const {
+    return JoinPath(settings_.paths.manifest_dir, StrCat(kKubeControllerManager, ".yaml"));
+  }
+
+  // The migration record, parsed; FailedPrecondition when there is none (handoff never guesses
+  // what a node had before it went external).
+  absl::StatusOr<MigrationRecord> RequireRecord() const {
+    const std::string record_path = MigrationRecordPath(settings_.paths);
+    if (!snapshot_.migration_record) {
+      return Precondition(StrCat(
+          "there is no migration record at ", record_path,
+          ", so handoff does not know which images and flags this node had before it went "
+          "external, and it never guesses them. Restore the manifests from a backup "
+          "(handoff-agent backups), or write the in-tree manifests by hand"));
+    }
+    absl::StatusOr<MigrationRecord> record =
+        MigrationRecord::Parse(*snapshot_.migration_record, record_path);
+    if (!record.ok()) return record.status();
+    if (!record->Has(kKubeControllerManager)) {
+      return Precondition(StrCat(record_path, " has no kube-controller-manager entry"));
+    }
+    return record;
+  }
+
+  // in-tree → stopped: the kube-controller-manager's manifest moves, byte for byte, out of the
+  // manifest directory into handoff's state dir. The parked copy is written first, so that
+  // whatever happens the manifest exists in one place or both, never in none.
+  absl::Status Stop() {
+    const ComponentView& kcm = *view_.controller_manager;
+    const std::optional<std::string> content = Current(kcm.path);
+    if (!content) return absl::InternalError(StrCat(kcm.path, ": not read"));
+    if (kcm.path != ControllerManagerPath()) {
+      plan_.notes.push_back(StrCat("kube-controller-manager's manifest ", kcm.path,
+                                   " comes back as ", ControllerManagerPath(),
+                                   " when the node leaves stopped"));
+    }
+    plan_.notes.push_back(
+        "kube-controller-manager stops: no controller (cloud or other) runs on this node until "
+        "it moves on to external, or back to in-tree");
+    Write(ParkedControllerManagerPath(settings_.paths), *content, "");
+    Write(kcm.path, std::nullopt, kcm.component);
+    return absl::OkStatus();
+  }
+
+  // stopped → in-tree: the parked manifest goes back as it was.
+  absl::Status StoppedToInTree() {
+    const std::string parked = ParkedControllerManagerPath(settings_.paths);
+    Write(ControllerManagerPath(), Current(parked), std::string(kKubeControllerManager));
+    Write(parked, std::nullopt, "");
+    return absl::OkStatus();
+  }
+
+  // stopped → external, in Migrate's order less the cloud-controller-manager and Leader
+  // Migration: the record (of the node as in-tree, the parked kube-controller-manager in it as
+  // the manifest it will be), kube-apiserver, the kube-controller-manager back in the manifest
+  // directory and external, the parked copy removed, kube-scheduler, the kubelet.
+  absl::Status StoppedToExternal() {
+    const ComponentView& parked = *view_.parked_controller_manager;
+    absl::StatusOr<std::optional<std::string>> kubelet = PlanKubeletExternal();
+    if (!kubelet.ok()) return kubelet.status();
+    ComponentView kcm = parked;
+    kcm.path = ControllerManagerPath();
+    NodeView recorded = view_;
+    recorded.controller_manager = kcm;
+    recorded.parked_controller_manager.reset();
+    WriteRecord(recorded, std::nullopt);
+    absl::Status written = WriteExternalApiserver();
+    if (!written.ok()) return written;
+    absl::StatusOr<StaticPod> pod = ExternalControllerManager(kcm);
+    if (!pod.ok()) return pod.status();
+    if (!kcm.LeaderElect()) {
+      pod->SetFlag(kcm.container, "leader-elect", "true");
+      plan_.notes.push_back(StrCat(
+          "kube-controller-manager had --leader-elect=false; it comes back with "
+          "--leader-elect=true, so that only one replica runs the controllers"));
+    }
+    absl::Status valid = pod->Validate();
+    if (!valid.ok()) {
+      return absl::InternalError(
+          StrCat("the planned manifest is not a valid Pod: ", valid.message()));
+    }
+    Write(kcm.path, pod->Emit(), kcm.component);
+    Write(parked.path, std::nullopt, "");
+    written = WriteRetaggedScheduler();
+    if (!written.ok()) return written;
+    if (*kubelet) Write(settings_.paths.kubelet_flags_file, **kubelet, std::string(kKubelet));
+    return absl::OkStatus();
+  }
+
+  // external → stopped: the reverse of StoppedToExternal, everything from the migration record.
+  // The kube-controller-manager is parked as the record has it, without Leader Migration (a
+  // record written by migrate holds it as prepared).
+  absl::Status ExternalToStopped() {
+    absl::StatusOr<MigrationRecord> record = RequireRecord();
+    if (!record.ok()) return record.status();
+    absl::Status status = RestoreKubelet(*record);
+    if (!status.ok()) return status;
+    status = RestoreFromRecord(*record, view_.scheduler);
+    if (!status.ok()) return status;
+    const ComponentView& kcm = *view_.controller_manager;
+    StaticPod pod = kcm.pod;
+    status = record->Restore(kcm.component, pod, kcm.container);
+    if (!status.ok()) return status;
+    DisableLeaderMigration(WithPod(kcm, pod), pod);
+    status = pod.Validate();
+    if (!status.ok()) {
+      return absl::InternalError(
+          StrCat("the planned manifest is not a valid Pod: ", status.message()));
+    }
+    Write(ParkedControllerManagerPath(settings_.paths), pod.Emit(), "");
+    Write(kcm.path, std::nullopt, kcm.component);
+    status = RestoreFromRecord(*record, view_.apiserver);
+    if (!status.ok()) return status;
+    Write(MigrationRecordPath(settings_.paths), std::nullopt, "");
+    return absl::OkStatus();
+  }
+
+  // external → finalized: the cloud-controller-manager, without Leader Migration (nothing to
+  // hand over: no manager runs the cloud controllers). It is built from the in-tree
+  // kube-controller-manager the record holds, whose --cloud-config it takes over.
+  absl::Status ExternalToFinalized() {
+    const ComponentView& kcm = *view_.controller_manager;
+    ComponentView source = kcm;
+    if (snapshot_.migration_record) {
+      absl::StatusOr<MigrationRecord> record = RequireRecord();
+      if (!record.ok()) return record.status();
+      StaticPod pod = kcm.pod;
+      absl::Status restored = record->Restore(kcm.component, pod, kcm.container);
+      if (!restored.ok()) return restored;
+      source = WithPod(kcm, std::move(pod));
+    } else {
+      plan_.notes.push_back(StrCat(
+          "there is no migration record at ", MigrationRecordPath(settings_.paths),
+          ": the cloud-controller-manager is built from the external kube-controller-manager, "
+          "so it gets no --cloud-config"));
+    }
+    const std::string ccm_path =
+        JoinPath(settings_.paths.manifest_dir, "cloud-controller-manager.yaml");
+    absl::StatusOr<StaticPod> ccm =
+        BuildCloudControllerManager(source, settings_, ccm_path, false, &plan_.notes);
+    if (!ccm.ok()) return ccm.status();
+    Write(ccm_path, ccm->Emit(), std::string(kCloudControllerManager));
+    return absl::OkStatus();
+  }
+
+  // finalized → external: the cloud-controller-manager goes.
+  absl::Status FinalizedToExternal() {
+    const ComponentView& ccm = *view_.cloud_controller_manager;
+    Write(ccm.path, std::nullopt, ccm.component);
+    return absl::OkStatus();
+  }
+
+  absl::Status RestoreKubelet(const MigrationRecord& record) {
+    if (!record.kubelet_flags() || !snapshot_.kubelet_flags) return absl::OkStatus();
+    absl::StatusOr<KubeletFlagsFile> file =
+        KubeletFlagsFile::Parse(*snapshot_.kubelet_flags, settings_.paths.kubelet_flags_file);
+    if (!file.ok()) return file.status();
+    file->flags() = FlagList(*record.kubelet_flags());
+    Write(settings_.paths.kubelet_flags_file, file->Emit(), std::string(kKubelet));
+    return absl::OkStatus();
+  }
+
+  absl::Status RestoreFromRecord(const MigrationRecord& record,
+                                 const std::optional<ComponentView>& component) {
+    if (!component || !record.Has(component->component)) return absl::OkStatus();
+    StaticPod pod = component->pod;
+    absl::Status restored = record.Restore(component->component, pod, component->container);
+    if (!restored.ok()) return restored;
+    return WriteManifest(*component, pod);
   }
 
   // Every plan is checked by classifying the node it would leave behind.

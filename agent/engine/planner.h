@@ -34,6 +34,14 @@ struct Plan {
   // only after the last manifest that mounts it stops doing so. The manager that takes the cloud
   // controllers over starts before the one that gives them up stops, so that it already waits
   // for the lease when the other's is released.
+  // The downtime path keeps that order with its own files: in-tree → stopped writes the parked
+  // kube-controller-manager manifest (component "") before it removes the one in the manifest
+  // directory (component kube-controller-manager, proven stopped), so the manifest is always in
+  // one place or both; stopped → external writes the migration record, kube-apiserver, the
+  // external kube-controller-manager back in the manifest directory, removes the parked copy,
+  // then kube-scheduler and the kubelet; external → finalized adds the cloud-controller-manager
+  // (no Leader Migration). Each move back is its forward move reversed, restoring from the
+  // migration record (external → stopped parks the recorded in-tree kube-controller-manager).
   std::vector<FileChange> changes;
   std::vector<std::string> notes;  // for the operator: what the plan assumes or leaves to them
   bool empty() const { return changes.empty(); }
@@ -41,7 +49,8 @@ struct Plan {
 
 // Errors: FailedPrecondition when the node is inconsistent (every reason listed), when `target`
 // is not adjacent to the current state, or when a precondition of the move does not hold (e.g.
-// --leader-elect=false, no migration record to move back with); InvalidArgument when a needed
+// --leader-elect=false, no migration record to move back with, from external or migrated);
+// InvalidArgument when a needed
 // setting is missing or wrong (no CCM image, a downgrade). Planning the current state gives an
 // empty plan.
 absl::StatusOr<Plan> PlanTransition(const NodeSnapshot& snapshot, const Classification& current,

@@ -22,6 +22,7 @@ constexpr char kCcm[] = "/etc/kubernetes/manifests/cloud-controller-manager.yaml
 constexpr char kApiserver[] = "/etc/kubernetes/manifests/kube-apiserver.yaml";
 constexpr char kKubeletFlags[] = "/var/lib/kubelet/kubeadm-flags.env";
 constexpr char kConfig[] = "/etc/leadermigration.conf";
+constexpr char kParked[] = "/var/lib/handoff/parked/kube-controller-manager.yaml";
 
 using testing::KubeadmSettings;
 
@@ -171,13 +172,126 @@ TEST(ClassifyTest, HalfDoneMoveIsInconsistentWithEveryReason) {
   EXPECT_THAT(result.problems, Contains(HasSubstr("the kubelet has --cloud-provider=external")));
 }
 
-TEST(ClassifyTest, ExternalControllerManagerWithoutCloudControllerManager) {
+TEST(ClassifyTest, ExternalControllerManagerWithoutCloudControllerManagerIsExternal) {
+  // The downtime path's middle state: found so, with a warning that nothing runs the cloud
+  // controllers (a migrated node whose cloud-controller-manager is gone looks the same).
   MemoryFileSystem fs = NodeIn(NodeState::kMigrated);
   fs.DeleteFile(kCcm);
   Classification result = ClassifyNode(fs, NodePaths{});
+  EXPECT_EQ(result.state, NodeState::kExternal) << StrJoin(result.problems, "\n");
+  EXPECT_THAT(result.warnings,
+              Contains(HasSubstr("nothing on this node runs the cloud controllers")));
+}
+
+// The kubeadm fixture moved along the downtime path to `state` (in-tree, stopped, external or
+// finalized) by the planner.
+MemoryFileSystem DowntimeNodeIn(NodeState state) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  if (state == NodeState::kInTree) return fs;
+  for (NodeState step : {NodeState::kStopped, NodeState::kExternal, NodeState::kFinalized}) {
+    absl::StatusOr<Plan> plan = PlanNode(fs, step, KubeadmSettings());
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    if (!plan.ok()) break;
+    ApplyPlan(*plan, fs);
+    if (step == state) break;
+  }
+  return fs;
+}
+
+TEST(ClassifyTest, DowntimeStatesAreRecognised) {
+  for (NodeState state : {NodeState::kStopped, NodeState::kExternal, NodeState::kFinalized}) {
+    Classification result = ClassifyNode(DowntimeNodeIn(state), NodePaths{});
+    EXPECT_EQ(result.state, state) << NodeStateName(state) << ": "
+                                   << StrJoin(result.problems, "\n");
+    EXPECT_THAT(result.problems, IsEmpty());
+  }
+  MemoryFileSystem stopped = DowntimeNodeIn(NodeState::kStopped);
+  EXPECT_FALSE(stopped.ReadFile(kKcm).ok());
+  Classification result = ClassifyNode(stopped, NodePaths{});
+  ASSERT_TRUE(result.view.parked_controller_manager);
+  EXPECT_EQ(result.view.parked_controller_manager->path, kParked);
+  EXPECT_FALSE(result.view.controller_manager);
+}
+
+TEST(ClassifyTest, ParkedManifestBesideOneInTheManifestDirIsInconsistent) {
+  for (NodeState state : {NodeState::kInTree, NodeState::kExternal, NodeState::kFinalized}) {
+    MemoryFileSystem fs = DowntimeNodeIn(state);
+    fs.SetFile(kParked, *LoadNode("kubeadm").ReadFile(kKcm));
+    Classification result = ClassifyNode(fs, NodePaths{});
+    EXPECT_EQ(result.state, NodeState::kInconsistent) << NodeStateName(state);
+    EXPECT_THAT(result.problems, Contains(AllOf(HasSubstr(kParked), HasSubstr(kKcm),
+                                                HasSubstr("is in the manifest directory"))))
+        << NodeStateName(state);
+  }
+  // Also beside a prepared or migrated node.
+  for (NodeState state : {NodeState::kPrepared, NodeState::kMigrated}) {
+    MemoryFileSystem fs = NodeIn(state);
+    fs.SetFile(kParked, *LoadNode("kubeadm").ReadFile(kKcm));
+    Classification result = ClassifyNode(fs, NodePaths{});
+    EXPECT_EQ(result.state, NodeState::kInconsistent) << NodeStateName(state);
+    EXPECT_THAT(result.problems, Contains(HasSubstr(kParked))) << NodeStateName(state);
+  }
+}
+
+TEST(ClassifyTest, ParkedManifestMustBeTheInTreeControllerManager) {
+  MemoryFileSystem fs = DowntimeNodeIn(NodeState::kStopped);
+  EditFile(fs, kParked, "--cloud-provider=aws", "--cloud-provider=external");
+  Classification result = ClassifyNode(fs, NodePaths{});
   EXPECT_EQ(result.state, NodeState::kInconsistent);
   EXPECT_THAT(result.problems,
-              Contains(HasSubstr("nothing on this node runs the cloud controllers")));
+              Contains(AllOf(HasSubstr(kParked), HasSubstr("--cloud-provider=external"),
+                             HasSubstr("only the in-tree (aws) kube-controller-manager"))));
+
+  fs = DowntimeNodeIn(NodeState::kStopped);
+  EditFile(fs, kParked, "    - --kubeconfig=", "    - --enable-leader-migration\n    - --kubeconfig=");
+  result = ClassifyNode(fs, NodePaths{});
+  EXPECT_EQ(result.state, NodeState::kInconsistent);
+  EXPECT_THAT(result.problems,
+              Contains(AllOf(HasSubstr(kParked), HasSubstr("--enable-leader-migration"))));
+
+  fs = DowntimeNodeIn(NodeState::kStopped);
+  fs.SetFile(kParked, "apiVersion: v1\nkind: Pod\nspec: [");
+  result = ClassifyNode(fs, NodePaths{});
+  EXPECT_EQ(result.state, NodeState::kInconsistent);
+  EXPECT_THAT(result.problems, Contains(HasSubstr(kParked)));
+
+  fs = DowntimeNodeIn(NodeState::kStopped);
+  fs.SetFile(kParked, *fs.ReadFile(kApiserver));
+  result = ClassifyNode(fs, NodePaths{});
+  EXPECT_EQ(result.state, NodeState::kInconsistent);
+  EXPECT_THAT(result.problems,
+              Contains(AllOf(HasSubstr(kParked), HasSubstr("defines pod kube-apiserver"))));
+}
+
+TEST(ClassifyTest, StoppedNeedsEverythingElseInTree) {
+  MemoryFileSystem fs = DowntimeNodeIn(NodeState::kStopped);
+  EditFile(fs, kApiserver, "--cloud-provider=aws", "--cloud-provider=external");
+  EditFile(fs, kKubeletFlags, "--cloud-provider=aws", "--cloud-provider=external");
+  fs.SetFile(kCcm, *NodeIn(NodeState::kFinalized).ReadFile(kCcm));
+  Classification result = ClassifyNode(fs, NodePaths{});
+  EXPECT_EQ(result.state, NodeState::kInconsistent);
+  EXPECT_THAT(result.problems,
+              AllOf(Contains(AllOf(HasSubstr(kApiserver), HasSubstr(kParked))),
+                    Contains(AllOf(HasSubstr(kKubeletFlags), HasSubstr(kParked))),
+                    Contains(AllOf(HasSubstr(kCcm), HasSubstr("a cloud-controller-manager is "
+                                                              "defined")))));
+}
+
+TEST(ClassifyTest, ExternalNeedsExternalApiserverAndKubeletAndNoLeaderMigration) {
+  MemoryFileSystem fs = DowntimeNodeIn(NodeState::kExternal);
+  EditFile(fs, kApiserver, "--cloud-provider=external", "--cloud-provider=aws");
+  EditFile(fs, kKubeletFlags, "--cloud-provider=external", "--cloud-provider=aws");
+  Classification result = ClassifyNode(fs, NodePaths{});
+  EXPECT_EQ(result.state, NodeState::kInconsistent);
+  EXPECT_THAT(result.problems,
+              AllOf(Contains(HasSubstr("kube-apiserver must have --cloud-provider=external")),
+                    Contains(HasSubstr("the kubelet must have --cloud-provider=external"))));
+
+  fs = DowntimeNodeIn(NodeState::kExternal);
+  EditFile(fs, kKcm, "    - --kubeconfig=", "    - --enable-leader-migration\n    - --kubeconfig=");
+  result = ClassifyNode(fs, NodePaths{});
+  EXPECT_EQ(result.state, NodeState::kInconsistent);
+  EXPECT_THAT(result.problems, Contains(HasSubstr("MUST NOT take part in Leader Migration")));
 }
 
 TEST(ClassifyTest, MigratedNeedsExternalApiserverAndKubelet) {
