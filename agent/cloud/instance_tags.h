@@ -5,6 +5,7 @@
 #define HANDOFF_AGENT_CLOUD_INSTANCE_TAGS_H_
 
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -26,12 +27,22 @@ struct InstanceMetadataOptions {
 };
 
 // Asks the instance metadata (IMDSv2: a session token, then meta-data/instance-id and
-// meta-data/tags/instance/) for kubernetes.io/cluster/<cluster_id>. FailedPrecondition when the
-// tag is visible and wrong or missing where it would be visible (the move must not go on);
-// kNotVisible when the instance does not expose its tags there, or the metadata does not
-// answer; InvalidArgument for an empty cluster id.
+// meta-data/tags/instance) for kubernetes.io/cluster/<cluster_id>, every request within
+// options.timeout in all. kConfirmed when the tag is listed with owned or shared;
+// FailedPrecondition when it is listed with another value (the move must not go on);
+// kNotVisible, with the operator's describe-tags command in the message, when the metadata
+// does not answer, gives no token or instance id, does not show the instance's tags (404), or
+// shows them without this key. AWS never shows a key with '/' in the metadata (see the .cc), so
+// on EC2 today the last case is the usual one, and kConfirmed needs a metadata service that
+// lists such keys (the sandbox's). An empty options.endpoint asks nothing: kNotVisible.
+// InvalidArgument for an empty or malformed cluster id (CheckClusterId). Blocks the caller up to
+// options.timeout; thread-safe.
 absl::StatusOr<ClusterTagCheck> CheckClusterTag(const std::string& cluster_id,
                                                 const InstanceMetadataOptions& options);
+
+// `aws ec2 describe-tags --filters Name=resource-id,Values=<instance_id>
+// Name=key,Values=kubernetes.io/cluster/<cluster_id>`; "<instance-id>" for an unknown id.
+std::string DescribeTagsCommand(std::string_view instance_id, std::string_view cluster_id);
 
 }  // namespace handoff
 

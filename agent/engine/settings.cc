@@ -81,6 +81,25 @@ class Reader {
 
 }  // namespace
 
+absl::Status CheckClusterId(std::string_view id) {
+  // EC2 tag keys are at most 128 characters, and "kubernetes.io/cluster/" takes 22. No '/' or
+  // ',' either: a ',' would split the aws CLI's filter values, a '/' makes another key's prefix.
+  constexpr size_t kMaxClusterId = 128 - 22;
+  if (id.size() > kMaxClusterId) {
+    return absl::InvalidArgumentError(StrCat("\"", id, "\" is longer than ", kMaxClusterId,
+                                             " characters (the tag key kubernetes.io/cluster/<id> "
+                                             "is at most 128)"));
+  }
+  for (char c : id) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && std::string_view("-_.:=+@").find(c) == std::string_view::npos) {
+      return absl::InvalidArgumentError(StrCat("\"", id, "\" is not a cluster id: use letters, "
+                                               "digits and - _ . : = + @"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<HealthUrl> ParseHealthUrl(std::string_view url) {
   auto invalid = [&](std::string_view what) {
     return absl::InvalidArgumentError(StrCat("\"", url, "\" is not an http(s) URL: ", what));
@@ -204,6 +223,14 @@ absl::StatusOr<Settings> ParseSettings(std::string_view text, std::string_view s
                              }},
                         });
            }},
+          {"clusterId", reader.String(settings.cluster_id)},
+          {"instanceMetadata",
+           [&](const YAML::Node& node, const std::string& path) {
+             reader.Map(node, path,
+                        {
+                            {"endpoint", reader.String(settings.instance_metadata_endpoint)},
+                        });
+           }},
       });
   if (!version.empty()) {
     absl::StatusOr<KubeVersion> parsed = KubeVersion::Parse(version);
@@ -227,6 +254,21 @@ absl::StatusOr<Settings> ParseSettings(std::string_view text, std::string_view s
   }
   if (settings.ccm.cloud_provider != "aws" && settings.ccm.cloud_provider != "aws/v2") {
     reader.Problem("cloudControllerManager.cloudProvider", "must be aws or aws/v2");
+  }
+  if (absl::Status id = CheckClusterId(settings.cluster_id); !id.ok()) {
+    reader.Problem("clusterId", std::string(id.message()));
+  }
+  if (!settings.instance_metadata_endpoint.empty()) {
+    // scheme://host[:port] only: the metadata paths (latest/api/token, ...) are appended to it.
+    absl::StatusOr<HealthUrl> parsed = ParseHealthUrl(settings.instance_metadata_endpoint);
+    if (!parsed.ok()) {
+      reader.Problem("instanceMetadata.endpoint", std::string(parsed.status().message()));
+    } else if (parsed->path != "/") {
+      reader.Problem("instanceMetadata.endpoint",
+                     StrCat("\"", settings.instance_metadata_endpoint,
+                            "\" has a path; write scheme://host[:port], e.g. "
+                            "http://169.254.169.254, or \"\" to leave the tag check to you"));
+    }
   }
   if (!reader.problems().empty()) {
     return absl::InvalidArgumentError(StrJoin(reader.problems(), "\n"));

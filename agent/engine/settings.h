@@ -64,6 +64,13 @@ struct Settings {
   // used instead of re-tagging with k8s_version (for registries whose tags are not vX.Y.Z).
   std::map<std::string, std::string> images;
   KubeletSettings kubelet;
+  // Settings key clusterId: the <id> of the kubernetes.io/cluster/<id> tag the downtime path
+  // checks on the instance before a node moves stopped -> external; "" = not set (the check is
+  // then left to the operator).
+  std::string cluster_id;
+  // Settings key instanceMetadata.endpoint: the EC2 instance metadata service asked for that
+  // tag, scheme://host[:port]; "" = never ask it (the check is left to the operator).
+  std::string instance_metadata_endpoint = "http://169.254.169.254";
 };
 
 // Parses "http://127.0.0.1:10248/healthz": scheme http or https, a host (a name, an IPv4
@@ -71,6 +78,11 @@ struct Settings {
 // path starting with "/" ("/" when absent). No user info, query or fragment. The error says what
 // is wrong with `url`.
 absl::StatusOr<HealthUrl> ParseHealthUrl(std::string_view url);
+
+// OK for "" (not set) and for an id that makes a valid tag key kubernetes.io/cluster/<id>
+// handoff can name in an aws command: at most 106 characters (the key at most 128), letters,
+// digits and - _ . : = + @. Otherwise InvalidArgument saying what is wrong with `id`.
+absl::Status CheckClusterId(std::string_view id);
 
 // Parses a settings file. Unknown keys are errors that name the file and the key path, so a typo
 // never silently falls back to a default.

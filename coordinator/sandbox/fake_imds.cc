@@ -1,0 +1,174 @@
+#include "coordinator/sandbox/fake_imds.h"
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <charconv>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "agent/base/strings.h"
+#include "httplib.h"
+
+namespace handoff::sandbox {
+
+namespace {
+constexpr std::string_view kTagsPath = "/latest/meta-data/tags/instance";
+constexpr char kText[] = "text/plain";
+}  // namespace
+
+class FakeImds::Impl {
+ public:
+  explicit Impl(FakeImdsOptions options) : options_(std::move(options)) {}
+  ~Impl() { Stop(); }
+
+  absl::Status Start() {
+    server_ = std::make_unique<httplib::Server>();
+    // httplib's default sets SO_REUSEPORT, which would let a second server bind the same port.
+    server_->set_socket_options([](socket_t sock) {
+      int yes = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    });
+    server_->Put("/latest/api/token", [this](const httplib::Request& request,
+                                             httplib::Response& response) {
+      if (!Answering()) return;
+      // IMDSv2 requires a TTL from 1 s to 6 h (21600 s); anything else is 400 Bad Request.
+      const std::string ttl = request.get_header_value("X-aws-ec2-metadata-token-ttl-seconds");
+      int seconds = 0;
+      auto [end, error] = std::from_chars(ttl.data(), ttl.data() + ttl.size(), seconds);
+      if (ttl.empty() || error != std::errc() || end != ttl.data() + ttl.size() || seconds < 1 ||
+          seconds > 21600) {
+        response.status = 400;
+        response.set_content("missing or invalid X-aws-ec2-metadata-token-ttl-seconds", kText);
+        return;
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::string token = StrCat("fake-imds-token-", options_.port, "-", tokens_.size() + 1);
+      tokens_.insert(token);
+      response.status = 200;
+      response.set_content(token, kText);
+    });
+    server_->Get(R"(/latest/.*)", [this](const httplib::Request& request,
+                                          httplib::Response& response) {
+      if (!Answering()) return;
+      std::lock_guard<std::mutex> lock(mutex_);
+      const std::string token = request.get_header_value("X-aws-ec2-metadata-token");
+      if (tokens_.count(token) == 0) {
+        ++unauthorized_;
+        response.status = 401;
+        return;
+      }
+      std::string_view path = request.path;
+      if (path == "/latest/meta-data/instance-id") {
+        response.status = 200;
+        response.set_content(options_.instance_id, kText);
+        return;
+      }
+      if (StartsWith(path, kTagsPath) && options_.tags.has_value()) {
+        std::string_view key = StripPrefix(StripPrefix(path, kTagsPath), "/");
+        if (key.empty() && (path.size() == kTagsPath.size() || path.back() == '/')) {
+          std::vector<std::string> keys;
+          for (const auto& entry : *options_.tags) keys.push_back(entry.first);
+          response.status = 200;
+          response.set_content(StrJoin(keys, "\n"), kText);
+          return;
+        }
+        auto found = options_.tags->find(std::string(key));
+        if (found != options_.tags->end()) {
+          response.status = 200;
+          response.set_content(found->second, kText);
+          return;
+        }
+      }
+      response.status = 404;
+    });
+    port_ = options_.port == 0 ? server_->bind_to_any_port(options_.host)
+                               : (server_->bind_to_port(options_.host, options_.port)
+                                      ? options_.port
+                                      : -1);
+    if (port_ <= 0) {
+      return absl::UnavailableError(StrCat("the fake instance metadata cannot listen on ",
+                                           options_.host, ":", options_.port));
+    }
+    thread_ = std::thread([this] {
+      server_->listen_after_bind();
+      done_ = true;
+    });
+    return absl::OkStatus();
+  }
+
+  void Stop() {
+    if (!thread_.joinable()) return;
+    {
+      // Held requests first: httplib's stop joins its workers, which must not be waiting.
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    released_.notify_all();
+    // httplib 0.11's stop() does nothing until the thread has entered its accept loop; that
+    // happens right after the thread starts, without waiting on anything.
+    while (!server_->is_running() && !done_) std::this_thread::yield();
+    server_->stop();
+    thread_.join();
+  }
+
+  // False once the server stops, after holding the request for as long as it runs when
+  // options_.answer is false.
+  bool Answering() {
+    if (options_.answer) return true;
+    std::unique_lock<std::mutex> lock(mutex_);
+    released_.wait(lock, [this] { return stopping_; });
+    return false;
+  }
+
+  std::string Endpoint() const {
+    const bool v6 = StrContains(options_.host, ":");
+    return StrCat("http://", v6 ? "[" : "", options_.host, v6 ? "]" : "", ":", port_);
+  }
+  int port() const { return port_; }
+  void SetTags(std::optional<std::map<std::string, std::string>> tags) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    options_.tags = std::move(tags);
+  }
+  int unauthorized() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return unauthorized_;
+  }
+  int tokens_issued() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<int>(tokens_.size());
+  }
+
+ private:
+  FakeImdsOptions options_;  // tags guarded by mutex_
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  std::atomic<bool> done_{false};
+  int port_ = 0;
+  mutable std::mutex mutex_;
+  std::condition_variable released_;
+  bool stopping_ = false;
+  std::set<std::string> tokens_;
+  int unauthorized_ = 0;
+};
+
+FakeImds::FakeImds(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+FakeImds::~FakeImds() = default;
+
+absl::StatusOr<std::unique_ptr<FakeImds>> FakeImds::Start(FakeImdsOptions options) {
+  auto impl = std::make_unique<Impl>(std::move(options));
+  if (absl::Status started = impl->Start(); !started.ok()) return started;
+  return std::make_unique<FakeImds>(std::move(impl));
+}
+
+std::string FakeImds::endpoint() const { return impl_->Endpoint(); }
+int FakeImds::port() const { return impl_->port(); }
+void FakeImds::SetTags(std::optional<std::map<std::string, std::string>> tags) {
+  impl_->SetTags(std::move(tags));
+}
+int FakeImds::unauthorized_requests() const { return impl_->unauthorized(); }
+int FakeImds::tokens_issued() const { return impl_->tokens_issued(); }
+
+}  // namespace handoff::sandbox
