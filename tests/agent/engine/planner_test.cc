@@ -1,5 +1,7 @@
 #include "agent/engine/planner.h"
 
+#include <map>
+
 #include "agent/base/strings.h"
 #include "agent/engine/migration_record.h"
 #include "gmock/gmock.h"
@@ -20,6 +22,10 @@ using testing::PlanNode;
 constexpr char kKcm[] = "/etc/kubernetes/manifests/kube-controller-manager.yaml";
 constexpr char kCcm[] = "/etc/kubernetes/manifests/cloud-controller-manager.yaml";
 constexpr char kRecord[] = "/var/lib/handoff/migration-record.yaml";
+constexpr char kParked[] = "/var/lib/handoff/parked/kube-controller-manager.yaml";
+constexpr char kApiserver[] = "/etc/kubernetes/manifests/kube-apiserver.yaml";
+constexpr char kScheduler[] = "/etc/kubernetes/manifests/kube-scheduler.yaml";
+constexpr char kKubeletFlags[] = "/var/lib/kubelet/kubeadm-flags.env";
 
 using testing::KubeadmSettings;
 
@@ -319,6 +325,168 @@ TEST(PlannerTest, MigrationRecordRoundTripsThroughItsText) {
   EXPECT_FALSE(record->Has("cloud-controller-manager"));
   ASSERT_TRUE(record->leader_migration_config());
   EXPECT_EQ(record->leader_migration_config()->path, "/etc/leadermigration.conf");
+}
+
+// Each file of a plan by its component, or its path for a file no process reloads.
+std::vector<std::string> Order(const Plan& plan) {
+  std::vector<std::string> order;
+  for (const FileChange& change : plan.changes) {
+    order.push_back(change.component.empty() ? change.path : change.component);
+  }
+  return order;
+}
+
+// Plans `to`, checks the plan's order and that the node it leaves classifies as `to`, and
+// carries it out.
+void StepInOrder(MemoryFileSystem& fs, NodeState to, const std::vector<std::string>& order) {
+  absl::StatusOr<Plan> plan = PlanNode(fs, to, KubeadmSettings());
+  ASSERT_TRUE(plan.ok()) << NodeStateName(to) << ": " << plan.status();
+  EXPECT_EQ(plan->to, to);
+  EXPECT_THAT(Order(*plan), ::testing::ElementsAreArray(order)) << NodeStateName(to);
+  ApplyPlan(*plan, fs);
+  Classification after = ClassifyNode(fs, NodePaths{});
+  EXPECT_EQ(after.state, to) << StrJoin(after.problems, "\n");
+}
+
+TEST(PlannerDowntimeTest, EveryMoveInItsOrderAndBackToTheSameBytes) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  const std::map<std::string, std::string> start = fs.files();
+  const std::string kcm = *fs.ReadFile(kKcm);
+
+  StepInOrder(fs, NodeState::kStopped, {kParked, "kube-controller-manager"});
+  EXPECT_EQ(*fs.ReadFile(kParked), kcm);  // byte for byte
+  EXPECT_FALSE(fs.ReadFile(kKcm).ok());
+
+  StepInOrder(fs, NodeState::kExternal,
+              {kRecord, "kube-apiserver", "kube-controller-manager", kParked, "kube-scheduler",
+               "kubelet"});
+  EXPECT_FALSE(fs.ReadFile(kParked).ok());
+  EXPECT_FALSE(fs.ReadFile(kCcm).ok());
+  EXPECT_FALSE(fs.ReadFile("/etc/leadermigration.conf").ok());
+  absl::StatusOr<StaticPod> external = StaticPod::Parse(*fs.ReadFile(kKcm), kKcm);
+  ASSERT_TRUE(external.ok()) << external.status();
+  EXPECT_EQ(external->Image(0), "registry.k8s.io/kube-controller-manager:v1.27.6");
+  EXPECT_EQ(external->GetFlag(0, "cloud-provider"), "external");
+  EXPECT_EQ(external->GetFlag(0, "leader-elect"), "true");
+  EXPECT_FALSE(external->GetFlag(0, "cloud-config"));
+  EXPECT_FALSE(external->GetFlag(0, "enable-leader-migration"));
+  EXPECT_FALSE(external->GetFlag(0, "leader-migration-config"));
+  EXPECT_THAT(*fs.ReadFile(kApiserver), AllOf(HasSubstr("--cloud-provider=external"),
+                                              HasSubstr("kube-apiserver:v1.27.6")));
+  EXPECT_THAT(*fs.ReadFile(kScheduler), HasSubstr("kube-scheduler:v1.27.6"));
+  EXPECT_THAT(*fs.ReadFile(kKubeletFlags), HasSubstr("--cloud-provider=external"));
+
+  StepInOrder(fs, NodeState::kFinalized, {"cloud-controller-manager"});
+  absl::StatusOr<StaticPod> ccm = StaticPod::Parse(*fs.ReadFile(kCcm), kCcm);
+  ASSERT_TRUE(ccm.ok()) << ccm.status();
+  EXPECT_FALSE(ccm->GetFlag(0, "enable-leader-migration"));
+  EXPECT_FALSE(ccm->GetFlag(0, "leader-migration-config"));
+  EXPECT_EQ(ccm->GetFlag(0, "leader-elect"), "true");
+  EXPECT_EQ(ccm->GetFlag(0, "cloud-provider"), "aws");
+  // Taken over from the in-tree kube-controller-manager the record holds.
+  EXPECT_EQ(ccm->GetFlag(0, "cloud-config"), "/etc/kubernetes/cloud.conf");
+  // The same manager the Leader Migration path ends with.
+  MemoryFileSystem other = LoadNode("kubeadm");
+  for (NodeState step : {NodeState::kPrepared, NodeState::kMigrated, NodeState::kFinalized}) {
+    Step(other, step);
+  }
+  absl::StatusOr<StaticPod> other_ccm = StaticPod::Parse(*other.ReadFile(kCcm), kCcm);
+  ASSERT_TRUE(other_ccm.ok());
+  EXPECT_TRUE(ccm->SemanticallyEquals(*other_ccm));
+
+  StepInOrder(fs, NodeState::kExternal, {"cloud-controller-manager"});
+  StepInOrder(fs, NodeState::kStopped,
+              {"kubelet", "kube-scheduler", kParked, "kube-controller-manager", "kube-apiserver",
+               kRecord});
+  EXPECT_EQ(*fs.ReadFile(kParked), kcm);
+  StepInOrder(fs, NodeState::kInTree, {"kube-controller-manager", kParked});
+  EXPECT_EQ(fs.files(), start);
+}
+
+TEST(PlannerDowntimeTest, LeaderMigrationWayBackAfterADowntimeMove) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  const std::map<std::string, std::string> start = fs.files();
+  for (NodeState step : {NodeState::kStopped, NodeState::kExternal, NodeState::kFinalized,
+                         NodeState::kMigrated, NodeState::kPrepared}) {
+    Step(fs, step);
+  }
+  // Prepared as `--to prepared` makes it: Leader Migration on, its file rendered for it.
+  Classification prepared = ClassifyNode(fs, NodePaths{});
+  EXPECT_EQ(prepared.state, NodeState::kPrepared) << StrJoin(prepared.problems, "\n");
+  MemoryFileSystem reference = LoadNode("kubeadm");
+  Step(reference, NodeState::kPrepared);
+  EXPECT_EQ(*fs.ReadFile(kKcm), *reference.ReadFile(kKcm));
+  EXPECT_EQ(*fs.ReadFile("/etc/leadermigration.conf"),
+            *reference.ReadFile("/etc/leadermigration.conf"));
+  Step(fs, NodeState::kInTree);
+  EXPECT_EQ(fs.files(), start);
+}
+
+TEST(PlannerDowntimeTest, DowntimeWayBackAfterALeaderMigrationMove) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  const std::map<std::string, std::string> start = fs.files();
+  for (NodeState step : {NodeState::kPrepared, NodeState::kMigrated, NodeState::kFinalized,
+                         NodeState::kExternal, NodeState::kStopped}) {
+    Step(fs, step);
+  }
+  // The record holds the kube-controller-manager as prepared; it is parked without Leader
+  // Migration.
+  EXPECT_THAT(*fs.ReadFile(kParked), Not(HasSubstr("leader-migration")));
+  Step(fs, NodeState::kInTree);
+  EXPECT_EQ(fs.files(), start);
+}
+
+TEST(PlannerDowntimeTest, StoppedToExternalRefusesWhereMigrateWould) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  Step(fs, NodeState::kStopped);
+  Settings settings = KubeadmSettings();
+  settings.k8s_version = *KubeVersion::Parse("v1.25.3");
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kExternal, settings);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("is older than"));
+
+  fs.DeleteFile(kKubeletFlags);
+  plan = PlanNode(fs, NodeState::kExternal, KubeadmSettings());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(plan.status().message()),
+              AllOf(HasSubstr(kKubeletFlags), HasSubstr("does not exist")));
+}
+
+TEST(PlannerDowntimeTest, ExternalToStoppedWithoutARecordIsRefusedNotGuessed) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  Step(fs, NodeState::kStopped);
+  Step(fs, NodeState::kExternal);
+  fs.DeleteFile(kRecord);
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kStopped, KubeadmSettings());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(plan.status().message()),
+              AllOf(HasSubstr("no migration record at /var/lib/handoff/migration-record.yaml"),
+                    HasSubstr("never guesses")));
+}
+
+TEST(PlannerDowntimeTest, SettingsOfTheExternalControllerManagerAreHonoured) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  Step(fs, NodeState::kStopped);
+  Settings settings = KubeadmSettings();
+  settings.external_cloud_volume_plugin = "aws";
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kExternal, settings);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(*ChangeTo(*plan, kKcm)->after, HasSubstr("- --external-cloud-volume-plugin=aws\n"));
+}
+
+TEST(PlannerDowntimeTest, StepsOffTheDowntimePathAreNotAdjacent) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  Step(fs, NodeState::kStopped);
+  for (NodeState target : {NodeState::kPrepared, NodeState::kMigrated, NodeState::kFinalized}) {
+    absl::StatusOr<Plan> plan = PlanNode(fs, target, KubeadmSettings());
+    ASSERT_FALSE(plan.ok()) << NodeStateName(target);
+    EXPECT_THAT(std::string(plan.status().message()), HasSubstr("is not one step away"));
+  }
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kStopped, KubeadmSettings());
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan->empty());
 }
 
 }  // namespace
