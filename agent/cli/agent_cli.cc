@@ -11,6 +11,7 @@
 #include "agent/apply/applier.h"
 #include "agent/base/strings.h"
 #include "agent/cli/cli_config.h"
+#include "agent/cloud/cluster_tag_step.h"
 #include "agent/daemon/certificate.h"
 #include "agent/daemon/daemon.h"
 #include "agent/engine/classify.h"
@@ -171,8 +172,9 @@ void AddRunOptions(CLI::App& command, RunOptions& options) {
                      "rehearsal)");
   command.add_option("--settings", options.settings_file,
                      "Settings file (YAML) for this node's paths (manifest dir, kubelet flags "
-                     "file, state dir); versions, images and controllers come from the "
-                     "coordinator with each command");
+                     "file, state dir) and instanceMetadata.endpoint (its clusterId serves when "
+                     "the coordinator's settings have none); versions, images and controllers "
+                     "come from the coordinator with each command");
   command.add_option("--reconnect-max", options.reconnect_max,
                      "Longest wait between attempts to reach the coordinator (default 30s; waits "
                      "start at 250ms and double, with jitter)");
@@ -314,6 +316,7 @@ class Commands {
     if (!settings.ok()) return Refuse(settings.status());
     absl::StatusOr<ApplyOptions> options = MakeApplyOptions(change);
     if (!options.ok()) return Refuse(options.status());
+    options->before_move = ClusterTagBeforeMove(*settings);
     std::unique_ptr<FileSystem> fs = open_root_(node.root);
     std::unique_ptr<ProcessTable> processes = environment_.open_processes(change.proc_root);
     std::unique_ptr<HealthChecker> health = environment_.open_health();
@@ -335,6 +338,7 @@ class Commands {
       if (!step.verified.empty()) out_ << " (" << step.component << ": " << step.verified << ")";
       out_ << "\n";
     }
+    for (const std::string& note : report->notes) out_ << "note: " << note << "\n";
     if (report->ok()) {
       out_ << "transaction " << report->transaction << ": the node is now "
            << NodeStateName(report->to) << "\n";
@@ -455,6 +459,7 @@ class Commands {
     if (!settings.ok()) return refuse(settings.status());
     config.agent.paths = settings->paths;
     config.agent.kubelet = settings->kubelet;
+    config.agent.apply.before_move = ClusterTagBeforeMove(*settings);
 
     std::unique_ptr<FileSystem> host_files = open_root_("");
     for (auto [flag, path, content] : {std::tuple{"--ca", &run.ca, &config.tls.ca_pem},
@@ -643,7 +648,8 @@ int RunAgentCli(int argc, const char* const* argv, std::ostream& out, std::ostre
   std::string format = "text";
   CLI::App* status = app.add_subcommand(
       "status",
-      "Show the node's state (in-tree, prepared, migrated, finalized or inconsistent) "
+      "Show the node's state (in-tree, prepared, migrated, finalized, stopped, external or "
+      "inconsistent) "
       "and every problem");
   AddNodeOptions(*status, status_options);
   status->add_option("-o,--output", format, "Output format: text or json")
@@ -654,8 +660,8 @@ int RunAgentCli(int argc, const char* const* argv, std::ostream& out, std::ostre
   CLI::App* plan = app.add_subcommand(
       "plan", "Print, as unified diffs, every file a move to --to would write; writes nothing");
   plan->add_option("--to", target,
-                   "Target state, one step from the current one: in-tree, "
-                   "prepared, migrated or finalized")
+                   "Target state, one step from the current one: in-tree, prepared, migrated or "
+                   "finalized (Leader Migration), or stopped, external (with downtime)")
       ->required();
   AddNodeOptions(*plan, plan_options);
 
@@ -681,7 +687,9 @@ int RunAgentCli(int argc, const char* const* argv, std::ostream& out, std::ostre
       "Move the node to --to: back up every file and journal the move under the state dir, write "
       "each file atomically in a safe order, prove each component restarted with the new flags "
       "and is healthy, and undo everything (verified) when one is not");
-  apply->add_option("--to", apply_target, "Target state, one step from the current one")
+  apply->add_option("--to", apply_target,
+                    "Target state, one step from the current one: in-tree, prepared, migrated, "
+                    "finalized, stopped or external")
       ->required();
   AddNodeOptions(*apply, apply_node);
   AddChangeOptions(*apply, apply_change);
