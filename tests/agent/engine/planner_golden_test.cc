@@ -1,9 +1,7 @@
 // Golden tests: every transition of every fixture node, in both directions, against the exact
 // diffs in tests/testdata/golden/<node>/. Run with HANDOFF_UPDATE_GOLDEN=1 to rewrite them after
 // an intended change, then review the diff of the golden files.
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <vector>
 
 #include "agent/base/strings.h"
@@ -12,6 +10,7 @@
 #include "agent/engine/settings.h"
 #include "gtest/gtest.h"
 #include "tests/agent/engine/node_fixture.h"
+#include "tests/support/golden.h"
 
 namespace handoff {
 namespace {
@@ -22,6 +21,7 @@ using testing::LoadNode;
 using testing::PlanNode;
 using testing::ReadTestdata;
 using testing::TestdataPath;
+using test_support::ExpectGolden;
 
 struct GoldenCase {
   std::string node;                // tests/testdata/nodes/<node>
@@ -59,18 +59,6 @@ std::string PlanText(const Plan& plan) {
               UnifiedDiff(change.path, change.before, change.after));
   }
   return text;
-}
-
-void ExpectGolden(const std::string& relative, const std::string& actual) {
-  const std::string path = TestdataPath(relative);
-  if (std::getenv("HANDOFF_UPDATE_GOLDEN") != nullptr) {
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-    std::ofstream(path, std::ios::binary) << actual;
-    return;
-  }
-  ASSERT_TRUE(std::filesystem::exists(path))
-      << relative << " is missing; run with HANDOFF_UPDATE_GOLDEN=1";
-  EXPECT_EQ(ReadTestdata(relative), actual) << "golden file " << relative << " differs";
 }
 
 // The pods and files of a node, for comparing a node with itself after a round trip.
@@ -117,8 +105,8 @@ TEST_P(PlannerGoldenTest, EveryTransitionBothWaysMatchesGoldenAndRoundTrips) {
     ASSERT_FALSE(plan->empty());
     EXPECT_EQ(plan->from, from);
     EXPECT_EQ(plan->to, to);
-    ExpectGolden(StrCat("golden/", param.node, "/", step < 10 ? "0" : "", step, "-",
-                        NodeStateName(from), "-to-", NodeStateName(to), ".diff"),
+    ExpectGolden(TestdataPath(StrCat("golden/", param.node, "/", step < 10 ? "0" : "", step, "-",
+                                     NodeStateName(from), "-to-", NodeStateName(to), ".diff")),
                  PlanText(*plan));
     // Every manifest a plan writes is a valid Pod.
     for (const FileChange& change : plan->changes) {
