@@ -6,7 +6,7 @@
 #define HANDOFF_COORDINATOR_CTL_CTL_CLI_H_
 
 #include <functional>
-#include <iosfwd>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +49,9 @@ struct CtlEnvironment {
       open_coordinator;
   // Whether the output stream is a terminal (status --watch then redraws the screen in place).
   std::function<bool()> output_is_terminal;
+  // The standard input, which `-f -` reads (rancher rke2|rke). Tests substitute a stream of their
+  // own; an environment that sets nothing reads the process's.
+  std::function<std::istream&()> standard_input = []() -> std::istream& { return std::cin; };
 };
 
 // The real host: POSIX files, libcurl, the system clock, the process environment, SIGINT/SIGTERM

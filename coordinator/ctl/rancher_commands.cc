@@ -3,6 +3,7 @@
 // only: nothing here talks to Rancher or the cluster.
 #include <unistd.h>
 
+#include <istream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +33,24 @@ struct RancherFlags {
 
 enum class Distribution { kRke2, kRke };
 
+// `-f -`: the file comes on standard input, named so in messages and diffs.
+constexpr char kStdinFile[] = "-";
+constexpr char kStdinName[] = "<stdin>";
+
+// Reads `input` to its end, refusing more than `limit` allows, as FileSystem::ReadFile does.
+absl::StatusOr<std::string> ReadAll(std::istream& input, const ReadLimit& limit) {
+  std::string text;
+  char buffer[64 * 1024];
+  while (input.read(buffer, sizeof(buffer)) || input.gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(input.gcount()));
+    if (absl::Status size = CheckReadSize(kStdinName, text.size(), limit); !size.ok()) {
+      return size;
+    }
+  }
+  if (input.bad()) return absl::DataLossError(StrCat(kStdinName, ": read failed"));
+  return text;
+}
+
 // Writes `content` to `path` in one atomic step; a new file is the operator's, mode 0600 (a
 // cluster file can hold credentials).
 absl::Status WriteOutput(FileSystem& files, const std::string& path, std::string_view content,
@@ -51,8 +70,10 @@ absl::Status WriteOutput(FileSystem& files, const std::string& path, std::string
 int Run(CommandContext& context, Distribution distribution, const RancherFlags& flags) {
   absl::StatusOr<rancher::Phase> phase = rancher::ParsePhase(flags.phase);
   if (!phase.ok()) return context.Fail(phase.status());
+  const bool from_stdin = flags.file == kStdinFile;
+  const std::string source = from_stdin ? kStdinName : flags.file;
   rancher::PhaseOptions options;
-  options.source = flags.file;
+  options.source = source;
   options.kubernetes_version = flags.kubernetes_version;
   if (flags.use_instance_metadata_hostname == "true") {
     options.use_instance_metadata_hostname = true;
@@ -68,7 +89,9 @@ int Run(CommandContext& context, Distribution distribution, const RancherFlags& 
   }
 
   std::unique_ptr<FileSystem> files = context.environment().open_files();
-  absl::StatusOr<std::string> text = files->ReadFile(flags.file, kClusterFileRead);
+  absl::StatusOr<std::string> text =
+      from_stdin ? ReadAll(context.environment().standard_input(), kClusterFileRead)
+                 : files->ReadFile(flags.file, kClusterFileRead);
   if (!text.ok()) {
     return context.Fail(
         absl::Status(text.status().code(), StrCat("-f: ", text.status().message())));
@@ -93,9 +116,9 @@ int Run(CommandContext& context, Distribution distribution, const RancherFlags& 
   }
 
   if (flags.diff) {
-    const std::string diff = UnifiedDiff(flags.file, *text, *changed);
+    const std::string diff = UnifiedDiff(source, *text, *changed);
     if (diff.empty()) {
-      context.err() << "rancher: no changes; " << flags.file << " is already past --phase "
+      context.err() << "rancher: no changes; " << source << " is already past --phase "
                     << rancher::PhaseName(*phase) << "\n";
     }
     context.out() << diff;
@@ -167,9 +190,10 @@ void AddPhaseCommand(CLI::App& rancher, CommandContext& context, Distribution di
   command
       ->add_option("-f,--file", flags->file,
                    rke2 ? "The Cluster's YAML (e.g. from `kubectl get "
-                          "clusters.provisioning.cattle.io -n fleet-default NAME -o yaml`)"
+                          "clusters.provisioning.cattle.io -n fleet-default NAME -o yaml`); - "
+                          "reads it from standard input"
                         : "cluster.yml, or Rancher's cluster YAML with "
-                          "rancher_kubernetes_engine_config")
+                          "rancher_kubernetes_engine_config; - reads it from standard input")
       ->required();
   command->add_option("--kubernetes-version", flags->kubernetes_version,
                       rke2 ? "migrate: also set spec.kubernetesVersion (e.g. v1.27.10+rke2r1)"

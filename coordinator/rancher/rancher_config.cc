@@ -18,9 +18,40 @@ constexpr char kCcmLeaderMigrationArg[] = "--enable-leader-migration=true";
 constexpr char kChartName[] = "aws-cloud-controller-manager";
 constexpr char kManifestField[] = "spec.rkeConfig.additionalManifest";
 
-// The chart as Rancher's "Using the Out-of-tree AWS Cloud Provider" (RKE2) deploys it through
-// additionalManifest, with Leader Migration on. RKE2 labels control-plane nodes
-// node-role.kubernetes.io/control-plane=true.
+// The aws-cloud-controller-manager chart, checked field by field against Rancher's "Setting up the
+// Amazon Cloud Provider" (rancher/rancher-docs at 88ad31de, docs/how-to-guides/new-user-guides/
+// kubernetes-clusters-in-rancher-setup/set-up-cloud-providers/amazon.md: "Using the Out-of-Tree AWS
+// Cloud Provider" for RKE2's additionalManifest, "Helm Chart Installation from CLI" for RKE's
+// values) and against the chart's own defaults (kubernetes/cloud-provider-aws at 63ec440c, chart
+// 0.0.11: charts/aws-cloud-controller-manager/values.yaml and templates/daemonset.yaml). Helm
+// merges maps from the values given into the chart's defaults, but a list replaces the default.
+//
+// RKE2: the HelmChart as the guide writes it (name, namespace and targetNamespace kube-system, the
+// chart's repo, bootstrap: true (helm-controller installs it before the nodes are ready), host
+// networking, args --configure-cloud-routes=false --v=5 --cloud-provider=aws, nodeSelector
+// node-role.kubernetes.io/control-plane "true", the label RKE2 puts on control-plane nodes, which
+// replaces the chart's default value ""), plus --enable-leader-migration=true for the migration
+// (Rancher's "Migrating Amazon In-tree to Out-of-tree") and a tolerations list the guide leaves
+// out. Rancher taints an RKE2 machine that has no worker role with
+// node-role.kubernetes.io/control-plane:NoSchedule and, when it is an etcd machine too,
+// node-role.kubernetes.io/etcd:NoExecute, both without a value (rancher/rancher,
+// pkg/capr/planner/planner.go, getTaints). The chart's default tolerations cover the first but
+// not the second, so on a dedicated etcd+control-plane pool the DaemonSet would place no pod.
+// `operator: Exists` matches those taints with or without a value (the guide's Helm values write
+// value 'true'); the uninitialized toleration repeats the chart's, since the list replaces it.
+// kRke2Chart holds the same list (the test DeployCcmAddsTheChartRancherDocuments compares them);
+// deploy-ccm gives it to a chart already in additionalManifest that has none.
+constexpr char kRke2Tolerations[] =
+    "- effect: NoSchedule\n"
+    "  key: node.cloudprovider.kubernetes.io/uninitialized\n"
+    "  value: \"true\"\n"
+    "- effect: NoSchedule\n"
+    "  key: node-role.kubernetes.io/control-plane\n"
+    "  operator: Exists\n"
+    "- effect: NoExecute\n"
+    "  key: node-role.kubernetes.io/etcd\n"
+    "  operator: Exists\n";
+
 constexpr char kRke2Chart[] =
     "apiVersion: helm.cattle.io/v1\n"
     "kind: HelmChart\n"
@@ -36,11 +67,95 @@ constexpr char kRke2Chart[] =
     "    hostNetworking: true\n"
     "    nodeSelector:\n"
     "      node-role.kubernetes.io/control-plane: \"true\"\n"
+    "    tolerations:\n"
+    "      - effect: NoSchedule\n"
+    "        key: node.cloudprovider.kubernetes.io/uninitialized\n"
+    "        value: \"true\"\n"
+    "      - effect: NoSchedule\n"
+    "        key: node-role.kubernetes.io/control-plane\n"
+    "        operator: Exists\n"
+    "      - effect: NoExecute\n"
+    "        key: node-role.kubernetes.io/etcd\n"
+    "        operator: Exists\n"
     "    args:\n"
     "      - --configure-cloud-routes=false\n"
     "      - --v=5\n"
     "      - --cloud-provider=aws\n"
     "      - --enable-leader-migration=true\n";
+
+// RKE: the guide's values.yaml for RKE (host networking; nodeSelector
+// node-role.kubernetes.io/controlplane 'true', RKE's label; tolerations of the uninitialized taint
+// and of RKE's controlplane taint; args --configure-cloud-routes=false
+// --use-service-account-credentials=true --v=2 --cloud-provider=aws; clusterRoleRules), with three
+// changes:
+// - nodeSelector also sets the chart's default key node-role.kubernetes.io/control-plane to null,
+//   which makes Helm delete it ("Deleting a default key", helm.sh's chart_template_guide/
+//   values_files): RKE nodes do not carry that label, and the guide has the operator edit the
+//   DaemonSet to remove it after installing.
+// - tolerations add RKE's etcd taint (node-role.kubernetes.io/etcd=true:NoExecute, which RKE puts
+//   with the controlplane taint on a node without the worker role; rancher/rke,
+//   cluster/reconcile.go, unschedulableEtcdTaint), or a controlplane+etcd node gets no pod.
+// - clusterRoleRules are the guide's (the chart's rules with `get` on serviceaccounts, which
+//   --use-service-account-credentials needs at startup) plus the tokenreviews and
+//   subjectaccessreviews rules the chart's defaults gained after the guide was written: the list
+//   replaces the chart's, and would otherwise drop them.
+constexpr char kRkeHelmValues[] =
+    "hostNetworking: true\n"
+    "nodeSelector:\n"
+    "  node-role.kubernetes.io/controlplane: \"true\"\n"
+    "  node-role.kubernetes.io/control-plane: null\n"
+    "tolerations:\n"
+    "  - effect: NoSchedule\n"
+    "    key: node.cloudprovider.kubernetes.io/uninitialized\n"
+    "    value: \"true\"\n"
+    "  - effect: NoSchedule\n"
+    "    key: node-role.kubernetes.io/controlplane\n"
+    "    value: \"true\"\n"
+    "  - effect: NoExecute\n"
+    "    key: node-role.kubernetes.io/etcd\n"
+    "    value: \"true\"\n"
+    "clusterRoleRules:\n"
+    "  - apiGroups: [\"\"]\n"
+    "    resources: [events]\n"
+    "    verbs: [create, patch, update]\n"
+    "  - apiGroups: [\"\"]\n"
+    "    resources: [nodes]\n"
+    "    verbs: [\"*\"]\n"
+    "  - apiGroups: [\"\"]\n"
+    "    resources: [nodes/status]\n"
+    "    verbs: [patch]\n"
+    "  - apiGroups: [\"\"]\n"
+    "    resources: [services]\n"
+    "    verbs: [list, patch, update, watch]\n"
+    "  - apiGroups: [\"\"]\n"
+    "    resources: [services/status]\n"
+    "    verbs: [list, patch, update, watch]\n"
+    "  - apiGroups: [\"\"]\n"
+    "    resources: [serviceaccounts]\n"
+    "    verbs: [create, get]\n"
+    "  - apiGroups: [\"\"]\n"
+    "    resources: [persistentvolumes]\n"
+    "    verbs: [get, list, update, watch]\n"
+    "  - apiGroups: [\"\"]\n"
+    "    resources: [endpoints]\n"
+    "    verbs: [create, get, list, watch, update]\n"
+    "  - apiGroups: [coordination.k8s.io]\n"
+    "    resources: [leases]\n"
+    "    verbs: [create, get, list, watch, update]\n"
+    "  - apiGroups: [\"\"]\n"
+    "    resources: [serviceaccounts/token]\n"
+    "    verbs: [create]\n"
+    "  - apiGroups: [authentication.k8s.io]\n"
+    "    resources: [tokenreviews]\n"
+    "    verbs: [create]\n"
+    "  - apiGroups: [authorization.k8s.io]\n"
+    "    resources: [subjectaccessreviews]\n"
+    "    verbs: [create]\n"
+    "args:\n"
+    "  - --configure-cloud-routes=false\n"
+    "  - --use-service-account-credentials=true\n"
+    "  - --v=2\n"
+    "  - --cloud-provider=aws\n";
 
 absl::Status Invalid(const PhaseOptions& options, std::string_view field, std::string_view what) {
   return absl::InvalidArgumentError(StrCat(options.source, ": ", field, ": ", what));
@@ -382,10 +497,15 @@ absl::Status Rke2DeployCcm(YAML::Node rke_config, const PhaseOptions& options) {
     }
     (*values)["args"].push_back(std::string(kCcmLeaderMigrationArg));
   }
+  // A chart the operator wrote keeps its own placement; where it has none, the chart's defaults
+  // would select no RKE2 node (label value "") or skip etcd+control-plane ones (see kRke2Chart).
   if (!(*values)["nodeSelector"] || (*values)["nodeSelector"].IsNull()) {
     YAML::Node selector(YAML::NodeType::Map);
     selector["node-role.kubernetes.io/control-plane"] = std::string("true");
     (*values)["nodeSelector"] = selector;
+  }
+  if (!(*values)["tolerations"] || (*values)["tolerations"].IsNull()) {
+    (*values)["tolerations"] = YAML::Load(kRke2Tolerations);
   }
   if (!HasField(chart, "spec", YAML::NodeType::Map)) {
     chart["spec"] = YAML::Node(YAML::NodeType::Map);
@@ -700,28 +820,7 @@ absl::StatusOr<std::string> RkePhase(std::string_view text, Phase phase,
 }
 
 std::string RkeCcmHelmValues(Phase phase, const PhaseOptions& /*options*/) {
-  // Rancher's "Helm Chart Installation from UI" values for RKE: RKE labels control-plane nodes
-  // node-role.kubernetes.io/controlplane=true and taints them (and etcd nodes) when they hold no
-  // worker role.
-  std::string values =
-      "hostNetworking: true\n"
-      "nodeSelector:\n"
-      "  node-role.kubernetes.io/controlplane: \"true\"\n"
-      "tolerations:\n"
-      "  - effect: NoSchedule\n"
-      "    key: node-role.kubernetes.io/controlplane\n"
-      "    value: \"true\"\n"
-      "  - effect: NoSchedule\n"
-      "    key: node.cloudprovider.kubernetes.io/uninitialized\n"
-      "    value: \"true\"\n"
-      "  - effect: NoExecute\n"
-      "    key: node-role.kubernetes.io/etcd\n"
-      "    value: \"true\"\n"
-      "args:\n"
-      "  - --configure-cloud-routes=false\n"
-      "  - --use-service-account-credentials=true\n"
-      "  - --v=2\n"
-      "  - --cloud-provider=aws\n";
+  std::string values = kRkeHelmValues;
   if (phase != Phase::kFinalize) StrAppend(&values, "  - ", kCcmLeaderMigrationArg, "\n");
   return values;
 }

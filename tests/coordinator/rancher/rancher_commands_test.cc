@@ -12,6 +12,7 @@
 #include "coordinator/ctl/ctl_cli.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/coordinator/ctl/rollout_test_support.h"
 
 namespace handoff::ctl {
 namespace {
@@ -20,12 +21,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
-
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
+using test_support::Result;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -44,6 +40,7 @@ class RancherCommandsTest : public ::testing::Test {
       return std::nullopt;
     };
     environment_.interrupted = [] { return false; };
+    environment_.standard_input = [this]() -> std::istream& { return NoInput(); };
   }
   ~RancherCommandsTest() override {
     std::error_code ignored;
@@ -58,16 +55,26 @@ class RancherCommandsTest : public ::testing::Test {
   }
 
   Result Run(std::vector<std::string> args) {
-    args.insert(args.begin(), "handoffctl");
-    std::vector<const char*> argv;
-    for (const std::string& arg : args) argv.push_back(arg.c_str());
-    std::ostringstream out;
-    std::ostringstream err;
-    const int code = RunCtl(static_cast<int>(argv.size()), argv.data(), out, err, environment_);
-    return Result{code, out.str(), err.str()};
+    return test_support::Run(std::move(args), environment_);
+  }
+
+  // Runs with `input` as the standard input.
+  Result RunWithInput(std::vector<std::string> args, const std::string& input) {
+    std::istringstream stream(input);
+    environment_.standard_input = [&stream]() -> std::istream& { return stream; };
+    Result result = Run(std::move(args));
+    environment_.standard_input = [this]() -> std::istream& { return NoInput(); };
+    return result;
+  }
+
+  // Standard input for a run that gives none: a command that reads it fails the test.
+  std::istream& NoInput() {
+    ADD_FAILURE() << "the command read standard input, which the test did not give";
+    return no_input_;
   }
 
   std::string dir_;
+  std::istringstream no_input_;
   CtlEnvironment environment_;
 };
 
@@ -146,6 +153,55 @@ TEST_F(RancherCommandsTest, RkePrintsTheHelmValuesOnStderrOrToAFile) {
                     "--use-instance-metadata-hostname=maybe"});
   EXPECT_EQ(bad.code, 2);
   EXPECT_THAT(bad.err, HasSubstr("--use-instance-metadata-hostname \"maybe\""));
+}
+
+TEST_F(RancherCommandsTest, DashFileReadsTheClusterFromStandardInput) {
+  const std::string testdata = std::string(HANDOFF_TESTDATA_DIR) + "/rancher/";
+  const std::string cluster = ReadFile(testdata + "rke2/cluster.yaml");
+  Result printed = RunWithInput({"rancher", "rke2", "--phase", "prepare", "-f", "-"}, cluster);
+  ASSERT_EQ(printed.code, 0) << printed.err;
+  EXPECT_EQ(printed.out, ReadFile(testdata + "golden/rke2/cluster.prepare.yaml"));
+
+  const std::string output = dir_ + "/out.yaml";
+  Result written =
+      RunWithInput({"rancher", "rke2", "--phase", "prepare", "-f", "-", "-o", output}, cluster);
+  ASSERT_EQ(written.code, 0) << written.err;
+  EXPECT_EQ(ReadFile(output), printed.out);
+
+  Result diff =
+      RunWithInput({"rancher", "rke2", "--phase", "prepare", "--diff", "--file", "-"}, cluster);
+  ASSERT_EQ(diff.code, 0) << diff.err;
+  EXPECT_THAT(diff.out, AllOf(StartsWith("--- a/<stdin>\n+++ b/<stdin>\n"),
+                              HasSubstr("+        - enable-leader-migration")));
+
+  Result rke = RunWithInput({"rancher", "rke", "--phase", "prepare", "-f", "-"},
+                            ReadFile(testdata + "rke/cluster.yml"));
+  ASSERT_EQ(rke.code, 0) << rke.err;
+  EXPECT_EQ(rke.out, ReadFile(testdata + "golden/rke/cluster.prepare.yml"));
+  EXPECT_THAT(rke.err, HasSubstr("  - --enable-leader-migration=true\n"));
+}
+
+TEST_F(RancherCommandsTest, DashFileRefusalsNameStandardInput) {
+  Result deployment = RunWithInput({"rancher", "rke2", "--phase", "prepare", "-f", "-"},
+                                   "apiVersion: apps/v1\nkind: Deployment\n");
+  EXPECT_EQ(deployment.code, 2);
+  EXPECT_THAT(deployment.err,
+              HasSubstr("<stdin>: apiVersion/kind: not a provisioning.cattle.io/v1"));
+  EXPECT_THAT(deployment.out, IsEmpty());
+
+  Result empty = RunWithInput({"rancher", "rke", "--phase", "prepare", "-f", "-"}, "");
+  EXPECT_EQ(empty.code, 2);
+  EXPECT_THAT(empty.err, HasSubstr("<stdin>: the file holds no YAML document"));
+
+  // More than a cluster file can hold is refused with the limit, not read to its end.
+  const std::string output = dir_ + "/out.yaml";
+  Result huge = RunWithInput({"rancher", "rke2", "--phase", "prepare", "-f", "-", "-o", output},
+                             std::string(4 * 1024 * 1024 + 1, '#'));
+  EXPECT_EQ(huge.code, 2);
+  EXPECT_THAT(huge.err,
+              AllOf(HasSubstr("-f: <stdin>: "),
+                    HasSubstr("larger than the 4 MiB (4194304 bytes) limit for a cluster file")));
+  EXPECT_FALSE(std::filesystem::exists(output));
 }
 
 TEST_F(RancherCommandsTest, AMissingFileIsRefused) {

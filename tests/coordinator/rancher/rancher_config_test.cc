@@ -4,8 +4,6 @@
 // deliberate change, and read the diff before committing it.
 #include "coordinator/rancher/rancher_config.h"
 
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -14,6 +12,7 @@
 #include "agent/base/yaml_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/golden.h"
 
 namespace handoff::rancher {
 namespace {
@@ -21,6 +20,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using test_support::ExpectGolden;
 
 std::string TestdataPath(const std::string& relative) {
   return std::string(HANDOFF_TESTDATA_DIR) + "/rancher/" + relative;
@@ -31,18 +31,6 @@ std::string ReadTestdata(const std::string& relative) {
   std::ostringstream content;
   content << in.rdbuf();
   return content.str();
-}
-
-void ExpectGolden(const std::string& relative, const std::string& actual) {
-  const std::string path = TestdataPath(relative);
-  if (std::getenv("HANDOFF_UPDATE_GOLDEN") != nullptr) {
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-    std::ofstream(path, std::ios::binary) << actual;
-    return;
-  }
-  ASSERT_TRUE(std::filesystem::exists(path))
-      << relative << " is missing; run with HANDOFF_UPDATE_GOLDEN=1";
-  EXPECT_EQ(ReadTestdata(relative), actual) << "golden file " << relative << " differs";
 }
 
 // The cluster with its YAML-in-strings parsed (additionalManifest's documents, each chart's
@@ -105,7 +93,9 @@ TEST(Rke2PhaseTest, EachPhaseMatchesItsGoldenAndIsIdempotent) {
       absl::StatusOr<std::string> twice = Rke2Phase(*once, phase, options);
       ASSERT_TRUE(twice.ok()) << twice.status();
       EXPECT_EQ(*once, *twice) << "applying the phase twice changed the file";
-      ExpectGolden("golden/rke2/" + c.name + "." + std::string(PhaseName(phase)) + ".yaml", *once);
+      ExpectGolden(
+          TestdataPath("golden/rke2/" + c.name + "." + std::string(PhaseName(phase)) + ".yaml"),
+          *once);
       text = *once;
     }
     if (c.has_expected_final) {
@@ -173,6 +163,68 @@ TEST(Rke2PhaseTest, DeployCcmKeepsTheOtherManifestsText) {
   EXPECT_THAT(manifest, HasSubstr("\n  owner: platform   # who to page\n"));
   EXPECT_THAT(manifest, HasSubstr("use-forwarded-headers: \"true\""));
   EXPECT_THAT(manifest, HasSubstr("--enable-leader-migration=true"));
+}
+
+// The HelmChart deploy-ccm adds, parsed from additionalManifest.
+YAML::Node DeployedChart(const std::string& cluster) {
+  absl::StatusOr<std::string> prepared = Rke2Phase(cluster, Phase::kPrepare, PhaseOptions());
+  EXPECT_TRUE(prepared.ok()) << prepared.status();
+  if (!prepared.ok()) return YAML::Node();
+  absl::StatusOr<std::string> deployed = Rke2Phase(*prepared, Phase::kDeployCcm, PhaseOptions());
+  EXPECT_TRUE(deployed.ok()) << deployed.status();
+  if (!deployed.ok()) return YAML::Node();
+  for (const YAML::Node& manifest :
+       Normalized(*deployed)["spec"]["rkeConfig"]["additionalManifest"]) {
+    if (manifest["metadata"]["name"].Scalar() == "aws-cloud-controller-manager") return manifest;
+  }
+  ADD_FAILURE() << "no aws-cloud-controller-manager chart";
+  return YAML::Node();
+}
+
+std::vector<std::string> Scalars(const YAML::Node& list) {
+  std::vector<std::string> scalars;
+  for (const YAML::Node& item : list) scalars.push_back(item.Scalar());
+  return scalars;
+}
+
+// The facts of Rancher's "Setting up the Amazon Cloud Provider" (RKE2 additionalManifest) and of
+// the chart's values.yaml that deploy-ccm relies on (see kRke2Chart).
+TEST(Rke2PhaseTest, DeployCcmAddsTheChartRancherDocuments) {
+  const YAML::Node chart = DeployedChart(ReadTestdata("rke2/cluster-minimal.yaml"));
+  ASSERT_TRUE(chart.IsMap());
+  EXPECT_EQ(chart["apiVersion"].Scalar(), "helm.cattle.io/v1");
+  EXPECT_EQ(chart["kind"].Scalar(), "HelmChart");
+  EXPECT_EQ(chart["metadata"]["namespace"].Scalar(), "kube-system");
+  const YAML::Node spec = chart["spec"];
+  EXPECT_EQ(spec["chart"].Scalar(), "aws-cloud-controller-manager");
+  EXPECT_EQ(spec["repo"].Scalar(), "https://kubernetes.github.io/cloud-provider-aws");
+  EXPECT_EQ(spec["targetNamespace"].Scalar(), "kube-system");
+  EXPECT_EQ(spec["bootstrap"].as<bool>(), true);
+  const YAML::Node values = spec["valuesContent"];
+  EXPECT_EQ(values["hostNetworking"].as<bool>(), true);
+  EXPECT_EQ(values["nodeSelector"].size(), 1u);
+  EXPECT_EQ(values["nodeSelector"]["node-role.kubernetes.io/control-plane"].Scalar(), "true");
+  EXPECT_THAT(Scalars(values["args"]),
+              ::testing::ElementsAre("--configure-cloud-routes=false", "--v=5",
+                                     "--cloud-provider=aws", "--enable-leader-migration=true"));
+  // Rancher taints an RKE2 machine without the worker role control-plane:NoSchedule, and
+  // etcd:NoExecute when it is an etcd machine too, both without a value.
+  std::vector<std::string> tolerated;
+  for (const YAML::Node& toleration : values["tolerations"]) {
+    const bool exists = toleration["operator"] && toleration["operator"].Scalar() == "Exists";
+    tolerated.push_back(toleration["key"].Scalar() + ":" + toleration["effect"].Scalar() +
+                        (exists ? " (any value)" : "=" + toleration["value"].Scalar()));
+  }
+  EXPECT_THAT(tolerated, ::testing::ElementsAre(
+                             "node.cloudprovider.kubernetes.io/uninitialized:NoSchedule=true",
+                             "node-role.kubernetes.io/control-plane:NoSchedule (any value)",
+                             "node-role.kubernetes.io/etcd:NoExecute (any value)"));
+
+  // A chart already in additionalManifest with no tolerations gets the same ones.
+  const YAML::Node existing = DeployedChart(ReadTestdata("rke2/cluster-control-plane-entry.yaml"));
+  ASSERT_TRUE(existing.IsMap());
+  EXPECT_TRUE(SemanticallyEqual(existing["spec"]["valuesContent"]["tolerations"],
+                                values["tolerations"]));
 }
 
 TEST(Rke2PhaseTest, APhaseWithNothingToChangeKeepsTheTextAndItsComments) {
@@ -277,7 +329,9 @@ TEST(RkePhaseTest, EachPhaseMatchesItsGoldenIsIdempotentAndEndsAsTheGuideSays) {
       absl::StatusOr<std::string> twice = RkePhase(*once, phase, options);
       ASSERT_TRUE(twice.ok()) << twice.status();
       EXPECT_EQ(*once, *twice);
-      ExpectGolden("golden/rke/" + c.name + "." + std::string(PhaseName(phase)) + ".yml", *once);
+      ExpectGolden(
+          TestdataPath("golden/rke/" + c.name + "." + std::string(PhaseName(phase)) + ".yml"),
+          *once);
       if (phase == Phase::kFinalize) {
         EXPECT_EQ(*once, text) << "finalize changes only the chart";
       }
@@ -293,11 +347,31 @@ TEST(RkePhaseTest, EachPhaseMatchesItsGoldenIsIdempotentAndEndsAsTheGuideSays) {
 TEST(RkePhaseTest, HelmValuesCarryLeaderMigrationUntilFinalize) {
   for (Phase phase : kRkePhases) {
     const std::string values = RkeCcmHelmValues(phase, PhaseOptions());
-    ExpectGolden("golden/rke/helm-values." + std::string(PhaseName(phase)) + ".yaml", values);
+    ExpectGolden(
+        TestdataPath("golden/rke/helm-values." + std::string(PhaseName(phase)) + ".yaml"), values);
     absl::StatusOr<YAML::Node> parsed = LoadYaml(values, "values");
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_EQ((*parsed)["nodeSelector"]["node-role.kubernetes.io/controlplane"].Scalar(), "true");
+    // Null deletes the chart's default selector, a label RKE nodes do not carry.
+    EXPECT_TRUE((*parsed)["nodeSelector"]["node-role.kubernetes.io/control-plane"].IsNull());
     EXPECT_EQ((*parsed)["tolerations"].size(), 3u);
+    EXPECT_THAT(Scalars((*parsed)["args"]),
+                ::testing::IsSupersetOf({"--configure-cloud-routes=false",
+                                         "--use-service-account-credentials=true", "--v=2",
+                                         "--cloud-provider=aws"}));
+    // --use-service-account-credentials needs `get` on serviceaccounts (Rancher's guide), and the
+    // list replaces the chart's, so the chart's tokenreviews rule must be there too.
+    std::vector<std::string> resources;
+    for (const YAML::Node& rule : (*parsed)["clusterRoleRules"]) {
+      for (const std::string& resource : Scalars(rule["resources"])) {
+        resources.push_back(resource);
+        if (resource == "serviceaccounts") {
+          EXPECT_THAT(Scalars(rule["verbs"]), ::testing::ElementsAre("create", "get"));
+        }
+      }
+    }
+    EXPECT_THAT(resources, ::testing::IsSupersetOf({"serviceaccounts", "nodes", "leases",
+                                                    "tokenreviews", "subjectaccessreviews"}));
     EXPECT_EQ(values.find("--enable-leader-migration=true") != std::string::npos,
               phase != Phase::kFinalize);
   }
