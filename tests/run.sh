@@ -39,7 +39,9 @@ HANDOFF_BUILD_DIR=build-sanitize bash packaging/build.sh -DHANDOFF_WERROR=ON -DH
   -DCMAKE_BUILD_TYPE=
 # The whole-system runs (label "sandbox": minutes of real lease handovers; label "real": the
 # upstream components) ran in the optimised pass; their parts are tested here by their own suites.
+# tests/sanitizers/lsan.supp says why its one suppression is there.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp" \
   ctest --test-dir build-sanitize --output-on-failure --parallel "$(nproc)" \
   --label-exclude 'sandbox|real'
 
