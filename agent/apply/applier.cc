@@ -73,6 +73,19 @@ absl::StatusOr<ApplyReport> Applier::Apply(NodeState target) {
   const bool unfinished = std::any_of(journals->begin(), journals->end(), [](const Journal& j) {
     return j.phase != kPhaseCommitted && j.phase != kPhaseRolledBack;
   });
+  // The move options_.before_move accepted, and the lines it gave for the operator.
+  std::optional<std::pair<NodeState, NodeState>> accepted;
+  std::vector<std::string> notes;
+  auto check_move = [&](const Plan& plan) -> absl::Status {
+    if (!options_.before_move) return absl::OkStatus();
+    if (accepted == std::make_pair(plan.from, plan.to)) return absl::OkStatus();
+    absl::StatusOr<std::vector<std::string>> lines =
+        options_.before_move(plan.from, plan.to, settings_);
+    if (!lines.ok()) return lines.status();
+    accepted = std::make_pair(plan.from, plan.to);
+    notes = *std::move(lines);
+    return absl::OkStatus();
+  };
   if (!unfinished) {
     absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(host_.fs, settings_.paths);
     if (!snapshot.ok()) return snapshot.status();
@@ -86,6 +99,9 @@ absl::StatusOr<ApplyReport> Applier::Apply(NodeState target) {
       report.no_op = true;
       return report;
     }
+    // Before the lock, so that a refused move leaves no trace on the node.
+    absl::Status checked = check_move(*plan);
+    if (!checked.ok()) return checked;
   }
 
   // Then the same under the lock, after recovery, on a fresh read of the node.
@@ -104,7 +120,12 @@ absl::StatusOr<ApplyReport> Applier::Apply(NodeState target) {
     report.no_op = true;
     return report;
   }
-  return Run(*plan, "apply", "");
+  // Again only when recovery (or another writer) changed the move judged without the lock.
+  absl::Status checked = check_move(*plan);
+  if (!checked.ok()) return checked;
+  absl::StatusOr<ApplyReport> report = Run(*plan, "apply", "");
+  if (report.ok()) report->notes.insert(report->notes.begin(), notes.begin(), notes.end());
+  return report;
 }
 
 absl::Status Applier::CheckMountSources(const Plan& plan) const {
@@ -156,6 +177,18 @@ std::string Applier::NewTransactionId(NodeState from, NodeState to) {
   return StrCat(number, "-",
                 absl::FormatTime("%Y%m%dT%H%M%SZ", host_.clock.Now(), absl::UTCTimeZone()), "-",
                 NodeStateName(from), "-to-", NodeStateName(to));
+}
+
+absl::Status Applier::EnsureParent(const std::string& path) {
+  // Only handoff's own directories are created (the parked kube-controller-manager's, the first
+  // time one is parked); a missing manifest or kubelet directory stays an error.
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos || slash == 0) return absl::OkStatus();
+  const std::string parent = path.substr(0, slash);
+  if (!IsUnder(path, settings_.paths.state_dir) || host_.fs.Exists(parent)) {
+    return absl::OkStatus();
+  }
+  return EnsureDirectory(host_.fs, parent, 0700);
 }
 
 absl::Status Applier::WriteJournal(const Journal& journal) {
@@ -257,7 +290,8 @@ absl::StatusOr<ApplyReport> Applier::Run(const Plan& plan, const std::string& ki
   absl::Status status =
       EnsureDirectory(host_.fs, StrCat(TransactionDir(state_dir, journal.id), "/files"));
   for (size_t i = 0; status.ok() && i < plan.changes.size(); ++i) {
-    if (!plan.changes[i].before) continue;
+    if (plan.changes[i].after) status = EnsureParent(plan.changes[i].path);
+    if (!status.ok() || !plan.changes[i].before) continue;
     status = AtomicReplace(host_.fs, BackupPath(state_dir, journal.id, i), *plan.changes[i].before,
                            FileInfo{false, 0600, 0, 0});
   }
@@ -371,8 +405,11 @@ absl::Status Applier::Restore(const Journal& journal, size_t entries_touched, bo
     absl::StatusOr<std::vector<ProcessInfo>> before = std::vector<ProcessInfo>();
     if (verify && !entry.component.empty()) before = ProcessesBefore(change);
     log_ << "restore " << entry.path << "\n";
-    absl::Status status = backup ? AtomicReplace(host_.fs, entry.path, *backup, entry.attributes)
-                                 : DurableRemove(host_.fs, entry.path);
+    absl::Status status = backup ? EnsureParent(entry.path) : absl::OkStatus();
+    if (status.ok()) {
+      status = backup ? AtomicReplace(host_.fs, entry.path, *backup, entry.attributes)
+                      : DurableRemove(host_.fs, entry.path);
+    }
     if (status.ok() && entry.component == kKubelet) status = RestartKubelet();
     if (status.ok() && verify && !entry.component.empty()) {
       status = before.ok() ? VerifyComponent(entry.component, backup, entry.path, *before)
@@ -482,7 +519,16 @@ absl::StatusOr<ApplyReport> Applier::Rollback() {
     }
     if (change.before != change.after) plan.changes.push_back(change);
   }
-  return Run(plan, "rollback", last->id);
+  std::vector<std::string> notes;
+  if (options_.before_move && !plan.empty()) {
+    absl::StatusOr<std::vector<std::string>> lines =
+        options_.before_move(plan.from, plan.to, settings_);
+    if (!lines.ok()) return lines.status();
+    notes = *std::move(lines);
+  }
+  absl::StatusOr<ApplyReport> report = Run(plan, "rollback", last->id);
+  if (report.ok()) report->notes.insert(report->notes.begin(), notes.begin(), notes.end());
+  return report;
 }
 
 absl::StatusOr<std::vector<Journal>> Applier::Transactions() const {

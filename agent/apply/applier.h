@@ -118,6 +118,8 @@ class Applier {
   absl::StatusOr<std::unique_ptr<FileSystem::Lock>> Lock();
   absl::Status CheckMountSources(const Plan& plan) const;
   absl::Status WriteJournal(const Journal& journal);
+  // Creates the parent of a file under the state dir when missing (the parked manifest's).
+  absl::Status EnsureParent(const std::string& path);
   absl::Status Restore(const Journal& journal, size_t entries_touched, bool verify,
                        std::vector<std::string>* notes);
   absl::Status VerifyComponent(const std::string& component,

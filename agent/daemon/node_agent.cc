@@ -398,7 +398,7 @@ v1::CommandResult NodeAgent::Move(const std::string& id, const v1::MoveRequest& 
   const std::optional<NodeState> from = FromProto(move.from());
   const std::optional<NodeState> to = FromProto(move.to());
   if (!to || *to == NodeState::kInconsistent) {
-    return refuse("`to` must be in-tree, prepared, migrated or finalized");
+    return refuse("`to` must be in-tree, prepared, migrated, finalized, stopped or external");
   }
   if (!from) return refuse("`from` must name the node's state");
   absl::StatusOr<Settings> settings = CommandSettings(move.settings_yaml());
@@ -485,22 +485,28 @@ v1::CommandResult NodeAgent::Move(const std::string& id, const v1::MoveRequest& 
     return finish(v1::CommandResult::SUCCEEDED,
                   StrCat("the node is already ", NodeStateName(report->to), "; nothing written"));
   }
+  // What the move left to the operator (ApplyOptions::before_move's lines), for the coordinator
+  // to show with the result.
+  const std::string notes =
+      report->notes.empty() ? "" : StrCat("; note: ", StrJoin(report->notes, "; note: "));
   if (report->ok()) {
     return finish(v1::CommandResult::SUCCEEDED,
                   StrCat("moved ", step, " in transaction ", report->transaction,
                          options_.apply.verify ? "; every component verified"
-                                               : " (not verified: --no-verify)"));
+                                               : " (not verified: --no-verify)",
+                         notes));
   }
   if (report->rollback_failure.empty()) {
     return finish(
         v1::CommandResult::ROLLED_BACK,
         StrCat("move ", step, " failed and was undone", options_.apply.verify ? " (verified)" : "",
-               "; the node is still ", NodeStateName(report->from), ": ", report->failure));
+               "; the node is still ", NodeStateName(report->from), ": ", report->failure, notes));
   }
   return finish(v1::CommandResult::NEEDS_ATTENTION,
                 StrCat("move ", step, " failed and so did the undo: ", report->rollback_failure,
                        " (the move failed with: ", report->failure,
-                       "); run `handoff-agent recover` on the node once the cause is fixed"));
+                       "); run `handoff-agent recover` on the node once the cause is fixed",
+                       notes));
 }
 
 v1::CommandResult NodeAgent::PlanMoves(const v1::PlanRequest& request) {
@@ -514,7 +520,8 @@ v1::CommandResult NodeAgent::PlanMoves(const v1::PlanRequest& request) {
     std::optional<NodeState> target = FromProto(request.chain(i));
     if (!target || *target == NodeState::kInconsistent) {
       return refuse(StrCat("chain item ", i + 1, " is ", Name(request.chain(i)),
-                           "; targets are in-tree, prepared, migrated or finalized"));
+                           "; targets are in-tree, prepared, migrated, finalized, stopped or "
+                           "external"));
     }
     chain.push_back(*target);
   }
