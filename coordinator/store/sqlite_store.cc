@@ -23,8 +23,11 @@ namespace handoff::store {
 namespace {
 
 // A file written by a newer coordinator is refused outright: only its writer knows whether this
-// code could read it without losing anything.
-constexpr int64_t kSchemaVersion = 1;
+// code could read it without losing anything. An older one is upgraded on open (kUpgradeFrom1).
+// Version 1: the released coordinator's schema. Version 2: the rollout's strategy and the
+// downtime strategy's measured outage.
+constexpr int64_t kSchemaVersion = 2;
+constexpr int64_t kOldestSchemaVersion = 1;
 
 // Constant SQL only; every value goes in through a bound parameter.
 constexpr char kCreateSchema[] = R"sql(
@@ -46,7 +49,11 @@ CREATE TABLE rollout (
   in_flight_sent_unix_ms INTEGER,
   next_command_sequence INTEGER NOT NULL,
   revision INTEGER NOT NULL,
-  settings_yaml TEXT NOT NULL
+  settings_yaml TEXT NOT NULL,
+  strategy TEXT NOT NULL DEFAULT 'leader-migration',
+  downtime_all_stopped_unix_ms INTEGER NOT NULL DEFAULT 0,
+  downtime_controller_manager_back_unix_ms INTEGER NOT NULL DEFAULT 0,
+  downtime_cloud_controllers_back_unix_ms INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE nodes (
   position INTEGER PRIMARY KEY NOT NULL,
@@ -65,6 +72,18 @@ CREATE TABLE history (
   message TEXT NOT NULL,
   detail_json TEXT NOT NULL
 );
+)sql";
+
+// Version 1 to 2, the columns exactly as kCreateSchema declares them (the defaults too), so that
+// an upgraded database and a new one have the same shape. A version 1 rollout was always Leader
+// Migration, and had no outage to measure. SQLite's ALTER TABLE is transactional: the caller
+// runs this with the schema version update in one transaction.
+constexpr char kUpgradeFrom1[] = R"sql(
+ALTER TABLE rollout ADD COLUMN strategy TEXT NOT NULL DEFAULT 'leader-migration';
+ALTER TABLE rollout ADD COLUMN downtime_all_stopped_unix_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE rollout ADD COLUMN downtime_controller_manager_back_unix_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE rollout ADD COLUMN downtime_cloud_controllers_back_unix_ms INTEGER NOT NULL DEFAULT 0;
+UPDATE meta SET value = 2 WHERE key = 'schema_version';
 )sql";
 
 struct DatabaseCloser {
@@ -104,9 +123,34 @@ absl::StatusCode CodeFor(int result, int system_errno) {
 
 // ParseTargetState refuses "inconsistent", but a stored node may well be in that state.
 std::optional<NodeState> StateFromName(std::string_view name) {
-  for (NodeState state : {NodeState::kInTree, NodeState::kPrepared, NodeState::kMigrated,
-                          NodeState::kFinalized, NodeState::kInconsistent}) {
+  for (NodeState state :
+       {NodeState::kInTree, NodeState::kPrepared, NodeState::kMigrated, NodeState::kFinalized,
+        NodeState::kInconsistent, NodeState::kStopped, NodeState::kExternal}) {
     if (name == NodeStateName(state)) return state;
+  }
+  return std::nullopt;
+}
+
+// The strategy column's values; the same names as the wire contract's and handoffctl's.
+struct StrategyName {
+  Strategy strategy;
+  std::string_view name;
+};
+constexpr std::array<StrategyName, 2> kStrategyNames = {{
+    {Strategy::kLeaderMigration, "leader-migration"},
+    {Strategy::kDowntime, "downtime"},
+}};
+
+std::string_view NameOf(Strategy strategy) {
+  for (const StrategyName& entry : kStrategyNames) {
+    if (entry.strategy == strategy) return entry.name;
+  }
+  return "";  // not reached: every enumerator is in the table
+}
+
+std::optional<Strategy> StrategyFromName(std::string_view name) {
+  for (const StrategyName& entry : kStrategyNames) {
+    if (entry.name == name) return entry.strategy;
   }
   return std::nullopt;
 }
@@ -334,6 +378,19 @@ absl::Status Statement::Run() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<int64_t> ReadSchemaVersion(const Connection& connection) {
+  absl::StatusOr<Statement> select = connection.Prepare(
+      "SELECT value FROM meta WHERE key = 'schema_version'", "read the schema version");
+  if (!select.ok()) return select.status();
+  absl::StatusOr<bool> row = select->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) {
+    return absl::DataLossError(
+        StrCat(connection.path(), ": the meta table has no schema_version (damaged database)"));
+  }
+  return select->Int(0);
+}
+
 class SqliteStore : public Store {
  public:
   explicit SqliteStore(Connection connection) : connection_(std::move(connection)) {}
@@ -346,11 +403,17 @@ class SqliteStore : public Store {
   // Decodes every stored row as Load and History would, and checks what History's readers need:
   // kDataLoss naming the first row that does not decode.
   absl::Status VerifyRows() const;
+  // Upgrades a version 1 database to kSchemaVersion and verifies its rows, in one transaction:
+  // on any error nothing of the upgrade stays. Nothing to do when another process upgraded the
+  // file since `CheckSchema` read its version.
+  absl::Status UpgradeFromVersion1() const;
 
   const Connection& connection() const { return connection_; }
 
  private:
   absl::Status VerifyHistory() const;
+  // VerifyRows' checks, inside the caller's transaction.
+  absl::Status CheckRows() const;
   absl::Status ReadRollout(std::optional<StoredRollout>& out) const;
   absl::Status ReadState(const Statement& row, int column, std::string_view what,
                          NodeState& out) const;
@@ -378,7 +441,9 @@ absl::Status SqliteStore::ReadRollout(std::optional<StoredRollout>& out) const {
   absl::StatusOr<Statement> select = connection_.Prepare(
       "SELECT rollout_id, goal, paused, halted, halt_reason, in_flight_command_id, "
       "in_flight_node, in_flight_from, in_flight_to, in_flight_sent_unix_ms, "
-      "next_command_sequence, revision, settings_yaml FROM rollout WHERE id = 1",
+      "next_command_sequence, revision, settings_yaml, strategy, downtime_all_stopped_unix_ms, "
+      "downtime_controller_manager_back_unix_ms, downtime_cloud_controllers_back_unix_ms "
+      "FROM rollout WHERE id = 1",
       "load the rollout");
   if (!select.ok()) return select.status();
   absl::StatusOr<bool> row = select->Step();
@@ -420,6 +485,16 @@ absl::Status SqliteStore::ReadRollout(std::optional<StoredRollout>& out) const {
   rollout.next_command_sequence = select->Int(10);
   rollout.revision = select->Int(11);
   rollout.settings_yaml = select->Text(12);
+  const std::string strategy = select->Text(13);
+  std::optional<Strategy> parsed = StrategyFromName(strategy);
+  if (!parsed) {
+    return Damaged(StrCat("the rollout's strategy (column strategy) is '", strategy,
+                          "', not 'leader-migration' or 'downtime'"));
+  }
+  rollout.strategy = *parsed;
+  rollout.downtime.all_stopped_unix_ms = select->Int(14);
+  rollout.downtime.controller_manager_back_unix_ms = select->Int(15);
+  rollout.downtime.cloud_controllers_back_unix_ms = select->Int(16);
 
   absl::StatusOr<Statement> nodes = connection_.Prepare(
       "SELECT name, state, goal_start, last_result FROM nodes ORDER BY position", "load the nodes");
@@ -458,11 +533,19 @@ absl::StatusOr<std::optional<StoredRollout>> SqliteStore::Load() {
 }
 
 absl::Status SqliteStore::WriteRollout(const StoredRollout& rollout) const {
+  const std::string_view strategy = NameOf(rollout.strategy);
+  if (strategy.empty()) {
+    return absl::InvalidArgumentError(
+        StrCat(connection_.path(), ": commit: the rollout's strategy (",
+               static_cast<int>(rollout.strategy), ") is not one the store can write"));
+  }
   absl::StatusOr<Statement> insert = connection_.Prepare(
       "INSERT OR REPLACE INTO rollout (id, rollout_id, goal, paused, halted, halt_reason, "
       "in_flight_command_id, in_flight_node, in_flight_from, in_flight_to, "
-      "in_flight_sent_unix_ms, next_command_sequence, revision, settings_yaml) "
-      "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "in_flight_sent_unix_ms, next_command_sequence, revision, settings_yaml, strategy, "
+      "downtime_all_stopped_unix_ms, downtime_controller_manager_back_unix_ms, "
+      "downtime_cloud_controllers_back_unix_ms) "
+      "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       "commit: write the rollout");
   if (!insert.ok()) return insert.status();
   insert->BindText(rollout.rollout_id);
@@ -485,7 +568,11 @@ absl::Status SqliteStore::WriteRollout(const StoredRollout& rollout) const {
   }
   insert->BindInt(rollout.next_command_sequence)
       .BindInt(rollout.revision)
-      .BindText(rollout.settings_yaml);
+      .BindText(rollout.settings_yaml)
+      .BindText(strategy)
+      .BindInt(rollout.downtime.all_stopped_unix_ms)
+      .BindInt(rollout.downtime.controller_manager_back_unix_ms)
+      .BindInt(rollout.downtime.cloud_controllers_back_unix_ms);
   if (absl::Status status = insert->Run(); !status.ok()) return status;
 
   if (absl::Status status = connection_.Execute("DELETE FROM nodes", "commit: clear the nodes");
@@ -623,13 +710,39 @@ absl::Status SqliteStore::VerifyHistory() const {
   }
 }
 
+absl::Status SqliteStore::CheckRows() const {
+  std::optional<StoredRollout> rollout;
+  if (absl::Status status = ReadRollout(rollout); !status.ok()) return status;
+  return VerifyHistory();
+}
+
 absl::Status SqliteStore::VerifyRows() const {
   // One read transaction: the rows checked are those of one commit.
-  return connection_.InTransaction("BEGIN", "check the stored rows", [&]() -> absl::Status {
-    std::optional<StoredRollout> rollout;
-    if (absl::Status status = ReadRollout(rollout); !status.ok()) return status;
-    return VerifyHistory();
-  });
+  return connection_.InTransaction("BEGIN", "check the stored rows", [&] { return CheckRows(); });
+}
+
+absl::Status SqliteStore::UpgradeFromVersion1() const {
+  // FULL, so that the upgrade is on disk before the coordinator commits anything on top of it
+  // (SetDurability, which sets it for good, runs only once the rows are known to decode).
+  if (absl::Status status =
+          connection_.Execute("PRAGMA synchronous = FULL", "set synchronous = FULL");
+      !status.ok()) {
+    return status;
+  }
+  // IMMEDIATE: a second coordinator opening the same file waits here, then finds version 2.
+  return connection_.InTransaction(
+      "BEGIN IMMEDIATE", "upgrade the schema from version 1", [&]() -> absl::Status {
+        absl::StatusOr<int64_t> version = ReadSchemaVersion(connection_);
+        if (!version.ok()) return version.status();
+        if (*version == 1) {
+          if (absl::Status status =
+                  connection_.Execute(kUpgradeFrom1, "upgrade the schema from version 1");
+              !status.ok()) {
+            return status;
+          }
+        }
+        return CheckRows();
+      });
 }
 
 // WAL so that readers (handoffctl, an operator's sqlite3 shell) do not block commits. In WAL mode
@@ -650,9 +763,9 @@ absl::Status SetDurability(const Connection& connection) {
   return connection.Execute("PRAGMA synchronous = FULL", "set synchronous = FULL");
 }
 
-// Refuses a database this coordinator must not use: no handoff schema, or another version's.
-// Reads only.
-absl::Status CheckSchema(const Connection& connection) {
+// Refuses a database this coordinator must not use: no handoff schema, or a version it does not
+// know. Returns the version. Reads only.
+absl::StatusOr<int64_t> CheckSchema(const Connection& connection) {
   int64_t table_count = 0;
   bool has_meta = false;
   {
@@ -679,28 +792,21 @@ absl::Status CheckSchema(const Connection& connection) {
                "(move it away or point the coordinator at another file)"));
   }
 
-  absl::StatusOr<Statement> select = connection.Prepare(
-      "SELECT value FROM meta WHERE key = 'schema_version'", "read the schema version");
-  if (!select.ok()) return select.status();
-  absl::StatusOr<bool> row = select->Step();
-  if (!row.ok()) return row.status();
-  if (!*row) {
-    return absl::DataLossError(
-        StrCat(connection.path(), ": the meta table has no schema_version (damaged database)"));
-  }
-  const int64_t version = select->Int(0);
+  absl::StatusOr<int64_t> read = ReadSchemaVersion(connection);
+  if (!read.ok()) return read.status();
+  const int64_t version = *read;
   if (version > kSchemaVersion) {
     return absl::FailedPreconditionError(
         StrCat(connection.path(), ": written with schema version ", version,
                ", but this coordinator reads schema version ", kSchemaVersion,
                "; run the coordinator that wrote it, or a newer one"));
   }
-  if (version < kSchemaVersion) {
+  if (version < kOldestSchemaVersion) {
     return absl::DataLossError(StrCat(connection.path(), ": schema version ", version,
                                       " is unknown (this coordinator writes version ",
                                       kSchemaVersion, ")"));
   }
-  return absl::OkStatus();
+  return version;
 }
 
 // SQLite's own check of the file: every page of every table and index reachable once, the
@@ -906,9 +1012,13 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
 
   // Every check reads only, so that a refused file is left exactly as it was.
   if (absl::Status status = CheckIntegrity(connection); !status.ok()) return status;
-  if (absl::Status status = CheckSchema(connection); !status.ok()) return status;
+  absl::StatusOr<int64_t> version = CheckSchema(connection);
+  if (!version.ok()) return version.status();
   auto store = std::make_unique<SqliteStore>(std::move(connection));
-  if (absl::Status status = store->VerifyRows(); !status.ok()) return status;
+  // The upgrade verifies the rows in its own transaction, and takes back its writes when they
+  // do not decode.
+  absl::Status rows = *version == 1 ? store->UpgradeFromVersion1() : store->VerifyRows();
+  if (!rows.ok()) return rows;
   if (absl::Status status = SetDurability(store->connection()); !status.ok()) return status;
   return store;
 }

@@ -38,9 +38,24 @@ struct StoredNode {
   std::string last_result;  // one line, "" before any
 };
 
+// How the rollout moves the nodes: Leader Migration (in-tree, prepared, migrated, finalized) or
+// AWS's downtime path (in-tree, stopped, external, finalized). Stored as "leader-migration" or
+// "downtime".
+enum class Strategy { kLeaderMigration, kDowntime };
+
+// When the downtime path's outage began and when each part of it ended, as the coordinator
+// measured them (Unix milliseconds; 0 = not yet).
+struct DowntimeMarks {
+  int64_t all_stopped_unix_ms = 0;              // every kube-controller-manager stopped
+  int64_t controller_manager_back_unix_ms = 0;  // kube-controller-manager running again
+  int64_t cloud_controllers_back_unix_ms = 0;   // the cloud-controller-manager running
+};
+
 struct StoredRollout {
   std::string rollout_id;         // "" until the first Start
   std::optional<NodeState> goal;  // unset before the first Start
+  Strategy strategy = Strategy::kLeaderMigration;
+  DowntimeMarks downtime;  // set by the downtime strategy only
   bool paused = false;
   bool halted = false;
   std::string halt_reason;
@@ -89,6 +104,12 @@ class Store {
   // A database written by a newer schema version is refused with kFailedPrecondition (naming
   // both versions). A write-ahead log <path>-wal without the database is refused with kDataLoss
   // too: a new database beside it would take the old log's pages for its own.
+  //
+  // A database of schema version 1 (written by a coordinator that knew only Leader Migration)
+  // is upgraded in place to version 2 once the checks of its file and schema pass: the rollout
+  // gains the strategy (leader-migration) and the downtime marks (0), the schema version becomes
+  // 2 and the rows are decoded, all in one SQLite transaction, so that a crash or a row that does
+  // not decode leaves the database at version 1 as it was. A version 2 database is not touched.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
                                                      const StoreOptions& options);

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "coordinator/store/store.h"
@@ -28,6 +29,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 std::string Message(const absl::Status& status) { return std::string(status.message()); }
 
@@ -38,6 +40,10 @@ auto Fields(const InFlight& in_flight) {
 auto Fields(const StoredNode& node) {
   return std::tie(node.name, node.state, node.goal_start, node.last_result);
 }
+auto Fields(const DowntimeMarks& marks) {
+  return std::tie(marks.all_stopped_unix_ms, marks.controller_manager_back_unix_ms,
+                  marks.cloud_controllers_back_unix_ms);
+}
 auto Fields(const HistoryEntry& entry) {
   return std::tie(entry.sequence, entry.unix_ms, entry.actor, entry.kind, entry.node,
                   entry.command_id, entry.message, entry.detail_json);
@@ -46,6 +52,8 @@ auto Fields(const HistoryEntry& entry) {
 void ExpectSameRollout(const StoredRollout& actual, const StoredRollout& expected) {
   EXPECT_EQ(actual.rollout_id, expected.rollout_id);
   EXPECT_EQ(actual.goal, expected.goal);
+  EXPECT_EQ(actual.strategy, expected.strategy);
+  EXPECT_EQ(Fields(actual.downtime), Fields(expected.downtime));
   EXPECT_EQ(actual.paused, expected.paused);
   EXPECT_EQ(actual.halted, expected.halted);
   EXPECT_EQ(actual.halt_reason, expected.halt_reason);
@@ -75,6 +83,8 @@ StoredRollout FullRollout() {
   StoredRollout rollout;
   rollout.rollout_id = "r-20240501-a";
   rollout.goal = NodeState::kMigrated;
+  rollout.strategy = Strategy::kDowntime;
+  rollout.downtime = {1714567800001, 1714567861002, 1714567922003};
   rollout.paused = true;
   rollout.halted = true;
   rollout.halt_reason = "node cp-2: kube-apiserver not ready after 300s; 'quoted' \"too\"";
@@ -90,6 +100,8 @@ StoredRollout FullRollout() {
       {"cp-2", NodeState::kInconsistent, NodeState::kPrepared, "failed: kubelet; rolled back"},
       {"cp-0", NodeState::kPrepared, NodeState::kMigrated, "0"},
       {"cp-4", NodeState::kMigrated, NodeState::kFinalized, "NULL"},
+      {"cp-5", NodeState::kStopped, NodeState::kExternal, "stopped"},
+      {"cp-6", NodeState::kExternal, NodeState::kStopped, ""},
   };
   return rollout;
 }
@@ -105,6 +117,89 @@ HistoryEntry Entry(std::string kind, std::string message, int64_t unix_ms = 1000
   entry.detail_json = R"({"from":"in-tree","to":"prepared"})";
   return entry;
 }
+
+// The schema of version 1, as the released coordinator created it (sqlite_store.cc before the
+// downtime strategy), and the rows it wrote for a rollout part way through, in WAL mode as it
+// left its files.
+constexpr char kVersion1Schema[] = R"sql(
+PRAGMA journal_mode = WAL;
+CREATE TABLE meta (
+  key TEXT PRIMARY KEY NOT NULL,
+  value INTEGER NOT NULL
+);
+CREATE TABLE rollout (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  rollout_id TEXT NOT NULL,
+  goal TEXT,
+  paused INTEGER NOT NULL,
+  halted INTEGER NOT NULL,
+  halt_reason TEXT NOT NULL,
+  in_flight_command_id TEXT,
+  in_flight_node TEXT,
+  in_flight_from TEXT,
+  in_flight_to TEXT,
+  in_flight_sent_unix_ms INTEGER,
+  next_command_sequence INTEGER NOT NULL,
+  revision INTEGER NOT NULL,
+  settings_yaml TEXT NOT NULL
+);
+CREATE TABLE nodes (
+  position INTEGER PRIMARY KEY NOT NULL,
+  name TEXT NOT NULL,
+  state TEXT NOT NULL,
+  goal_start TEXT NOT NULL,
+  last_result TEXT NOT NULL
+);
+CREATE TABLE history (
+  sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+  unix_ms INTEGER NOT NULL,
+  actor TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  node TEXT NOT NULL,
+  command_id TEXT NOT NULL,
+  message TEXT NOT NULL,
+  detail_json TEXT NOT NULL
+);
+INSERT INTO meta (key, value) VALUES ('schema_version', 1);
+)sql";
+
+constexpr char kVersion1Rows[] = R"sql(
+INSERT INTO rollout (id, rollout_id, goal, paused, halted, halt_reason, in_flight_command_id,
+                     in_flight_node, in_flight_from, in_flight_to, in_flight_sent_unix_ms,
+                     next_command_sequence, revision, settings_yaml)
+VALUES (1, 'r-20240501-a', 'migrated', 1, 0, '', 'r-20240501-a-4', 'cp-2', 'prepared',
+        'migrated', 1714567890123, 5, 17, 'cluster:
+  name: prod
+');
+INSERT INTO nodes (position, name, state, goal_start, last_result) VALUES
+  (0, 'cp-1', 'migrated', 'in-tree', 'moved to migrated'),
+  (1, 'cp-2', 'prepared', 'in-tree', 'moved to prepared'),
+  (2, 'cp-3', 'in-tree', 'in-tree', '');
+INSERT INTO history (unix_ms, actor, kind, node, command_id, message, detail_json) VALUES
+  (1714567800000, 'CN=alice', 'start', '', '', 'goal migrated', ''),
+  (1714567890123, 'coordinator', 'command', 'cp-2', 'r-20240501-a-4', 'prepared -> migrated',
+   '{"from":"prepared","to":"migrated"}');
+)sql";
+
+// What the released coordinator would load from kVersion1Rows, with this version's defaults.
+StoredRollout Version1Rollout() {
+  StoredRollout rollout;
+  rollout.rollout_id = "r-20240501-a";
+  rollout.goal = NodeState::kMigrated;
+  rollout.paused = true;
+  rollout.in_flight = InFlight{"r-20240501-a-4", "cp-2", NodeState::kPrepared,
+                               NodeState::kMigrated, 1714567890123};
+  rollout.next_command_sequence = 5;
+  rollout.revision = 17;
+  rollout.settings_yaml = "cluster:\n  name: prod\n";
+  rollout.nodes = {
+      {"cp-1", NodeState::kMigrated, NodeState::kInTree, "moved to migrated"},
+      {"cp-2", NodeState::kPrepared, NodeState::kInTree, "moved to prepared"},
+      {"cp-3", NodeState::kInTree, NodeState::kInTree, ""},
+  };
+  return rollout;
+}
+
 
 // A second connection to the same file, as another process would have.
 class RawDatabase {
@@ -164,6 +259,28 @@ class SqliteStoreTest : public ::testing::Test {
     absl::StatusOr<std::vector<HistoryEntry>> history = store.History(0, 1000);
     EXPECT_TRUE(history.ok()) << history.status();
     return history.ok() ? *history : std::vector<HistoryEntry>{};
+  }
+
+  // A version 1 database as the released coordinator left it, closed.
+  void WriteVersion1Database(bool with_rows = true) {
+    RawDatabase raw(path_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    ASSERT_EQ(raw.Execute(kVersion1Schema), "");
+    if (with_rows) {
+      ASSERT_EQ(raw.Execute(kVersion1Rows), "");
+    }
+  }
+
+  // The rollout table's columns as SQLite describes them: name, type, NOT NULL, default.
+  std::string RolloutColumns() {
+    RawDatabase raw(path_);
+    return raw.Query(
+        "SELECT group_concat(name || ' ' || type || ' ' || \"notnull\" || ' ' || "
+        "ifnull(dflt_value, '-'), ', ') FROM pragma_table_info('rollout')");
+  }
+
+  std::string SchemaVersion() {
+    RawDatabase raw(path_);
+    return raw.Query("SELECT value FROM meta WHERE key = 'schema_version'");
   }
 
   void WriteFile(const std::string& content) { std::ofstream(path_, std::ios::binary) << content; }
@@ -294,7 +411,7 @@ TEST_F(SqliteStoreTest, UsesWalJournalMode) {
   ASSERT_NE(OpenStore(), nullptr);
   RawDatabase raw(path_);
   EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "1");
+  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "2");
 }
 
 TEST_F(SqliteStoreTest, CommitAppendsHistoryWithIncreasingSequences) {
@@ -436,14 +553,33 @@ TEST_F(SqliteStoreTest, CommitFailingPartWayStoresNothing) {
 
 TEST_F(SqliteStoreTest, RefusesANewerSchemaVersion) {
   ASSERT_NE(OpenStore(), nullptr);
+  for (int version : {3, 99}) {
+    {
+      RawDatabase raw(path_);
+      ASSERT_EQ(raw.Execute("UPDATE meta SET value = " + std::to_string(version) +
+                            " WHERE key = 'schema_version'"),
+                "");
+    }
+    const std::string before = ReadFile();
+    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+    EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << version;
+    EXPECT_THAT(Message(store.status()),
+                AllOf(HasSubstr(path_), HasSubstr("schema version " + std::to_string(version)),
+                      HasSubstr("reads schema version 2")));
+    EXPECT_EQ(ReadFile(), before);
+  }
+}
+
+TEST_F(SqliteStoreTest, RefusesAnOlderUnknownSchemaVersion) {
+  ASSERT_NE(OpenStore(), nullptr);
   {
     RawDatabase raw(path_);
-    ASSERT_EQ(raw.Execute("UPDATE meta SET value = 99 WHERE key = 'schema_version'"), "");
+    ASSERT_EQ(raw.Execute("UPDATE meta SET value = 0 WHERE key = 'schema_version'"), "");
   }
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(Message(store.status()), AllOf(HasSubstr(path_), HasSubstr("schema version 99"),
-                                             HasSubstr("schema version 1")));
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Message(store.status()),
+              AllOf(HasSubstr(path_), HasSubstr("schema version 0 is unknown")));
 }
 
 TEST_F(SqliteStoreTest, RefusesADatabaseOfAnotherProgram) {
@@ -574,7 +710,7 @@ TEST_F(SqliteStoreTest, CreatesTheDatabaseWholeAndLeavesNoTemporaryFile) {
   ASSERT_EQ(::stat(path_.c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0600u);
   RawDatabase raw(path_);
-  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "1");
+  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "2");
 }
 
 TEST_F(SqliteStoreTest, StoresHistoryTextAsUtf8) {
@@ -665,6 +801,211 @@ TEST_F(SqliteStoreTest, OpenReportsAnUnknownNodeState) {
   EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(Message(store.status()),
               AllOf(HasSubstr(path_), HasSubstr("cp-1"), HasSubstr("'sideways'")));
+  EXPECT_EQ(ReadFile(), before);
+}
+
+TEST_F(SqliteStoreTest, RoundTripsBothStrategiesAndTheDowntimeMarks) {
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  StoredRollout downtime;
+  downtime.rollout_id = "r-downtime";
+  downtime.goal = NodeState::kFinalized;
+  downtime.strategy = Strategy::kDowntime;
+  downtime.downtime.all_stopped_unix_ms = 1714567800000;
+  downtime.downtime.controller_manager_back_unix_ms = 1714567831500;
+  // Not yet: the cloud-controller-manager is still to come.
+  StoredRollout leader_migration = downtime;
+  leader_migration.rollout_id = "r-leader-migration";
+  leader_migration.strategy = Strategy::kLeaderMigration;
+  leader_migration.downtime = {};
+
+  for (const StoredRollout& rollout : {downtime, leader_migration, downtime}) {
+    ASSERT_TRUE(store->Commit(rollout, {}).ok());
+    absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    ASSERT_TRUE(loaded->has_value());
+    ExpectSameRollout(**loaded, rollout);
+  }
+  RawDatabase raw(path_);
+  EXPECT_EQ(raw.Query("SELECT strategy FROM rollout"), "downtime");
+  EXPECT_EQ(raw.Query("SELECT downtime_controller_manager_back_unix_ms FROM rollout"),
+            "1714567831500");
+  EXPECT_EQ(raw.Query("SELECT downtime_cloud_controllers_back_unix_ms FROM rollout"), "0");
+}
+
+TEST_F(SqliteStoreTest, RoundTripsTheDowntimeStatesInNodesAndTheMoveInFlight) {
+  const std::vector<std::pair<NodeState, NodeState>> moves = {
+      {NodeState::kInTree, NodeState::kStopped},
+      {NodeState::kStopped, NodeState::kExternal},
+      {NodeState::kExternal, NodeState::kFinalized},
+      {NodeState::kExternal, NodeState::kStopped},
+  };
+  for (const auto& [from, to] : moves) {
+    StoredRollout rollout;
+    rollout.rollout_id = "r-1";
+    rollout.strategy = Strategy::kDowntime;
+    rollout.goal = NodeState::kFinalized;
+    rollout.in_flight = InFlight{"r-1-3", "cp-1", from, to, 1714567800000};
+    rollout.nodes = {{"cp-1", from, NodeState::kStopped, ""},
+                     {"cp-2", to, NodeState::kExternal, "moved"}};
+    {
+      std::unique_ptr<Store> store = OpenStore();
+      ASSERT_NE(store, nullptr);
+      ASSERT_TRUE(store->Commit(rollout, {}).ok());
+    }
+    // Reopened: the check at open decodes them too.
+    std::unique_ptr<Store> reopened = OpenStore();
+    ASSERT_NE(reopened, nullptr);
+    absl::StatusOr<std::optional<StoredRollout>> loaded = reopened->Load();
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    ASSERT_TRUE(loaded->has_value());
+    ExpectSameRollout(**loaded, rollout);
+  }
+  RawDatabase raw(path_);
+  EXPECT_EQ(raw.Query("SELECT in_flight_from || ' ' || in_flight_to FROM rollout"),
+            "external stopped");
+}
+
+TEST_F(SqliteStoreTest, UpgradesAVersion1DatabaseKeepingEveryValue) {
+  WriteVersion1Database();
+  ASSERT_EQ(SchemaVersion(), "1");
+  std::vector<HistoryEntry> history;
+  {
+    std::unique_ptr<Store> store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    ASSERT_TRUE(loaded->has_value());
+    ExpectSameRollout(**loaded, Version1Rollout());
+    EXPECT_EQ((*loaded)->strategy, Strategy::kLeaderMigration);
+    EXPECT_EQ(Fields((*loaded)->downtime), Fields(DowntimeMarks{0, 0, 0}));
+    history = AllHistory(*store);
+  }
+  ASSERT_EQ(history.size(), 2u);
+  EXPECT_EQ(Fields(history[1]),
+            std::make_tuple(2, 1714567890123, "coordinator", "command", "cp-2", "r-20240501-a-4",
+                            "prepared -> migrated", R"({"from":"prepared","to":"migrated"})"));
+  EXPECT_EQ(history[0].actor, "CN=alice");
+  EXPECT_EQ(SchemaVersion(), "2");
+
+  // The upgraded file has the shape of a new one (the columns, their types and defaults).
+  const std::string upgraded_columns = RolloutColumns();
+  ASSERT_TRUE(std::filesystem::remove(path_));
+  ASSERT_NE(OpenStore(), nullptr);
+  EXPECT_EQ(upgraded_columns, RolloutColumns());
+  EXPECT_THAT(upgraded_columns,
+              AllOf(HasSubstr("strategy TEXT 1 'leader-migration'"),
+                    HasSubstr("downtime_all_stopped_unix_ms INTEGER 1 0"),
+                    HasSubstr("downtime_controller_manager_back_unix_ms INTEGER 1 0"),
+                    HasSubstr("downtime_cloud_controllers_back_unix_ms INTEGER 1 0")));
+}
+
+TEST_F(SqliteStoreTest, UpgradesAnEmptyVersion1Database) {
+  WriteVersion1Database(/*with_rows=*/false);
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_FALSE(loaded->has_value());
+  EXPECT_EQ(SchemaVersion(), "2");
+}
+
+TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
+  WriteVersion1Database();
+  ASSERT_NE(OpenStore(), nullptr);
+  const std::string columns = RolloutColumns();
+  StoredRollout rollout = Version1Rollout();
+  {
+    // Opened again: already version 2, nothing to add (a second ALTER would fail).
+    std::unique_ptr<Store> store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    ASSERT_TRUE(loaded->has_value());
+    ExpectSameRollout(**loaded, rollout);
+    EXPECT_EQ(RolloutColumns(), columns);
+
+    rollout.strategy = Strategy::kDowntime;
+    rollout.downtime.all_stopped_unix_ms = 1714567900000;
+    absl::StatusOr<std::vector<HistoryEntry>> stored =
+        store->Commit(rollout, {Entry("result", "stopped")});
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    EXPECT_EQ((*stored)[0].sequence, 3);
+  }
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_TRUE(loaded->has_value());
+  ExpectSameRollout(**loaded, rollout);
+  EXPECT_EQ(SchemaVersion(), "2");
+}
+
+// The upgrade is one transaction: the columns added before the schema version's update fails
+// are taken back with it.
+TEST_F(SqliteStoreTest, UpgradeFailingPartWayLeavesVersion1) {
+  WriteVersion1Database();
+  {
+    RawDatabase raw(path_);
+    ASSERT_EQ(raw.Execute("CREATE TRIGGER poison BEFORE UPDATE ON meta "
+                          "BEGIN SELECT RAISE(ABORT, 'injected'); END"),
+              "");
+  }
+  const std::string columns = RolloutColumns();
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(Message(store.status()),
+              AllOf(HasSubstr(path_), HasSubstr("upgrade the schema from version 1"),
+                    HasSubstr("injected")));
+  EXPECT_EQ(SchemaVersion(), "1");
+  EXPECT_EQ(RolloutColumns(), columns);
+  EXPECT_THAT(columns, Not(HasSubstr("strategy")));
+
+  {
+    RawDatabase raw(path_);
+    ASSERT_EQ(raw.Execute("DROP TRIGGER poison"), "");
+  }
+  std::unique_ptr<Store> reopened = OpenStore();
+  ASSERT_NE(reopened, nullptr);
+  absl::StatusOr<std::optional<StoredRollout>> loaded = reopened->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_TRUE(loaded->has_value());
+  ExpectSameRollout(**loaded, Version1Rollout());
+}
+
+// A version 1 row that does not decode is refused as in any database, and the file stays the
+// version 1 database it was: the upgrade is taken back.
+TEST_F(SqliteStoreTest, RefusesAVersion1DatabaseWithAnUndecodableRowAndLeavesItAsItWas) {
+  WriteVersion1Database();
+  {
+    RawDatabase raw(path_);
+    ASSERT_EQ(raw.Execute("UPDATE nodes SET goal_start = 'sideways' WHERE name = 'cp-3'"), "");
+  }
+  const std::string before = ReadFile();
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Message(store.status()),
+              AllOf(HasSubstr(path_), HasSubstr("cp-3"), HasSubstr("'sideways'")));
+  EXPECT_EQ(ReadFile(), before);
+  EXPECT_EQ(SchemaVersion(), "1");
+}
+
+TEST_F(SqliteStoreTest, OpenReportsAnUnknownStrategy) {
+  {
+    std::unique_ptr<Store> store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Commit(FullRollout(), {}).ok());
+  }
+  {
+    RawDatabase raw(path_);
+    ASSERT_EQ(raw.Execute("UPDATE rollout SET strategy = 'Downtime'"), "");
+  }
+  const std::string before = ReadFile();
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(Message(store.status()),
+              AllOf(HasSubstr(path_), HasSubstr("column strategy"), HasSubstr("'Downtime'"),
+                    HasSubstr("damaged")));
   EXPECT_EQ(ReadFile(), before);
 }
 
