@@ -40,8 +40,9 @@ std::string MigrationRecord::Emit() const {
   YAML::Node root;
   root["kind"] = kKind;
   root["description"] =
-      "Written by handoff-agent when this node moved from prepared to migrated. Moving back to "
-      "prepared restores these images, flags and mounts. Do not edit.";
+      "Written by handoff-agent when this node's managers went external (prepared to migrated, "
+      "or stopped to external). Moving back restores these images, flags and mounts. Do not "
+      "edit.";
   YAML::Node components(YAML::NodeType::Sequence);
   for (const Entry& entry : entries_) {
     YAML::Node item;

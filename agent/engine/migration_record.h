@@ -1,5 +1,7 @@
-// What a node looked like in state prepared, written when it moves forward to migrated, so that
-// moving back restores exactly those images, flags and mounts instead of guessing them.
+// What a node looked like before its managers went external, written when it moves forward from
+// prepared to migrated (or, on the downtime path, from stopped to external, with the parked
+// kube-controller-manager as its manifest), so that moving back restores exactly those images,
+// flags and mounts instead of guessing them.
 #ifndef HANDOFF_AGENT_ENGINE_MIGRATION_RECORD_H_
 #define HANDOFF_AGENT_ENGINE_MIGRATION_RECORD_H_
 

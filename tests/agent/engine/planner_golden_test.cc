@@ -132,6 +132,8 @@ const NodeState kInTree = NodeState::kInTree;
 const NodeState kPrepared = NodeState::kPrepared;
 const NodeState kMigrated = NodeState::kMigrated;
 const NodeState kFinalized = NodeState::kFinalized;
+const NodeState kStopped = NodeState::kStopped;
+const NodeState kExternal = NodeState::kExternal;
 
 INSTANTIATE_TEST_SUITE_P(
     Nodes, PlannerGoldenTest,
@@ -155,7 +157,13 @@ INSTANTIATE_TEST_SUITE_P(
         GoldenCase{
             "rke2", kInTree, {kPrepared, kMigrated, kFinalized}, {kMigrated, kPrepared, kInTree}},
         // A kube-controller-manager that already carries Leader Migration flags and its own file.
-        GoldenCase{"already-prepared", kPrepared, {kMigrated, kFinalized}, {kMigrated, kPrepared}}),
+        GoldenCase{"already-prepared", kPrepared, {kMigrated, kFinalized}, {kMigrated, kPrepared}},
+        // The kubeadm node (a link to it) along the downtime path: the kube-controller-manager
+        // parked, everything external, then the cloud-controller-manager; and back.
+        GoldenCase{"kubeadm-downtime",
+                   kInTree,
+                   {kStopped, kExternal, kFinalized},
+                   {kExternal, kStopped, kInTree}}),
     Name);
 
 }  // namespace
