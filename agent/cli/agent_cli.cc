@@ -85,12 +85,12 @@ void AddNodeOptions(CLI::App& command, NodeOptions& options) {
                      "and flags, Leader Migration options; see README");
   command.add_option("--k8s-version", options.k8s_version,
                      "Version N+1 of the control plane, e.g. v1.27.3: re-tags kube-apiserver, "
-                     "kube-controller-manager and kube-scheduler when moving to migrated; ignored "
-                     "by other steps");
+                     "kube-controller-manager and kube-scheduler when moving to migrated (or, with "
+                     "downtime, to external); ignored by other steps");
   command.add_option("--ccm-image", options.ccm_image,
                      "cloud-controller-manager image, e.g. "
                      "registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.1; needed to "
-                     "move to migrated, ignored by other steps");
+                     "move to migrated (or from external to finalized), ignored by other steps");
 }
 
 // A positive duration ("5m", "90s", "1m30s"); with `allow_zero` also "0s".
@@ -573,6 +573,9 @@ class Commands {
     json["leaderMigrationConfig"] = {{"path", snapshot.paths.leader_migration_config},
                                      {"present", snapshot.leader_migration_config.has_value()}};
     json["migrationRecord"] = snapshot.migration_record.has_value();
+    json["parkedControllerManager"] = {
+        {"path", ParkedControllerManagerPath(snapshot.paths)},
+        {"present", snapshot.parked_controller_manager.has_value()}};
     return json;
   }
 
@@ -586,6 +589,12 @@ class Commands {
     for (const auto& [name, view] : all) {
       out_ << "  " << name << ": ";
       if (!*view) {
+        if (name == kKubeControllerManager && snapshot.parked_controller_manager) {
+          // Stopped by the downtime path: not in the manifest directory, so not running.
+          out_ << "stopped, its manifest parked at "
+               << ParkedControllerManagerPath(snapshot.paths) << "\n";
+          continue;
+        }
         out_ << "absent\n";
         continue;
       }
