@@ -50,13 +50,19 @@ void PrintTo(const Transition& transition, std::ostream* os) {
 
 class FaultInjectionTest : public ::testing::TestWithParam<Transition> {
  protected:
-  // The kubeadm fixture brought to `state` without faults.
-  static FaultInjectionFileSystem NodeIn(NodeState state) {
+  // The kubeadm fixture brought to `state` without faults, along the downtime path when
+  // `downtime` is set (else the Leader Migration path).
+  static FaultInjectionFileSystem NodeIn(NodeState state, bool downtime) {
     FaultInjectionFileSystem fs(LoadNode("kubeadm"));
-    const NodeState path[] = {NodeState::kPrepared, NodeState::kMigrated, NodeState::kFinalized};
+    const std::vector<NodeState> path =
+        downtime ? std::vector<NodeState>{NodeState::kStopped, NodeState::kExternal,
+                                          NodeState::kFinalized}
+                 : std::vector<NodeState>{NodeState::kPrepared, NodeState::kMigrated,
+                                          NodeState::kFinalized};
+    if (state == NodeState::kInTree) return fs;
     for (NodeState step : path) {
-      if (static_cast<int>(step) > static_cast<int>(state)) break;
       Run(fs, [&](Applier& applier) { EXPECT_TRUE(applier.Apply(step).ok()); });
+      if (step == state) break;
     }
     return fs;
   }
@@ -99,7 +105,8 @@ class FaultInjectionTest : public ::testing::TestWithParam<Transition> {
 
 TEST_P(FaultInjectionTest, EveryWriteCallFailingOrCrashingLeavesTheNodeWholeAfterRecovery) {
   const Transition transition = GetParam();
-  const FaultInjectionFileSystem start = NodeIn(transition.from);
+  const FaultInjectionFileSystem start =
+      NodeIn(transition.from, IsDowntimeState(transition.from) || IsDowntimeState(transition.to));
   const std::map<std::string, std::string> old_files = NodeFiles(start);
 
   // A fault-free run tells how many write calls the move makes and what the new node looks like.
@@ -175,7 +182,15 @@ INSTANTIATE_TEST_SUITE_P(Transitions, FaultInjectionTest,
                                            Transition{NodeState::kMigrated, NodeState::kFinalized},
                                            Transition{NodeState::kFinalized, NodeState::kMigrated},
                                            Transition{NodeState::kMigrated, NodeState::kPrepared},
-                                           Transition{NodeState::kPrepared, NodeState::kInTree}),
+                                           Transition{NodeState::kPrepared, NodeState::kInTree},
+                                           // The downtime path: the parked manifest (in a
+                                           // directory the first park creates) is one more file.
+                                           Transition{NodeState::kInTree, NodeState::kStopped},
+                                           Transition{NodeState::kStopped, NodeState::kExternal},
+                                           Transition{NodeState::kExternal, NodeState::kFinalized},
+                                           Transition{NodeState::kFinalized, NodeState::kExternal},
+                                           Transition{NodeState::kExternal, NodeState::kStopped},
+                                           Transition{NodeState::kStopped, NodeState::kInTree}),
                          Name);
 
 }  // namespace

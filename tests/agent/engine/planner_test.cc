@@ -4,6 +4,7 @@
 
 #include "agent/base/strings.h"
 #include "agent/engine/migration_record.h"
+#include "agent/engine/plan_chain.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/engine/node_fixture.h"
@@ -487,6 +488,26 @@ TEST(PlannerDowntimeTest, StepsOffTheDowntimePathAreNotAdjacent) {
   absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kStopped, KubeadmSettings());
   ASSERT_TRUE(plan.ok());
   EXPECT_TRUE(plan->empty());
+}
+
+TEST(PlannerDowntimeTest, TheWholePathPlansAsOneChain) {
+  // What the coordinator's plan request does: each step planned on the node the previous one
+  // leaves, the parked manifest and the record carried between them.
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(fs, NodePaths{});
+  ASSERT_TRUE(snapshot.ok());
+  absl::StatusOr<std::vector<Plan>> plans = PlanChain(
+      *snapshot,
+      {NodeState::kStopped, NodeState::kExternal, NodeState::kFinalized, NodeState::kExternal,
+       NodeState::kStopped, NodeState::kInTree},
+      KubeadmSettings());
+  ASSERT_TRUE(plans.ok()) << plans.status();
+  ASSERT_EQ(plans->size(), 6u);
+  for (const Plan& plan : *plans) {
+    ApplyPlan(plan, fs);
+    EXPECT_EQ(ClassifyNode(fs, NodePaths{}).state, plan.to);
+  }
+  EXPECT_EQ(fs.files(), LoadNode("kubeadm").files());
 }
 
 }  // namespace
