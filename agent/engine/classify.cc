@@ -68,7 +68,8 @@ class Classifier {
       // both, one of them is stale, and handoff will not guess which.
       Problem(StrCat(ParkedControllerManagerPath(snapshot_.paths),
                      ": a kube-controller-manager manifest is parked there while ",
-                     kcm ? kcm->path : StrCat(snapshot_.paths.manifest_dir, "/kube-controller-manager.yaml"),
+                     kcm ? kcm->path
+                         : StrCat(snapshot_.paths.manifest_dir, "/kube-controller-manager.yaml"),
                      " is in the manifest directory; only a stopped node (kube-controller-manager "
                      "parked, none in the manifest directory) has a parked manifest. Keep one of "
                      "the two"));

@@ -119,7 +119,8 @@ class Planner {
         status = current_.state == NodeState::kInTree ? Stop() : ExternalToStopped();
         break;
       case NodeState::kExternal:
-        status = current_.state == NodeState::kStopped ? StoppedToExternal() : FinalizedToExternal();
+        status =
+            current_.state == NodeState::kStopped ? StoppedToExternal() : FinalizedToExternal();
         break;
       case NodeState::kInconsistent:
         status = absl::InvalidArgumentError("not a target");

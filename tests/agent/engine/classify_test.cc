@@ -243,7 +243,8 @@ TEST(ClassifyTest, ParkedManifestMustBeTheInTreeControllerManager) {
                              HasSubstr("only the in-tree (aws) kube-controller-manager"))));
 
   fs = DowntimeNodeIn(NodeState::kStopped);
-  EditFile(fs, kParked, "    - --kubeconfig=", "    - --enable-leader-migration\n    - --kubeconfig=");
+  EditFile(fs, kParked, "    - --kubeconfig=",
+           "    - --enable-leader-migration\n    - --kubeconfig=");
   result = ClassifyNode(fs, NodePaths{});
   EXPECT_EQ(result.state, NodeState::kInconsistent);
   EXPECT_THAT(result.problems,
