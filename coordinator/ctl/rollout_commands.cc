@@ -58,6 +58,7 @@ struct PlanFlags : Flags {
 
 struct StartFlags : Flags {
   bool finalize = false;
+  std::string strategy = "leader-migration";
   std::vector<std::string> ignore_preflight;
 };
 
@@ -90,6 +91,10 @@ std::string StateText(v1::NodeState state) {
       return "finalized";
     case v1::NODE_STATE_INCONSISTENT:
       return "inconsistent";
+    case v1::NODE_STATE_STOPPED:
+      return "stopped";
+    case v1::NODE_STATE_EXTERNAL:
+      return "external";
     default:
       return "-";
   }
@@ -107,6 +112,8 @@ v1::NodeState StateNamed(const std::string& name) {
   if (name == "prepared") return v1::NODE_STATE_PREPARED;
   if (name == "migrated") return v1::NODE_STATE_MIGRATED;
   if (name == "finalized") return v1::NODE_STATE_FINALIZED;
+  if (name == "stopped") return v1::NODE_STATE_STOPPED;
+  if (name == "external") return v1::NODE_STATE_EXTERNAL;
   return v1::NODE_STATE_UNSPECIFIED;
 }
 
@@ -132,6 +139,12 @@ std::string PhaseText(v1::RolloutStatus::Phase phase) {
       return "waiting";
     case v1::RolloutStatus::STUCK:
       return "stuck";
+    case v1::RolloutStatus::STOPPING:
+      return "stopping";
+    case v1::RolloutStatus::SWITCHING:
+      return "switching";
+    case v1::RolloutStatus::STARTING:
+      return "starting";
     default:
       return "-";
   }
@@ -228,6 +241,26 @@ std::string CloudControllersText(const v1::RolloutStatus& status) {
                 Table(rows));
 }
 
+std::string Seconds(int64_t ms) { return StrCat(ms / 1000, ".", (ms % 1000) / 100, " s"); }
+
+// The downtime strategy's outage: "no kube-controller-manager for 41.2 s, no cloud controllers
+// for 63.0 s" (or "... since <time>" while it lasts).
+std::string DowntimeText(const v1::Downtime& downtime) {
+  std::string text = "no kube-controller-manager ";
+  if (downtime.controller_manager_back_unix_ms() != 0) {
+    StrAppend(&text, "for ", Seconds(downtime.controller_manager_ms()));
+  } else {
+    StrAppend(&text, "since ", TimeText(downtime.all_stopped_unix_ms()));
+  }
+  text += ", no cloud controllers ";
+  if (downtime.cloud_controllers_back_unix_ms() != 0) {
+    StrAppend(&text, "for ", Seconds(downtime.cloud_controllers_ms()));
+  } else {
+    StrAppend(&text, "since ", TimeText(downtime.all_stopped_unix_ms()));
+  }
+  return text;
+}
+
 std::string StatusText(const v1::RolloutStatus& status) {
   std::string text;
   std::string rollout = status.rollout_id().empty() ? "none started yet" : status.rollout_id();
@@ -238,7 +271,9 @@ std::string StatusText(const v1::RolloutStatus& status) {
   StrAppend(&text, "rollout:    ", rollout, "\n");
   StrAppend(&text, "goal:       ",
             status.goal() == v1::NODE_STATE_UNSPECIFIED ? "none" : StateText(status.goal()), "\n");
+  if (status.strategy() == v1::STRATEGY_DOWNTIME) StrAppend(&text, "strategy:   downtime\n");
   StrAppend(&text, "phase:      ", PhaseText(status.phase()), "\n");
+  if (status.has_downtime()) StrAppend(&text, "downtime:   ", DowntimeText(status.downtime()), "\n");
   if (status.paused()) StrAppend(&text, "paused:     yes\n");
   if (status.halted()) {
     StrAppend(&text, "halted:     ",
@@ -632,6 +667,13 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
       "a time. Also clears a halt: starting is the operator's decision.");
   start->add_flag("--finalize", start_flags->finalize,
                   "Go on to finalized: Leader Migration off once every node is migrated");
+  start->add_option("--strategy", start_flags->strategy,
+                    "leader-migration (default: no controller stops for longer than a lease "
+                    "handover) or downtime (AWS's path for clusters that accept a control-plane "
+                    "outage: every kube-controller-manager stopped, every node switched to "
+                    "--cloud-provider=external, then the cloud-controller-manager started on "
+                    "every node; the goal is finalized, and `status` reports the outage measured)")
+      ->check(CLI::IsMember({"leader-migration", "downtime"}));
   start->add_option("--ignore-preflight", start_flags->ignore_preflight,
                     "Start although these preflight checks fail (comma-separated: agents, "
                     "transactions, leases, rbac, image, leader-migration, settings, or all); each "
@@ -642,7 +684,10 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
   start->callback([&context, start_flags] {
     context.exit_code = Change(context, *start_flags, "start", [&](OperatorClient& client) {
       v1::StartRequest request;
-      request.set_goal(start_flags->finalize ? v1::NODE_STATE_FINALIZED : v1::NODE_STATE_MIGRATED);
+      const bool downtime = start_flags->strategy == "downtime";
+      request.set_goal(start_flags->finalize || downtime ? v1::NODE_STATE_FINALIZED
+                                                         : v1::NODE_STATE_MIGRATED);
+      if (downtime) request.set_strategy(v1::STRATEGY_DOWNTIME);
       for (const std::string& check : start_flags->ignore_preflight) {
         request.add_ignore_preflight(check);
       }

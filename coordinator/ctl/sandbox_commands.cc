@@ -14,6 +14,7 @@ struct SandboxFlags {
   std::string cluster = "model";
   std::string timeout = "5m";
   std::string lease_release = "on";
+  std::string strategy = "leader-migration";
 };
 
 int Run(CommandContext& context, SandboxFlags& flags) {
@@ -40,6 +41,7 @@ int Run(CommandContext& context, SandboxFlags& flags) {
     return kExitRefused;
   }
   flags.options.lease_release = flags.lease_release == "on";
+  flags.options.downtime = flags.strategy == "downtime";
   // The first line says what is rehearsed, so that a kept log (or the benchmark reading it)
   // tells runs with and without the release apart.
   context.out() << "handoffctl sandbox: --cluster " << flags.cluster << ", "
@@ -47,7 +49,7 @@ int Run(CommandContext& context, SandboxFlags& flags) {
                 << (flags.options.lease_release ? "on (the coordinator releases a stopped "
                                                   "holder's leases on proof of its exit)"
                                                 : "off (a stopped holder's leases expire)")
-                << "\n";
+                << (flags.options.downtime ? ", downtime strategy" : "") << "\n";
   const CtlEnvironment& environment = context.environment();
   return sandbox::RunSandbox(flags.options, context.out(), context.err(), [&environment] {
     return environment.interrupted && environment.interrupted();
@@ -100,6 +102,13 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context) {
       "proves the old process exited, so a waiting successor takes it at its next retry; off, "
       "the lease expires on its own (a gap of up to a lease duration more). The first line "
       "says which; compare the handovers of the summary (bench/handover runs both)");
+  command->add_option("--strategy", flags->strategy,
+                      "leader-migration (default) or downtime: rehearse `handoffctl start "
+                      "--strategy downtime` (every kube-controller-manager stopped, every node "
+                      "switched to external after its instance's cluster tag is checked, then "
+                      "the cloud-controller-manager started everywhere) and its rollback; the "
+                      "summary reports the outage the coordinator measured")
+      ->check(CLI::IsMember({"leader-migration", "downtime"}));
   command->add_option("--bin-dir", flags->options.bin_dir,
                       "Where handoff-coordinator, handoff-agent, handoff-standin and "
                       "handoff-sandbox-kubelet are (default: beside handoffctl, the helpers there or, as the "

@@ -14,7 +14,8 @@
 namespace handoff::rollout {
 namespace {
 
-constexpr std::string_view kChain = "in-tree ⇄ prepared ⇄ migrated ⇄ finalized";
+constexpr std::string_view kChain =
+    "in-tree ⇄ prepared ⇄ migrated ⇄ finalized (or in-tree ⇄ stopped ⇄ external ⇄ finalized)";
 
 // A node whose cloud-controller-manager runs (migrated or finalized): from then on no in-tree
 // kube-controller-manager may run without Leader Migration anywhere (R1, R3).
@@ -228,6 +229,62 @@ std::vector<Refusal> MoveRefusals(const std::vector<NodeStatus>& nodes, std::siz
     }
   }
 
+  // The downtime path's rules (rollout_engine.h, D1-D4).
+  if (from == NodeState::kStopped && to == NodeState::kExternal) {
+    // D1: the AWS procedure stops every kube-controller-manager before any control-plane flag
+    // changes; an in-tree manager still running would keep the cloud controllers going while
+    // the nodes around it turn external.
+    auto running_in_tree = [](const NodeStatus& n) {
+      return n.state == NodeState::kInTree || n.state == NodeState::kPrepared ||
+             n.state == NodeState::kMigrated;
+    };
+    if (std::string in_the_way = NamesWithStates(nodes, index, running_in_tree);
+        !in_the_way.empty()) {
+      refusals.push_back(Refusal{true, Text("D1: ", in_the_way,
+                                            " not stopped; every kube-controller-manager is "
+                                            "stopped before node ",
+                                            node.name, " switches to external")});
+    }
+  }
+  if (from == NodeState::kExternal && to == NodeState::kFinalized) {
+    // D2: a stopped node's parked manager is in-tree; the cloud-controller-manager starts only
+    // once every node has switched, so that none can come back beside it.
+    if (std::string stopped = Subject(
+            nodes, index, [](const NodeStatus& n) { return n.state == NodeState::kStopped; },
+            "is", "are");
+        !stopped.empty()) {
+      refusals.push_back(Refusal{true, Text("D2: ", stopped,
+                                            " stopped (its parked kube-controller-manager is "
+                                            "in-tree); every node is external before a "
+                                            "cloud-controller-manager starts on ",
+                                            node.name)});
+    }
+  }
+  if (from == NodeState::kExternal && to == NodeState::kStopped) {
+    // D3: parking the in-tree manager again prepares its return; no cloud-controller-manager
+    // may be running then.
+    if (std::string finalized = Subject(
+            nodes, index, [](const NodeStatus& n) { return RunsCloudControllerManager(n.state); },
+            "still runs", "still run");
+        !finalized.empty()) {
+      refusals.push_back(Refusal{true, Text("D3: ", finalized,
+                                            " a cloud-controller-manager; every one is removed "
+                                            "before node ",
+                                            node.name, " goes back to stopped")});
+    }
+  }
+  if (from == NodeState::kStopped && to == NodeState::kInTree) {
+    // D4: the in-tree managers return together, after every node has gone back to stopped.
+    if (std::string external = Subject(
+            nodes, index, [](const NodeStatus& n) { return n.state == NodeState::kExternal; },
+            "is", "are");
+        !external.empty()) {
+      refusals.push_back(Refusal{true, Text("D4: ", external,
+                                            " external; every node is stopped before node ",
+                                            node.name, " runs its in-tree manager again")});
+    }
+  }
+
   if (to == NodeState::kInTree) {
     // R3: an in-tree kube-controller-manager without Leader Migration would run the cloud
     // controllers beside any cloud-controller-manager.
@@ -331,6 +388,23 @@ std::optional<PlannedMove> FirstOf(const std::vector<NodeStatus>& nodes,
   return std::nullopt;
 }
 
+// The downtime strategy's phases (rollout_engine.h).
+std::optional<PlannedMove> PlanDowntime(const std::vector<NodeStatus>& nodes, NodeState goal,
+                                        const LeaseHolders& holders) {
+  using S = NodeState;
+  if (goal == S::kFinalized) {
+    return FirstOf(nodes, holders,
+                   {{S::kInTree, S::kStopped}, {S::kStopped, S::kExternal},
+                    {S::kExternal, S::kFinalized}});
+  }
+  if (goal == S::kInTree) {
+    return FirstOf(nodes, holders,
+                   {{S::kFinalized, S::kExternal}, {S::kExternal, S::kStopped},
+                    {S::kStopped, S::kInTree}});
+  }
+  return std::nullopt;
+}
+
 std::optional<PlannedMove> Plan(const std::vector<NodeStatus>& nodes, NodeState goal,
                                 const LeaseHolders& holders) {
   using S = NodeState;
@@ -358,9 +432,43 @@ std::optional<PlannedMove> Plan(const std::vector<NodeStatus>& nodes, NodeState 
                       {S::kMigrated, S::kPrepared}});
     }
     case S::kInconsistent:
+    case S::kStopped:
+    case S::kExternal:
       break;
   }
   return std::nullopt;
+}
+
+// Why `goal` cannot be reached with its strategy from where the nodes are (a node on the other
+// strategy's own states, or a goal the strategy does not have); "" when it can.
+std::string StrategyObstacle(const std::vector<NodeStatus>& nodes, const Goal& goal) {
+  if (goal.strategy == Strategy::kDowntime) {
+    if (goal.target != NodeState::kFinalized && goal.target != NodeState::kInTree) {
+      return Text("the downtime strategy goes to finalized or back to in-tree, not to ",
+                  NodeStateName(goal.target));
+    }
+    std::string leader_migration = NamesWithStates(nodes, kNoNode, [](const NodeStatus& n) {
+      return n.state == NodeState::kPrepared || n.state == NodeState::kMigrated;
+    });
+    if (!leader_migration.empty()) {
+      return Text(leader_migration,
+                  " on the Leader Migration path; the downtime strategy moves nodes between "
+                  "in-tree, stopped, external and finalized: roll them back to in-tree first, or "
+                  "go on with Leader Migration");
+    }
+    return "";
+  }
+  std::string downtime =
+      NamesWithStates(nodes, kNoNode, [](const NodeStatus& n) { return IsDowntimeState(n.state); });
+  if (!downtime.empty()) {
+    return Text(downtime,
+                " on the downtime path; only the downtime strategy moves such a node (handoffctl "
+                "start --strategy downtime, or rollback --to in-tree of a downtime rollout)");
+  }
+  if (IsDowntimeState(goal.target)) {
+    return Text(NodeStateName(goal.target), " is a state of the downtime path, not a goal");
+  }
+  return "";
 }
 
 Decision MakeDecision(Decision::Kind kind, std::string reason) {
@@ -371,6 +479,10 @@ Decision MakeDecision(Decision::Kind kind, std::string reason) {
 }
 
 }  // namespace
+
+std::string_view StrategyName(Strategy strategy) {
+  return strategy == Strategy::kDowntime ? "downtime" : "leader-migration";
+}
 
 absl::Status CheckMove(const std::vector<NodeStatus>& nodes, const std::string& node, NodeState to,
                        const ClusterFacts& facts, const Control& control) {
@@ -421,7 +533,12 @@ Decision NextStep(const std::vector<NodeStatus>& nodes, const Goal& goal, const 
                         std::move(refusal->message));
   }
 
-  std::optional<PlannedMove> planned = Plan(nodes, goal.target, facts.holders);
+  if (std::string obstacle = StrategyObstacle(nodes, goal); !obstacle.empty()) {
+    return MakeDecision(Kind::kStuck, std::move(obstacle));
+  }
+  std::optional<PlannedMove> planned = goal.strategy == Strategy::kDowntime
+                                           ? PlanDowntime(nodes, goal.target, facts.holders)
+                                           : Plan(nodes, goal.target, facts.holders);
   if (!planned) {
     // Unreachable: every node is consistent and some node is not at the goal, and every goal's
     // phases cover every other state.

@@ -28,6 +28,7 @@
 #define HANDOFF_COORDINATOR_ROLLOUT_ROLLOUT_ENGINE_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -55,9 +56,18 @@ struct NodeStatus {
 
 // Where the operator wants the control plane. Forward: kMigrated ("start"), then kFinalized
 // ("finalize"). Backward ("rollback --to"): kPrepared or kInTree.
+// How the nodes get there: Leader Migration (in-tree ⇄ prepared ⇄ migrated ⇄ finalized), or
+// AWS's downtime path (in-tree ⇄ stopped ⇄ external ⇄ finalized), whose only forward goal is
+// kFinalized and only backward one kInTree.
+enum class Strategy { kLeaderMigration, kDowntime };
+
 struct Goal {
   NodeState target = NodeState::kMigrated;
+  Strategy strategy = Strategy::kLeaderMigration;
 };
+
+// "leader-migration", "downtime".
+std::string_view StrategyName(Strategy strategy);
 
 // The nodes whose managers hold the leases of the move now ("" for a lease nobody validly holds,
 // or whose holder runs on no node of the rollout). Only the order of moves depends on them.
@@ -114,6 +124,21 @@ struct Decision {
 // has already moved, so the phase hands the cloud controllers over at most once. Ties (and all
 // nodes when no holder is known) go in node order for forward moves and reverse node order for
 // backward moves.
+// The downtime strategy (AWS's "when downtime is acceptable") goes phase by phase too, every
+// node through a phase before any node starts the next:
+//   kFinalized: in-tree → stopped (every kube-controller-manager parked); stopped → external;
+//               external → finalized (the cloud-controller-manager started).
+//   kInTree:    finalized → external (every cloud-controller-manager removed); external →
+//               stopped; stopped → in-tree.
+// Its rules (the D rules; CheckMove enforces them whatever the strategy):
+//  D1 no node becomes external while any kube-controller-manager still runs in-tree (a node
+//     in-tree, prepared or migrated): every one is stopped first;
+//  D2 no cloud-controller-manager starts without Leader Migration (external → finalized) while a
+//     node is stopped: its parked in-tree manager could return;
+//  D3 no node parks its in-tree manager again (external → stopped) while any node is finalized;
+//  D4 no node returns to in-tree from stopped while any node is external (besides R3).
+// A node on the other strategy's own states (prepared or migrated for the downtime strategy,
+// stopped or external for Leader Migration) makes the goal kStuck, naming it.
 // The order is strict: a blocked move is waited for, never skipped.
 // First of all: while any node awaits its agent's hello → kWait, naming those nodes (their states
 // may be stale, so not even kDone can be judged).
@@ -131,7 +156,7 @@ Decision NextStep(const std::vector<NodeStatus>& nodes, const Goal& goal, const 
 // with this just before sending it, whatever chose it. It does not read awaiting_hello: that
 // holds back the choice of a new move (NextStep), while a move recorded before a restart is
 // settled, and may be sent again, on its own node's hello.
-// The message starts with what refuses it: "R1:" … "R5:", "paused:", "inconsistent:",
+// The message starts with what refuses it: "R1:" … "R5:", "D1:" … "D4:", "paused:", "inconsistent:",
 // "disconnected:" or "not one step:". An unknown node is NotFound; a target of kInconsistent or
 // node names that are empty or not unique are InvalidArgument.
 absl::Status CheckMove(const std::vector<NodeStatus>& nodes, const std::string& node, NodeState to,

@@ -8,14 +8,17 @@
 namespace handoff::rollout {
 namespace {
 
-// Distance along the chain in-tree → prepared → migrated → finalized; -1 off the chain.
+// Distance along either path, in-tree → prepared|stopped → migrated|external → finalized; -1
+// for inconsistent.
 int ChainIndex(NodeState state) {
   switch (state) {
     case NodeState::kInTree:
       return 0;
     case NodeState::kPrepared:
+    case NodeState::kStopped:
       return 1;
     case NodeState::kMigrated:
+    case NodeState::kExternal:
       return 2;
     case NodeState::kFinalized:
       return 3;
@@ -31,7 +34,8 @@ bool IsBackwardGoal(NodeState goal) {
 }  // namespace
 
 Phase PhaseOf(const std::optional<NodeState>& goal, const Control& control,
-              const std::optional<NodeState>& moving_to, const Decision& next) {
+              const std::optional<NodeState>& moving_to, const Decision& next,
+              std::optional<NodeState> moving_from) {
   using Kind = Decision::Kind;
   if (!goal) return Phase::kIdle;
   if (next.kind == Kind::kDone && !moving_to) return Phase::kDone;
@@ -42,8 +46,11 @@ Phase PhaseOf(const std::optional<NodeState>& goal, const Control& control,
   if (moving_to) {
     // Every move of a backward goal is a step back, even finalized → migrated on the way.
     if (IsBackwardGoal(*goal)) return Phase::kRollingBack;
+    if (*moving_to == NodeState::kStopped) return Phase::kStopping;
+    if (*moving_to == NodeState::kExternal) return Phase::kSwitching;
     if (*moving_to == NodeState::kPrepared) return Phase::kPreparing;
     if (*moving_to == NodeState::kMigrated) return Phase::kMigrating;
+    if (moving_from == NodeState::kExternal) return Phase::kStarting;
     return Phase::kFinalizing;
   }
   return next.kind == Kind::kStuck ? Phase::kStuck : Phase::kWaiting;

@@ -24,6 +24,10 @@ enum class Phase {
   kPaused,       // the operator paused
   kWaiting,      // nothing moves now, and it clears by itself (the decision says what it waits for)
   kStuck,        // the goal cannot be reached without the operator (the decision says why)
+  // The downtime strategy's forward moves under way:
+  kStopping,   // in-tree → stopped (a kube-controller-manager parked)
+  kSwitching,  // stopped → external
+  kStarting,   // external → finalized (a cloud-controller-manager started)
 };
 
 // The phase: idle without a goal; done once the decision is kDone and no move is in flight (even
@@ -31,8 +35,11 @@ enum class Phase {
 // move in flight (`moving_to`: its target), by the goal's direction; else stuck or waiting by the
 // decision. The phase is the kind of move the rollout makes, so a move the engine has decided
 // but not yet sent (it is sent within the same event) is no phase of its own.
+// `moving_from` (the move's from) tells external → finalized (starting) from migrated →
+// finalized (finalizing).
 Phase PhaseOf(const std::optional<NodeState>& goal, const Control& control,
-              const std::optional<NodeState>& moving_to, const Decision& next);
+              const std::optional<NodeState>& moving_to, const Decision& next,
+              std::optional<NodeState> moving_from = std::nullopt);
 
 // What the rollout does next, in one line: "move cp-1 to migrated", "done: every node is
 // migrated" ("done" without a goal), or the decision's reason.

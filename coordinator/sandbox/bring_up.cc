@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -452,12 +453,26 @@ absl::Status SandboxRun::StartAgent(NodeRun& node) {
     if (!port.ok()) return port.status();
     node.metrics_port = *port;
   }
+  if (node.imds == nullptr) {
+    // Each simulated node is an instance with its own metadata, tagged for the cluster as the
+    // AWS procedure asks (kubernetes.io/cluster/<clusterId>=owned).
+    FakeImdsOptions imds;
+    imds.instance_id = node.spec().provider_id.substr(node.spec().provider_id.rfind('/') + 1);
+    imds.tags = std::map<std::string, std::string>{
+        {"Name", node.spec().name}, {"kubernetes.io/cluster/handoff-sandbox", "owned"}};
+    absl::StatusOr<std::unique_ptr<FakeImds>> started = FakeImds::Start(std::move(imds));
+    if (!started.ok()) return started.status();
+    node.imds = *std::move(started);
+  }
   std::string settings = StrCat(node.root(), "/etc/handoff/agent-settings.yaml");
-  absl::Status written =
-      WriteFile(settings, StrCat("# This node's own settings for handoff-agent run: its kubelet "
-                                 "answers on\n# the node's address (each simulated node has "
-                                 "its own).\nkubelet:\n  healthzUrl: http://",
-                                 node.spec().ip, ":", kKubeletHealthzPort, "/healthz\n"));
+  absl::Status written = WriteFile(
+      settings, StrCat("# This node's own settings for handoff-agent run: its kubelet answers "
+                       "on\n# the node's address (each simulated node has its own), and its "
+                       "instance\n# metadata on a port of its own.\nkubelet:\n  healthzUrl: "
+                       "http://",
+                       node.spec().ip, ":", kKubeletHealthzPort,
+                       "/healthz\ninstanceMetadata:\n  endpoint: ", node.imds->endpoint(),
+                       "\n"));
   if (!written.ok()) return written;
   const std::string config = StrCat(node.root(), "/etc/handoff/agent.yaml");
   written = WriteFile(

@@ -137,6 +137,8 @@ std::string RolloutSettingsYaml(const LeaseTiming& timing) {
   return StrCat(
       "# handoffctl sandbox: the rollout's settings, sent with every move.\n"
       "kubernetesVersion: v1.27.6\n"
+      "# The downtime path checks each instance's kubernetes.io/cluster/<clusterId> tag.\n"
+      "clusterId: handoff-sandbox\n"
       "cloudControllerManager:\n"
       "  image: registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.1\n"
       "  extraArgs:\n"

@@ -72,6 +72,7 @@ std::string ProgressLine(const v1::RolloutStatus& status) {
 
 std::string SummaryText(const SummaryInputs& inputs) {
   std::string text = StrCat("\n== summary ==\n", inputs.outcome, "\n");
+  if (!inputs.downtime.empty()) StrAppend(&text, "downtime: ", inputs.downtime, "\n");
   if (!inputs.components.empty()) {
     text += "components:\n";
     for (const std::string& line : inputs.components) StrAppend(&text, "  ", line, "\n");

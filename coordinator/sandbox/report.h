@@ -38,6 +38,9 @@ struct SummaryInputs {
   std::string timeline_note;
   // What the daemons' /metrics said at the end (MetricsLines); printed after the audit.
   std::vector<std::string> metrics;
+  // The downtime strategy's outage as the coordinator measured it (`handoffctl status`'s
+  // downtime line); "" = no line (Leader Migration).
+  std::string downtime;
 };
 
 // The sum of every sample of `metric` in a Prometheus text exposition (`metric 3` and

@@ -101,6 +101,7 @@ int SandboxRun::Summarise(bool completed, const std::string& outcome) {
     if (history.ok()) inputs.history = *std::move(history);
   }
   inputs.metrics = ScrapeMetrics();
+  inputs.downtime = downtime_;
   // The picture of the same run, written whole or not at all, so that an operator never opens
   // half a file.
   TimelineInputs timeline;

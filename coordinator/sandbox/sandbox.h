@@ -46,6 +46,10 @@ struct SandboxOptions {
   // The coordinator's --lease-release: true releases a stopped holder's leases on the proof that
   // it exited, false leaves them to expire (to compare the handover gaps with and without).
   bool lease_release = true;
+  // AWS's downtime path (handoffctl start --strategy downtime) instead of Leader Migration: every
+  // kube-controller-manager stopped, every node switched to external, then the
+  // cloud-controller-manager started; the summary reports the outage the coordinator measured.
+  bool downtime = false;
   absl::Duration timeout = absl::Minutes(5);
 };
 

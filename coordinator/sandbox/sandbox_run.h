@@ -27,6 +27,7 @@
 #include "coordinator/kube/client.h"
 #include "coordinator/pki/pki.h"
 #include "coordinator/sandbox/cluster.h"
+#include "coordinator/sandbox/fake_imds.h"
 #include "coordinator/sandbox/node_layout.h"
 #include "coordinator/sandbox/process.h"
 #include "coordinator/sandbox/sandbox.h"
@@ -55,6 +56,8 @@ class SandboxRun {
     ClusterNode node;
     std::unique_ptr<Process> agent;
     int metrics_port = 0;  // its agent's --metrics-listen on 127.0.0.1, kept across restarts
+    // The instance metadata its agent asks for the cluster tag (the downtime path).
+    std::unique_ptr<FakeImds> imds;
     const SandboxNode& spec() const { return node.spec; }
     const std::string& root() const { return node.root; }
   };
@@ -136,6 +139,8 @@ class SandboxRun {
   int coordinator_metrics_port_ = 0;  // kept across restarts, like the agents'
   ctl::CoordinatorEndpoint operator_endpoint_;
   std::unique_ptr<StatusFeed> feed_;
+  // The downtime strategy's outage, as the coordinator reported it when the rollout was done.
+  std::string downtime_;
   std::string last_progress_;
   bool torn_down_ = false;
   std::mutex owned_mu_;

@@ -87,11 +87,13 @@ absl::Status SandboxRun::CheckProviderIds() {
 }
 
 absl::Status SandboxRun::KillAgentMidMove(NodeRun& node) {
+  // The move that restarts the most components: to migrated, or (downtime) to external.
+  const v1::NodeState to = options_.downtime ? v1::NODE_STATE_EXTERNAL : v1::NODE_STATE_MIGRATED;
   absl::StatusOr<v1::RolloutStatus> moving = Await(
       StrCat("a move of ", node.spec().name),
       [&](const v1::RolloutStatus& s) {
         return s.has_in_flight() && s.in_flight().node() == node.spec().name &&
-               s.in_flight().to() == v1::NODE_STATE_MIGRATED;
+               s.in_flight().to() == to;
       },
       absl::Seconds(60));
   if (!moving.ok()) return moving.status();
@@ -159,10 +161,17 @@ int SandboxRun::RunRollout() {
                        "the sandbox's cloud-controller-manager on this node never gets healthy\n");
     Say(StrCat("fault: ", target.spec().name, "'s cloud-controller-manager will never be healthy"));
   }
-  auto start = [this] {
-    return Call("start", [](ctl::OperatorClient& client) {
-      return client.Start(v1::StartRequest()).status();
-    });
+  const bool downtime = options_.downtime;
+  auto start = [this, downtime] {
+    return Call(downtime ? "start --strategy downtime" : "start",
+                [downtime](ctl::OperatorClient& client) {
+                  v1::StartRequest request;
+                  if (downtime) {
+                    request.set_goal(v1::NODE_STATE_FINALIZED);
+                    request.set_strategy(v1::STRATEGY_DOWNTIME);
+                  }
+                  return client.Start(request).status();
+                });
   };
   if (status.ok() && options_.fault == Fault::kStrayBackup) {
     // The preflight refuses to start beside an inconsistent node, and says which and why.
@@ -209,14 +218,31 @@ int SandboxRun::RunRollout() {
       (void)fs_->RemoveFile(unhealthy_marker);
     }
   } else if (status.ok()) {
-    status = Await(
-                 "every node to be migrated",
-                 [](const v1::RolloutStatus& s) {
-                   return s.phase() == v1::RolloutStatus::DONE && AllAt(s, v1::NODE_STATE_MIGRATED);
-                 },
-                 absl::Seconds(120))
-                 .status();
+    // Leader Migration stops at migrated; the downtime path goes on to finalized.
+    const v1::NodeState goal = downtime ? v1::NODE_STATE_FINALIZED : v1::NODE_STATE_MIGRATED;
+    absl::StatusOr<v1::RolloutStatus> done = Await(
+        downtime ? "every node to be finalized" : "every node to be migrated",
+        [goal](const v1::RolloutStatus& s) {
+          return s.phase() == v1::RolloutStatus::DONE && AllAt(s, goal);
+        },
+        absl::Seconds(120));
+    status = done.status();
     if (status.ok()) Say("rollout done: every node runs the cloud-controller-manager (1.27)");
+    if (status.ok() && downtime) {
+      if (!done->has_downtime() || done->downtime().cloud_controllers_back_unix_ms() == 0) {
+        status = absl::InternalError(
+            "the downtime rollout is done but the coordinator reports no measured outage");
+      } else {
+        const v1::Downtime& measured = done->downtime();
+        downtime_ = StrCat(
+            "no kube-controller-manager for ",
+            FormatSeconds(absl::Milliseconds(measured.controller_manager_ms())),
+            ", no cloud controllers for ",
+            FormatSeconds(absl::Milliseconds(measured.cloud_controllers_ms())),
+            " (measured by the coordinator from the agents' verified results)");
+        Say(StrCat("downtime: ", downtime_));
+      }
+    }
     if (status.ok()) status = CheckProviderIds();
   }
   if (status.ok()) {
@@ -250,7 +276,9 @@ int SandboxRun::RunRollout() {
     err_ << "handoffctl sandbox: " << status.message() << "\n";
     return Summarise(false, StrCat("did not complete: ", status.message()));
   }
-  return Summarise(true, "rollout to 1.27 and rollback to 1.26 completed");
+  return Summarise(true, downtime ? "rollout to 1.27 by the downtime strategy and rollback to "
+                                    "1.26 completed"
+                                  : "rollout to 1.27 and rollback to 1.26 completed");
 }
 
 int SandboxRun::RunUnsafeOrder() {

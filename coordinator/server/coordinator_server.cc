@@ -374,7 +374,10 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
                                                                      : FromProto(request->goal());
       return controller_.Start(actor, goal,
                                std::vector<std::string>(request->ignore_preflight().begin(),
-                                                        request->ignore_preflight().end()));
+                                                        request->ignore_preflight().end()),
+                               request->strategy() == pb::STRATEGY_DOWNTIME
+                                   ? rollout::Strategy::kDowntime
+                                   : rollout::Strategy::kLeaderMigration);
     });
   }
 

@@ -25,6 +25,18 @@ namespace {
 
 std::string Name(NodeState state) { return std::string(NodeStateName(state)); }
 
+rollout::Strategy EngineStrategy(store::Strategy strategy) {
+  return strategy == store::Strategy::kDowntime ? rollout::Strategy::kDowntime
+                                                : rollout::Strategy::kLeaderMigration;
+}
+
+// "2.4 s", "3 min 12 s".
+std::string FormatMs(int64_t ms) {
+  if (ms < 0) ms = 0;
+  if (ms < 60'000) return StrCat(ms / 1000, ".", (ms % 1000) / 100, " s");
+  return StrCat(ms / 60'000, " min ", (ms % 60'000) / 1000, " s");
+}
+
 std::string ToJson(const google::protobuf::Message& message) {
   std::string json;
   google::protobuf::util::JsonPrintOptions options;
@@ -302,6 +314,8 @@ void RolloutController::FinishMove(Node& node, const pb::CommandResult& result,
     case pb::CommandResult::SUCCEEDED:
       if (node.state != move.to) {
         failure = StrCat("the agent reported success but the node is ", Name(node.state));
+      } else {
+        MarkDowntime(move, result.finished_unix_ms(), history);
       }
       break;
     case pb::CommandResult::INTERRUPTED:
@@ -319,6 +333,59 @@ void RolloutController::FinishMove(Node& node, const pb::CommandResult& result,
   history.push_back(Entry("coordinator", "halt", node.name,
                           StrCat("halted: ", rollout_.halt_reason,
                                  " (handoffctl resume to try again, rollback to go back)")));
+}
+
+void RolloutController::MarkDowntime(const store::InFlight& move, int64_t finished_unix_ms,
+                                     std::vector<store::HistoryEntry>& history) {
+  if (rollout_.strategy != store::Strategy::kDowntime) return;
+  const int64_t at = finished_unix_ms != 0 ? finished_unix_ms : NowMs();
+  store::DowntimeMarks& marks = rollout_.downtime;
+  if (move.from == NodeState::kInTree && move.to == NodeState::kStopped) {
+    // The last kube-controller-manager parked (holders last: the one that ran the controllers):
+    // from here no controller manager runs anywhere.
+    for (const Node& other : nodes_) {
+      if (other.state == NodeState::kInTree) return;
+    }
+    marks.all_stopped_unix_ms = at;
+    history.push_back(Entry("coordinator", "downtime", move.node,
+                            "every kube-controller-manager is stopped: the control plane runs "
+                            "no controller manager until the first node is external"));
+  } else if (move.from == NodeState::kStopped && move.to == NodeState::kExternal &&
+             marks.controller_manager_back_unix_ms == 0 && marks.all_stopped_unix_ms != 0) {
+    marks.controller_manager_back_unix_ms = at;
+    history.push_back(Entry("coordinator", "downtime", move.node,
+                            StrCat("a kube-controller-manager runs again (external) after ",
+                                   FormatMs(at - marks.all_stopped_unix_ms),
+                                   "; the cloud controllers wait for the first "
+                                   "cloud-controller-manager")));
+  } else if (move.from == NodeState::kExternal && move.to == NodeState::kFinalized &&
+             marks.cloud_controllers_back_unix_ms == 0 && marks.all_stopped_unix_ms != 0) {
+    marks.cloud_controllers_back_unix_ms = at;
+    history.push_back(Entry("coordinator", "downtime", move.node,
+                            StrCat("a cloud-controller-manager runs the cloud controllers: they "
+                                   "were stopped for ",
+                                   FormatMs(at - marks.all_stopped_unix_ms))));
+  }
+}
+
+std::optional<pb::Downtime> RolloutController::MeasuredDowntime() const {
+  const store::DowntimeMarks& marks = rollout_.downtime;
+  if (rollout_.strategy != store::Strategy::kDowntime || marks.all_stopped_unix_ms == 0) {
+    return std::nullopt;
+  }
+  pb::Downtime downtime;
+  downtime.set_all_stopped_unix_ms(marks.all_stopped_unix_ms);
+  downtime.set_controller_manager_back_unix_ms(marks.controller_manager_back_unix_ms);
+  downtime.set_cloud_controllers_back_unix_ms(marks.cloud_controllers_back_unix_ms);
+  if (marks.controller_manager_back_unix_ms != 0) {
+    downtime.set_controller_manager_ms(marks.controller_manager_back_unix_ms -
+                                       marks.all_stopped_unix_ms);
+  }
+  if (marks.cloud_controllers_back_unix_ms != 0) {
+    downtime.set_cloud_controllers_ms(marks.cloud_controllers_back_unix_ms -
+                                      marks.all_stopped_unix_ms);
+  }
+  return downtime;
 }
 
 void RolloutController::AgentMessage(const std::string& name, const AgentLink* link,
@@ -510,7 +577,7 @@ void RolloutController::Advance() {
     Notify(view);
     return;
   }
-  const rollout::Goal goal{*rollout_.goal};
+  const rollout::Goal goal{*rollout_.goal, EngineStrategy(rollout_.strategy)};
   next_ = rollout::NextStep(view.nodes, goal, view.facts, view.control);
   if (next_.kind != rollout::Decision::Kind::kMove) {
     Notify(view);
@@ -583,6 +650,7 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::SetGoal(const std::string& 
                RandomHex(3));
   }
   std::string message = StrCat(kind, ": goal ", Name(goal));
+  if (rollout_.strategy == store::Strategy::kDowntime) message += " by the downtime strategy";
   if (!rollout_.goal || *rollout_.goal != goal) {
     // Progress is counted from where each node stands when the goal is set.
     for (Node& node : nodes_) node.goal_start = node.state;
@@ -601,10 +669,15 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::SetGoal(const std::string& 
 }
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
-    const std::string& actor, NodeState goal, const std::vector<std::string>& ignore_preflight) {
+    const std::string& actor, NodeState goal, const std::vector<std::string>& ignore_preflight,
+    rollout::Strategy strategy) {
   if (goal != NodeState::kMigrated && goal != NodeState::kFinalized) {
     return absl::InvalidArgumentError(
         "start takes the goal migrated or finalized; to go back use rollback --to");
+  }
+  if (strategy == rollout::Strategy::kDowntime && goal != NodeState::kFinalized) {
+    return absl::InvalidArgumentError(
+        "the downtime strategy has no stop at migrated: its goal is finalized");
   }
   if (absl::Status ignorable = rollout::CheckIgnorable(ignore_preflight); !ignorable.ok()) {
     return ignorable;
@@ -624,6 +697,17 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
                               StrCat("[", problem.check, "] ", problem.message)));
     }
     if (absl::Status committed = Commit(std::move(history)); !committed.ok()) return committed;
+  }
+  const store::Strategy stored = strategy == rollout::Strategy::kDowntime
+                                     ? store::Strategy::kDowntime
+                                     : store::Strategy::kLeaderMigration;
+  bool all_in_tree = true;
+  for (const Node& node : nodes_) all_in_tree = all_in_tree && node.state == NodeState::kInTree;
+  if (stored != rollout_.strategy || all_in_tree) {
+    // A new strategy, or a new start from in-tree, measures its own outage (a start again after
+    // a halt keeps measuring the one under way).
+    rollout_.strategy = stored;
+    rollout_.downtime = store::DowntimeMarks{};
   }
   return SetGoal(actor, "start", goal);
 }
@@ -656,6 +740,18 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Rollback(const std::string&
   std::lock_guard<std::mutex> lock(mu_);
   if (!rollout_.goal) {
     return absl::FailedPreconditionError("no rollout has started: there is nothing to roll back");
+  }
+  if (rollout_.strategy == store::Strategy::kDowntime && to == NodeState::kPrepared) {
+    // The downtime path has no prepared. Nodes on it (stopped, external) go back along it; once
+    // every node is in-tree or finalized, Leader Migration can walk finalized nodes back.
+    for (const Node& node : nodes_) {
+      if (IsDowntimeState(node.state)) {
+        return absl::FailedPreconditionError(StrCat(
+            "node ", node.name, " is ", Name(node.state),
+            " (the downtime path, which has no prepared): rollback --to in-tree instead"));
+      }
+    }
+    rollout_.strategy = store::Strategy::kLeaderMigration;
   }
   return SetGoal(actor, "rollback", to);
 }

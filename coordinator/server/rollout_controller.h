@@ -157,11 +157,17 @@ class RolloutController {
   // --- operators --- (actor: the operator certificate's CN, recorded in the history)
   // Refused (FailedPrecondition, nothing moved) while a preflight check fails
   // (rollout/preflight.h), except those named in `ignore_preflight` ("all": every one).
-  absl::StatusOr<pb::RolloutStatus> Start(const std::string& actor, NodeState goal,
-                                          const std::vector<std::string>& ignore_preflight = {});
+  // The downtime strategy (rollout/rollout_engine.h) takes only the goal finalized; a start that
+  // changes the strategy measures the outage afresh.
+  absl::StatusOr<pb::RolloutStatus> Start(
+      const std::string& actor, NodeState goal,
+      const std::vector<std::string>& ignore_preflight = {},
+      rollout::Strategy strategy = rollout::Strategy::kLeaderMigration);
   absl::StatusOr<pb::RolloutStatus> Pause(const std::string& actor, const std::string& reason);
   absl::StatusOr<pb::RolloutStatus> Resume(const std::string& actor);
   absl::StatusOr<pb::RolloutStatus> Abort(const std::string& actor, const std::string& reason);
+  // A downtime rollout rolls back along its own path (--to in-tree); --to prepared is refused
+  // while a node is stopped or external, and otherwise continues with Leader Migration.
   absl::StatusOr<pb::RolloutStatus> Rollback(const std::string& actor, NodeState to);
   absl::StatusOr<pb::RolloutStatus> Finalize(const std::string& actor);
   // The moves `goal` (kInconsistent: the current goal, or migrated) would take, and the agents'
@@ -263,6 +269,12 @@ class RolloutController {
   void FailPlansOf(const std::string& node, const std::string& error,
                    std::vector<std::function<void()>>& deferred);
   pb::RolloutStatus BuildStatus(const EngineView& view) const;
+  // The downtime strategy's marks, from a successful move of the downtime path (the agent's
+  // finish time; the coordinator's when the agent gave none).
+  void MarkDowntime(const store::InFlight& move, int64_t finished_unix_ms,
+                    std::vector<store::HistoryEntry>& history);
+  // The outage measured so far; nullopt for Leader Migration or before every manager stopped.
+  std::optional<pb::Downtime> MeasuredDowntime() const;
   // The state operators see: UNSPECIFIED (unknown) rather than inconsistent while the agent is away.
   static pb::NodeState ShownState(const Node& node);
   void Notify(const EngineView& view);

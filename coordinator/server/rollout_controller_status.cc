@@ -35,8 +35,19 @@ pb::RolloutStatus::Phase PhaseToProto(rollout::Phase phase) {
       return pb::RolloutStatus::WAITING;
     case Phase::kStuck:
       return pb::RolloutStatus::STUCK;
+    case Phase::kStopping:
+      return pb::RolloutStatus::STOPPING;
+    case Phase::kSwitching:
+      return pb::RolloutStatus::SWITCHING;
+    case Phase::kStarting:
+      return pb::RolloutStatus::STARTING;
   }
   return pb::RolloutStatus::PHASE_UNSPECIFIED;
+}
+
+pb::Strategy StrategyToProto(store::Strategy strategy) {
+  return strategy == store::Strategy::kDowntime ? pb::STRATEGY_DOWNTIME
+                                                : pb::STRATEGY_LEADER_MIGRATION;
 }
 
 }  // namespace
@@ -106,9 +117,17 @@ pb::RolloutStatus RolloutController::BuildStatus(const EngineView& view) const {
   status.set_updated_unix_ms(NowMs());
 
   std::optional<NodeState> moving_to;
-  if (rollout_.in_flight) moving_to = rollout_.in_flight->to;
-  status.set_phase(
-      PhaseToProto(rollout::PhaseOf(rollout_.goal, EngineControl(), moving_to, next_)));
+  std::optional<NodeState> moving_from;
+  if (rollout_.in_flight) {
+    moving_to = rollout_.in_flight->to;
+    moving_from = rollout_.in_flight->from;
+  }
+  status.set_phase(PhaseToProto(
+      rollout::PhaseOf(rollout_.goal, EngineControl(), moving_to, next_, moving_from)));
+  if (rollout_.goal) status.set_strategy(StrategyToProto(rollout_.strategy));
+  if (std::optional<pb::Downtime> downtime = MeasuredDowntime()) {
+    *status.mutable_downtime() = *downtime;
+  }
   status.set_next(rollout::DescribeNext(next_, rollout_.goal));
 
   for (const Node& node : nodes_) {

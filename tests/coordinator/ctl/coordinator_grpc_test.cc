@@ -361,6 +361,8 @@ TEST_F(CoordinatorGrpcTest, EveryCommandSendsItsRequestAsTheOperator) {
   const std::vector<Case> cases = {
       {{"start"}, "Start {goal: NODE_STATE_MIGRATED}"},
       {{"start", "--finalize"}, "Start {goal: NODE_STATE_FINALIZED}"},
+      {{"start", "--strategy", "downtime"},
+       "Start {goal: NODE_STATE_FINALIZED strategy: STRATEGY_DOWNTIME}"},
       {{"pause", "--reason", "change freeze"}, "Pause {reason: \"change freeze\"}"},
       {{"resume"}, "Resume {}"},
       {{"abort", "--reason", "ccm crashloops"}, "Abort {reason: \"ccm crashloops\"}"},

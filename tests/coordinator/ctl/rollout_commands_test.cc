@@ -245,6 +245,51 @@ TEST_F(RolloutCommandsTest, ANodeWhoseStateIsNotKnownIsUnknownAgentAwayNeverInco
   EXPECT_THAT(result.out, HasSubstr("\ncp-2 is unknown (agent away):\n"));
 }
 
+TEST_F(RolloutCommandsTest, StatusOfADowntimeRolloutShowsTheStrategyTheOutageAndTheNewStates) {
+  v1::RolloutStatus status = MigratingStatus();
+  status.set_goal(v1::NODE_STATE_FINALIZED);
+  status.set_strategy(v1::STRATEGY_DOWNTIME);
+  status.set_phase(v1::RolloutStatus::SWITCHING);
+  status.mutable_in_flight()->set_from(v1::NODE_STATE_STOPPED);
+  status.mutable_in_flight()->set_to(v1::NODE_STATE_EXTERNAL);
+  status.mutable_nodes(0)->set_state(v1::NODE_STATE_EXTERNAL);
+  status.mutable_nodes(1)->set_state(v1::NODE_STATE_STOPPED);
+  v1::Downtime* downtime = status.mutable_downtime();
+  downtime->set_all_stopped_unix_ms(1'700'000'000'000);
+  downtime->set_controller_manager_back_unix_ms(1'700'000'041'250);
+  downtime->set_controller_manager_ms(41'250);
+  script_.statuses = {status};
+  Result result = Run({"status"});
+  EXPECT_EQ(result.code, kExitOk) << result.err;
+  EXPECT_THAT(result.out,
+              HasSubstr("goal:       finalized\nstrategy:   downtime\nphase:      switching\n"
+                        "downtime:   no kube-controller-manager for 41.2 s, no cloud controllers "
+                        "since 2023-11-14T22:13:20Z\n"));
+  EXPECT_THAT(result.out, HasSubstr("in flight:  cp-2 stopped -> external"));
+  EXPECT_THAT(result.out, HasSubstr("\ncp-1  external "));
+  EXPECT_THAT(result.out, HasSubstr("\ncp-2  stopped "));
+
+  downtime->set_cloud_controllers_back_unix_ms(1'700'000'063'000);
+  downtime->set_cloud_controllers_ms(63'000);
+  status.set_phase(v1::RolloutStatus::DONE);
+  script_.statuses = {status};
+  result = Run({"status"});
+  EXPECT_THAT(result.out, HasSubstr("downtime:   no kube-controller-manager for 41.2 s, no cloud "
+                                    "controllers for 63.0 s\n"));
+  // A Leader Migration rollout shows neither line.
+  script_.statuses = {MigratingStatus()};
+  result = Run({"status"});
+  EXPECT_THAT(result.out, Not(HasSubstr("strategy:")));
+  EXPECT_THAT(result.out, Not(HasSubstr("downtime:")));
+}
+
+TEST_F(RolloutCommandsTest, StartRefusesAStrategyItDoesNotKnow) {
+  Result result = Run({"start", "--strategy", "fast"});
+  EXPECT_EQ(result.code, kExitRefused);
+  EXPECT_THAT(result.err, HasSubstr("--strategy"));
+  EXPECT_THAT(script_.calls, IsEmpty());
+}
+
 TEST_F(RolloutCommandsTest, StatusBeforeAnyRollout) {
   script_.statuses = {IdleStatus()};
   Result result = Run({"status"});

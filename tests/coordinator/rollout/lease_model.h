@@ -51,6 +51,8 @@ inline Mode KcmMode(NodeState state) {
       return Mode::kAlone;
     case NodeState::kPrepared:
       return Mode::kMigration;
+    case NodeState::kStopped:
+      return Mode::kAbsent;  // its manifest parked: the kubelet stopped it
     default:
       return Mode::kExternal;
   }

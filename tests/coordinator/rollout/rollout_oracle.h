@@ -86,6 +86,10 @@ inline int Rank(NodeState s) {
     case kFinalized:
       return 3;
     case kInconsistent:
+    // The downtime path's states are outside this oracle's chain (downtime_strategy_test.cc
+    // covers them); the random rollouts here never reach them.
+    case NodeState::kStopped:
+    case NodeState::kExternal:
       return -100;
   }
   return -100;

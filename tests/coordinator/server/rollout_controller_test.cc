@@ -47,7 +47,8 @@ pb::NodeReport Report(NodeState state, bool healthy = true) {
   report.set_state(ToProto(state));
   report.set_healthy(healthy);
   // The kube-controller-manager is 1.26 until the node is migrated.
-  const bool upgraded = state == NodeState::kMigrated || state == NodeState::kFinalized;
+  const bool upgraded = state == NodeState::kMigrated || state == NodeState::kFinalized ||
+                        state == NodeState::kExternal;
   report.set_kube_controller_manager_version(upgraded ? "v1.27.4" : "v1.26.9");
   return report;
 }
@@ -342,6 +343,89 @@ TEST_F(RolloutControllerTest, RollbackToInTreeWalksBackInReverseOrder) {
                                       "cp-1:migrated>prepared", "cp-3:prepared>in-tree",
                                       "cp-2:prepared>in-tree", "cp-1:prepared>in-tree"}));
   EXPECT_EQ(controller_->Status().phase(), pb::RolloutStatus::DONE);
+}
+
+TEST_F(RolloutControllerTest, TheDowntimeStrategyMeasuresTheOutageFromTheAgentsResults) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_
+                  ->Start("alice", NodeState::kFinalized, {}, rollout::Strategy::kDowntime)
+                  .ok());
+  // Each result finishes at a known time on the node's clock: move k at 1000 * k ms.
+  std::vector<std::string> moves;
+  std::string node;
+  int64_t finished = 0;
+  while (std::optional<pb::Command> command = InFlightCommand(&node)) {
+    moves.push_back(StrCatMove(node, *command));
+    pb::CommandResult result = Succeeded(*command);
+    result.set_finished_unix_ms(finished += 1000);
+    Answer(node, result);
+    if (moves.size() > 20) break;
+  }
+  EXPECT_EQ(moves, (std::vector<std::string>{
+                       "cp-1:in-tree>stopped", "cp-2:in-tree>stopped", "cp-3:in-tree>stopped",
+                       "cp-1:stopped>external", "cp-2:stopped>external", "cp-3:stopped>external",
+                       "cp-1:external>finalized", "cp-2:external>finalized",
+                       "cp-3:external>finalized"}));
+  pb::RolloutStatus status = controller_->Status();
+  EXPECT_EQ(status.phase(), pb::RolloutStatus::DONE);
+  EXPECT_EQ(status.strategy(), pb::STRATEGY_DOWNTIME);
+  ASSERT_TRUE(status.has_downtime());
+  // The last stop finished at 3 s, the first external kube-controller-manager at 4 s, the first
+  // cloud-controller-manager at 7 s.
+  EXPECT_EQ(status.downtime().all_stopped_unix_ms(), 3000);
+  EXPECT_EQ(status.downtime().controller_manager_ms(), 1000);
+  EXPECT_EQ(status.downtime().cloud_controllers_ms(), 4000);
+
+  // The history says so in words, and a restarted coordinator still knows it.
+  absl::StatusOr<pb::HistoryResponse> history = controller_->History(0, 0);
+  ASSERT_TRUE(history.ok());
+  std::vector<std::string> downtime_entries;
+  for (const pb::HistoryEntry& entry : history->entries()) {
+    if (entry.kind() == "downtime") downtime_entries.push_back(entry.message());
+    if (entry.kind() == "start") {
+      EXPECT_EQ(entry.message(), "start: goal finalized by the downtime strategy");
+    }
+  }
+  EXPECT_THAT(downtime_entries,
+              ElementsAre(HasSubstr("every kube-controller-manager is stopped"),
+                          HasSubstr("runs again (external) after 1.0 s"),
+                          HasSubstr("they were stopped for 4.0 s")));
+  Reopen();
+  status = controller_->Status();
+  EXPECT_EQ(status.strategy(), pb::STRATEGY_DOWNTIME);
+  EXPECT_EQ(status.downtime().cloud_controllers_ms(), 4000);
+}
+
+TEST_F(RolloutControllerTest, TheDowntimeStrategyRollsBackAlongItsPathAndRefusesPrepared) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_
+                  ->Start("alice", NodeState::kFinalized, {}, rollout::Strategy::kDowntime)
+                  .ok());
+  std::string node;
+  std::optional<pb::Command> first = InFlightCommand(&node);
+  ASSERT_TRUE(first.has_value());
+  Answer(node, Succeeded(*first));  // cp-1 stopped
+  absl::StatusOr<pb::RolloutStatus> refused = controller_->Rollback("alice", NodeState::kPrepared);
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("node cp-1 is stopped (the downtime path, which has no prepared): "
+                        "rollback --to in-tree instead"));
+  RunToCompletion();
+  ASSERT_TRUE(controller_->Rollback("alice", NodeState::kInTree).ok());
+  EXPECT_EQ(RunToCompletion(),
+            (std::vector<std::string>{
+                "cp-3:finalized>external", "cp-2:finalized>external", "cp-1:finalized>external",
+                "cp-3:external>stopped", "cp-2:external>stopped", "cp-1:external>stopped",
+                "cp-3:stopped>in-tree", "cp-2:stopped>in-tree", "cp-1:stopped>in-tree"}));
+  EXPECT_EQ(controller_->Status().phase(), pb::RolloutStatus::DONE);
+}
+
+TEST_F(RolloutControllerTest, TheDowntimeStrategyHasNoStopAtMigrated) {
+  ConnectAll(NodeState::kInTree);
+  absl::StatusOr<pb::RolloutStatus> refused =
+      controller_->Start("alice", NodeState::kMigrated, {}, rollout::Strategy::kDowntime);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status()));
+  EXPECT_FALSE(controller_->Status().has_in_flight());
 }
 
 TEST_F(RolloutControllerTest, AFailedMoveHaltsWithTheOthersUntouched) {

@@ -160,6 +160,61 @@ TEST(SandboxRunTest, ThreeNodesMigrateAndComeBackWithTheInvariantHeld) {
               HasSubstr("\nhandoff_coordinator_rollout_phase{phase=\"done\"} 1\n"));
 }
 
+// AWS's downtime path end to end: every kube-controller-manager stopped before any node switches,
+// every node external before any cloud-controller-manager starts, the outage reported, and the
+// way back along the same path.
+TEST(SandboxRunTest, TheDowntimeStrategyStopsEverythingSwitchesThenStartsAndReportsTheOutage) {
+  KeptSandbox sandbox({"--strategy", "downtime"});
+  const SandboxOutcome& run = sandbox.run();
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("lease release on (the coordinator releases a stopped "
+                                    "holder's leases on proof of its exit), downtime strategy\n"));
+  EXPECT_THAT(run.output, HasSubstr("handoffctl start --strategy downtime\n"));
+  EXPECT_THAT(run.output, HasSubstr("rollout to 1.27 by the downtime strategy and rollback to 1.26 "
+                                    "completed"));
+  EXPECT_THAT(run.output, HasSubstr("invariant held: no cloud controller ran in two processes"));
+  EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 finalized  cp-2 finalized  cp-3 finalized"));
+  EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 in-tree  cp-2 in-tree  cp-3 in-tree"));
+  EXPECT_THAT(run.output, HasSubstr("steps: 18 moves carried out by the agents"));
+  EXPECT_THAT(run.output, HasSubstr("\ndouble-run detector: nothing found\n"));
+
+  // Phase by phase: the first switch comes after the last stop, the first start after the last
+  // switch; and back the same way.
+  auto first = [&run](const std::string& text) { return run.output.find(text); };
+  auto last = [&run](const std::string& text) { return run.output.rfind(text); };
+  ASSERT_NE(first("in-tree→stopped"), std::string::npos) << run.output;
+  EXPECT_LT(last("in-tree→stopped"), first("stopped→external"));
+  EXPECT_LT(last("stopped→external"), first("external→finalized"));
+  EXPECT_LT(last("finalized→external"), first("external→stopped"));
+  EXPECT_LT(last("external→stopped"), first("stopped→in-tree"));
+
+  // The summary's outage, as the coordinator measured it: the kube-controller-managers came back
+  // (external) before the cloud controllers did.
+  std::smatch downtime;
+  ASSERT_TRUE(std::regex_search(
+      run.output, downtime,
+      std::regex("\ndowntime: no kube-controller-manager for ([0-9.]+s), no cloud controllers "
+                 "for ([0-9.]+s) \\(measured by the coordinator")))
+      << run.output;
+  EXPECT_GT(SecondsOf(downtime[2].str()), 0.0);
+  EXPECT_LE(SecondsOf(downtime[1].str()), SecondsOf(downtime[2].str()));
+
+  // Each agent checked its instance's cluster tag in the (fake) instance metadata before
+  // switching its node.
+  for (const char* node : {"cp-1", "cp-2", "cp-3"}) {
+    EXPECT_THAT(ReadText(sandbox.sandbox_dir() + "/logs/agent-" + node + ".log"),
+                ::testing::ContainsRegex("moved stopped -> external .*note: instance i-[0-9a-f]+ "
+                                         "carries kubernetes.io/cluster/handoff-sandbox=owned"))
+        << node;
+  }
+}
+
+TEST(SandboxRunTest, AnUnknownStrategyIsRefused) {
+  SandboxOutcome run = Sandbox({"--strategy", "fast"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("--strategy"));
+}
+
 TEST(SandboxRunTest, FiveNodes) {
   SandboxOutcome run = Sandbox({"--nodes", "5"});
   ExpectCompletedAndHeld(run);
