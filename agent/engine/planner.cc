@@ -597,8 +597,10 @@ class Planner {
     if (!written.ok()) return written;
     absl::StatusOr<StaticPod> pod = ExternalControllerManager(kcm);
     if (!pod.ok()) return pod.status();
+    // AWS's flags table for this path names --leader-elect=true: written out, so that the
+    // manifest says what the managers rely on (the default is true as well).
+    pod->SetFlag(kcm.container, "leader-elect", "true");
     if (!kcm.LeaderElect()) {
-      pod->SetFlag(kcm.container, "leader-elect", "true");
       plan_.notes.push_back(StrCat(
           "kube-controller-manager had --leader-elect=false; it comes back with "
           "--leader-elect=true, so that only one replica runs the controllers"));

@@ -258,6 +258,12 @@ std::string DowntimeText(const v1::Downtime& downtime) {
   } else {
     StrAppend(&text, "since ", TimeText(downtime.all_stopped_unix_ms()));
   }
+  text += " (from the moves' verified results)";
+  if (downtime.observed_cloud_controllers_ms() != 0) {
+    StrAppend(&text, "; the managers' /healthz showed no runner of ",
+              downtime.observed_controller(), " for ",
+              Seconds(downtime.observed_cloud_controllers_ms()));
+  }
   return text;
 }
 

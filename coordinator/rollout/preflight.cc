@@ -191,6 +191,7 @@ void CheckImageAndLeaderMigration(const PreflightInput& input, Problems& problem
       problems.Add("leader-migration", lm::FormatProblem(file, problem));
     }
   };
+  if (input.downtime) return;
   for (const KubeVersion& version : kcms) {
     lint(lm::Component::kKubeControllerManager, version, "prepared nodes");
   }
@@ -205,7 +206,7 @@ std::vector<PreflightProblem> Preflight(const PreflightInput& input) {
   CheckTransactions(input, problems);
   if (input.cluster_checked) {
     CheckLeases(input, problems);
-    if (!input.rbac_ready) {
+    if (!input.rbac_ready && !input.downtime) {
       problems.Add("rbac", "the migration-lease RBAC is not in place: run `handoffctl rbac apply` "
                            "(both managers must be allowed to use the migration lease)");
     }

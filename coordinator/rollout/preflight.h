@@ -51,6 +51,10 @@ struct PreflightInput {
   PreflightLease cloud_controller_manager;
   PreflightLease migration;
   Settings settings;  // the rollout's settings, as sent with every move
+  // The downtime strategy (rollout_engine.h): no manager takes part in Leader Migration, so the
+  // migration-lease RBAC (rbac) and the Leader Migration files (leader-migration) are not
+  // checked.
+  bool downtime = false;
 };
 
 struct PreflightProblem {

@@ -240,6 +240,11 @@ int SandboxRun::RunRollout() {
             ", no cloud controllers for ",
             FormatSeconds(absl::Milliseconds(measured.cloud_controllers_ms())),
             " (measured by the coordinator from the agents' verified results)");
+        if (measured.observed_cloud_controllers_ms() != 0) {
+          StrAppend(&downtime_, "; the managers' /healthz showed no runner of ",
+                    measured.observed_controller(), " for ",
+                    FormatSeconds(absl::Milliseconds(measured.observed_cloud_controllers_ms())));
+        }
         Say(StrCat("downtime: ", downtime_));
       }
     }

@@ -495,6 +495,12 @@ bool RolloutController::Halt(const std::string& kind, const std::string& reason,
   return true;
 }
 
+bool RolloutController::OutageAccepted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rollout_.strategy == store::Strategy::kDowntime && rollout_.goal &&
+         next_.kind != rollout::Decision::Kind::kDone;
+}
+
 void RolloutController::Tick() {
   Deferred deferred;
   {
@@ -683,7 +689,8 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
     return ignorable;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  auto [refusing, ignored] = rollout::Judge(RunPreflight(View()), ignore_preflight);
+  auto [refusing, ignored] = rollout::Judge(
+      RunPreflight(View(), strategy == rollout::Strategy::kDowntime), ignore_preflight);
   if (!refusing.empty()) {
     const std::string why = rollout::DescribePreflight(refusing);
     // Recorded: an operator reading the history sees why nothing moved.
@@ -712,9 +719,10 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
   return SetGoal(actor, "start", goal);
 }
 
-std::vector<rollout::PreflightProblem> RolloutController::RunPreflight(
-    const EngineView& view) const {
+std::vector<rollout::PreflightProblem> RolloutController::RunPreflight(const EngineView& view,
+                                                                      bool downtime) const {
   rollout::PreflightInput input;
+  input.downtime = downtime;
   input.nodes = view.nodes;
   input.cluster_checked = facts_.source == "kubernetes";
   input.rbac_ready = facts_.rbac_ready;

@@ -153,6 +153,10 @@ class RolloutController {
   // detector): history entry `kind` with `detail_json` (the evidence). Returns false, recording
   // nothing, when no rollout is moving (none started, done, or already halted).
   bool Halt(const std::string& kind, const std::string& reason, const std::string& detail_json);
+  // Whether a time with no manager running the cloud controllers is the operator's choice now:
+  // a rollout by the downtime strategy is under way (not done). The detector's long gaps are then
+  // recorded, not halting.
+  bool OutageAccepted();
 
   // --- operators --- (actor: the operator certificate's CN, recorded in the history)
   // Refused (FailedPrecondition, nothing moved) while a preflight check fails
@@ -229,7 +233,9 @@ class RolloutController {
   // Commits the rollout and `history`; on failure halts (in memory) and returns the error.
   absl::Status Commit(std::vector<store::HistoryEntry> history);
   // The checks before `start` (rollout/preflight.h).
-  std::vector<rollout::PreflightProblem> RunPreflight(const EngineView& view) const;
+  // `downtime`: for the downtime strategy (no Leader Migration checks).
+  std::vector<rollout::PreflightProblem> RunPreflight(const EngineView& view,
+                                                      bool downtime = false) const;
   // Sets a new goal (an operator's decision: clears a halt and a pause).
   absl::StatusOr<pb::RolloutStatus> SetGoal(const std::string& actor, const std::string& kind,
                                             NodeState goal);

@@ -45,6 +45,15 @@ void RunWatch::Observe(const std::string& node, const pb::ControllerSample& samp
     const std::string kind =
         finding.kind == Finding::Kind::kDoubleRun ? "double-run" : "no-runner";
     const std::string summary = finding.Summary();
+    if (finding.kind == Finding::Kind::kLongGap && controller_.OutageAccepted()) {
+      // The downtime strategy stops the cloud controllers until the first
+      // cloud-controller-manager runs them: the gap is its cost, recorded, never a halt.
+      spdlog::warn("{} (the downtime strategy's outage)", summary);
+      controller_.RecordAudit(kind, "",
+                              summary + " (expected: the downtime strategy's outage)",
+                              finding.EvidenceJson());
+      continue;
+    }
     spdlog::error("{}", summary);
     // A rollout that is moving halts (R5); otherwise the finding still goes to the history.
     if (!controller_.Halt(kind, summary, finding.EvidenceJson())) {
@@ -64,6 +73,37 @@ void RunWatch::Fill(pb::RolloutStatus& status) const {
   for (pb::CloudControllerView& view : detector_.View()) {
     *status.add_cloud_controllers() = std::move(view);
   }
+  if (!status.has_downtime() || status.downtime().all_stopped_unix_ms() == 0) return;
+  // The coordinator's marks come from the moves' verified results; the managers' own view adds
+  // what the results cannot show: a manager that stopped its controllers before its move ended,
+  // and one that started them only after its move was verified.
+  pb::Downtime& downtime = *status.mutable_downtime();
+  const int64_t window_start = downtime.all_stopped_unix_ms();
+  const int64_t window_end = downtime.cloud_controllers_back_unix_ms() != 0
+                                 ? downtime.cloud_controllers_back_unix_ms()
+                                 : status.updated_unix_ms();
+  int64_t longest = 0;
+  std::string controller;
+  for (const pb::CloudControllerView& view : status.cloud_controllers()) {
+    int64_t start = 0;
+    int64_t end = 0;
+    if (view.none_since_unix_ms() != 0) {
+      start = view.none_since_unix_ms();
+      end = std::max(status.updated_unix_ms(), start);
+    } else if (view.last_gap_end_unix_ms() != 0) {
+      start = view.last_gap_start_unix_ms();
+      end = view.last_gap_end_unix_ms();
+    } else {
+      continue;
+    }
+    if (start > window_end || end < window_start) continue;  // another gap than the outage's
+    if (end - start > longest) {
+      longest = end - start;
+      controller = view.name();
+    }
+  }
+  downtime.set_observed_cloud_controllers_ms(longest);
+  downtime.set_observed_controller(controller);
 }
 
 }  // namespace handoff::server

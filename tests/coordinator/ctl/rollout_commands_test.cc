@@ -264,7 +264,7 @@ TEST_F(RolloutCommandsTest, StatusOfADowntimeRolloutShowsTheStrategyTheOutageAnd
   EXPECT_THAT(result.out,
               HasSubstr("goal:       finalized\nstrategy:   downtime\nphase:      switching\n"
                         "downtime:   no kube-controller-manager for 41.2 s, no cloud controllers "
-                        "since 2023-11-14T22:13:20Z\n"));
+                        "since 2023-11-14T22:13:20Z (from the moves' verified results)\n"));
   EXPECT_THAT(result.out, HasSubstr("in flight:  cp-2 stopped -> external"));
   EXPECT_THAT(result.out, HasSubstr("\ncp-1  external "));
   EXPECT_THAT(result.out, HasSubstr("\ncp-2  stopped "));
@@ -275,7 +275,13 @@ TEST_F(RolloutCommandsTest, StatusOfADowntimeRolloutShowsTheStrategyTheOutageAnd
   script_.statuses = {status};
   result = Run({"status"});
   EXPECT_THAT(result.out, HasSubstr("downtime:   no kube-controller-manager for 41.2 s, no cloud "
-                                    "controllers for 63.0 s\n"));
+                                    "controllers for 63.0 s (from the moves' verified results)\n"));
+  downtime->set_observed_cloud_controllers_ms(64'500);
+  downtime->set_observed_controller("service");
+  script_.statuses = {status};
+  result = Run({"status"});
+  EXPECT_THAT(result.out, HasSubstr("controllers for 63.0 s (from the moves' verified results); the "
+                                    "managers' /healthz showed no runner of service for 64.5 s\n"));
   // A Leader Migration rollout shows neither line.
   script_.statuses = {MigratingStatus()};
   result = Run({"status"});

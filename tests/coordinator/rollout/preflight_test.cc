@@ -175,6 +175,22 @@ TEST(PreflightTest, TheLeaderMigrationFilesLintCleanForTheManagerAndVersionReadi
                                "cloud-controller-manager v1.27.1 (migrated nodes)"));
 }
 
+TEST(PreflightTest, TheDowntimeStrategyNeedsNeitherTheMigrationLeaseRbacNorTheLeaderMigrationFiles) {
+  PreflightInput input = Ready();
+  input.rbac_ready = false;
+  input.settings.leader_name = "Not_A_Lease";
+  ASSERT_EQ(Problems(input).size(), 3u);  // rbac and both Leader Migration files
+  input.downtime = true;
+  EXPECT_THAT(Problems(input), IsEmpty());
+  // The rest still holds: the image, the agents.
+  input.settings.ccm.image = "registry.k8s.io/provider-aws/cloud-controller-manager:v1.28.0";
+  input.nodes[1].connected = false;
+  const std::vector<std::string> problems = Problems(input);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_THAT(problems[0], ::testing::StartsWith("agents: cp-2: no agent is connected"));
+  EXPECT_THAT(problems[1], ::testing::StartsWith("image: "));
+}
+
 TEST(PreflightTest, TheDescriptionListsEveryProblemWithItsCheck) {
   EXPECT_EQ(DescribePreflight({{"agents", "cp-1: no agent"}, {"rbac", "not in place"}}),
             "the preflight checks refuse to start the rollout (nothing was moved):\n"

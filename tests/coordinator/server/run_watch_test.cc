@@ -100,6 +100,47 @@ TEST_F(RunWatchTest, WithoutARolloutMovingTheFindingGoesToTheHistoryOnly) {
   EXPECT_THAT(EntriesOfKind("double-run"), SizeIs(1));
 }
 
+// cp-1's kube-controller-manager runs service until 1 s, then no manager does until `back_ms`,
+// when cp-2's cloud-controller-manager does; both nodes sampled every second.
+void GapUntil(RunWatch& watch, int64_t back_ms) {
+  for (int64_t t = 0; t <= back_ms; t += 1000) {
+    watch.Observe("cp-1", Sample(t, "kube-controller-manager", 11, t <= 1000));
+    watch.Observe("cp-2", Sample(t + 100, "cloud-controller-manager", 22, t == back_ms));
+  }
+}
+
+TEST_F(RunWatchTest, ALongGapHaltsALeaderMigrationRollout) {
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  GapUntil(*watch_, 70'000);
+  EXPECT_EQ(controller_->Status().phase(), pb::RolloutStatus::HALTED);
+  EXPECT_THAT(controller_->Status().halt_reason(), HasSubstr("service"));
+}
+
+TEST_F(RunWatchTest, TheDowntimeStrategysOutageIsRecordedNotHaltingAndMeasuredFromTheSamples) {
+  ASSERT_TRUE(controller_
+                  ->Start("alice", NodeState::kFinalized, {}, rollout::Strategy::kDowntime)
+                  .ok());
+  GapUntil(*watch_, 70'000);
+  pb::RolloutStatus status = controller_->Status();
+  EXPECT_NE(status.phase(), pb::RolloutStatus::HALTED) << status.halt_reason();
+  std::vector<pb::HistoryEntry> gaps = EntriesOfKind("no-runner");
+  ASSERT_THAT(gaps, SizeIs(1));
+  EXPECT_THAT(gaps[0].message(), HasSubstr("(expected: the downtime strategy's outage)"));
+
+  // The status's outage, once the coordinator has marked it, gets the managers' own figure: the
+  // gap from the last sighting at 1 s to the first at 70.1 s (cp-2 samples 100 ms later).
+  status.mutable_downtime()->set_all_stopped_unix_ms(2'000);
+  status.mutable_downtime()->set_cloud_controllers_back_unix_ms(65'000);
+  watch_->Fill(status);
+  EXPECT_EQ(status.downtime().observed_cloud_controllers_ms(), 69'100);
+  EXPECT_EQ(status.downtime().observed_controller(), "service");
+  // A gap outside the outage is not its figure.
+  status.mutable_downtime()->set_all_stopped_unix_ms(80'000);
+  status.mutable_downtime()->set_cloud_controllers_back_unix_ms(90'000);
+  watch_->Fill(status);
+  EXPECT_EQ(status.downtime().observed_cloud_controllers_ms(), 0);
+}
+
 TEST_F(RunWatchTest, AnAgentAwayMakesItsNodeUnknown) {
   watch_->Observe("cp-1", Sample(0, "kube-controller-manager", 11, true));
   watch_->Observe("cp-2", Sample(0, "cloud-controller-manager", 22, false));
