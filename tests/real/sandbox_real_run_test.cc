@@ -71,6 +71,26 @@ TEST(SandboxRealRunTest, ThreeNodesMoveToTheRealCloudControllerManagerAndBack) {
               ContainsRegex("\n  cloud-node-lifecycle: ([3-9]|[1-9][0-9]) runs, longest gap "));
 }
 
+// AWS's downtime path on the real managers: the real kube-controller-manager 1.26 parked on every
+// node, every node switched to --cloud-provider=external (the real one back, external), then the
+// real aws-cloud-controller-manager 1.27 started without Leader Migration; and back.
+TEST(SandboxRealRunTest, TheDowntimeStrategyOnTheRealManagers) {
+  if (!CanRunRealCluster()) return;
+  testing::SandboxOutcome run = Sandbox({"--strategy", "downtime"});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("rollout to 1.27 by the downtime strategy and rollback to 1.26 "
+                                    "completed"));
+  EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 finalized  cp-2 finalized  cp-3 finalized"));
+  EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 in-tree  cp-2 in-tree  cp-3 in-tree"));
+  EXPECT_THAT(run.output, HasSubstr("node providerIDs: all 3 control-plane nodes"));
+  EXPECT_THAT(run.output, HasSubstr("steps: 18 moves carried out by the agents"));
+  EXPECT_THAT(run.output, ContainsRegex("\ndowntime: no kube-controller-manager for [0-9.]+s, no "
+                                        "cloud controllers for [0-9.]+s \\(measured by the "
+                                        "coordinator"));
+  EXPECT_THAT(run.output, HasSubstr("invariant held: no cloud controller ran in two processes"));
+  EXPECT_THAT(run.output, HasSubstr("in-tree again: a kube-controller-manager holds its lease"));
+}
+
 TEST(SandboxRealRunTest, TheMonitorCatchesTheUnsafeOrderOnRealManagers) {
   if (!CanRunRealCluster()) return;
   testing::SandboxOutcome run = Sandbox({"--unsafe-order-for-tests"});
