@@ -18,6 +18,7 @@ namespace {
 
 using ::google::protobuf::util::MessageDifferencer;
 using ::testing::AllOf;
+using ::testing::ElementsAre;
 using testing::DaemonNodeTest;
 using testing::FailingCommandRunner;
 using ::testing::HasSubstr;
@@ -293,6 +294,36 @@ TEST_F(NodeAgentTest, AMoveTheApplierRefusesIsRefusedWithItsReason) {
       agent->Execute(MoveCommand("r1-1", v1::NODE_STATE_IN_TREE, v1::NODE_STATE_PREPARED));
   EXPECT_EQ(result.outcome(), v1::CommandResult::REFUSED);
   EXPECT_THAT(result.message(), HasSubstr("another handoff-agent is changing this node"));
+  EXPECT_EQ(NodeFiles(fs_), before);
+}
+
+// ApplyOptions::before_move (the downtime path's cluster tag check): its lines reach the
+// coordinator in the result's message, and its refusal refuses the move with nothing written.
+TEST_F(NodeAgentTest, TheHookBeforeAMoveAddsItsNotesToTheResultOrRefusesIt) {
+  NodeAgentOptions options = Options();
+  std::vector<std::string> asked;
+  options.apply.before_move = [&asked](NodeState from, NodeState to, const Settings&)
+      -> absl::StatusOr<std::vector<std::string>> {
+    asked.push_back(StrCat(NodeStateName(from), ">", NodeStateName(to)));
+    return std::vector<std::string>{"check the tag yourself", "and again"};
+  };
+  std::unique_ptr<NodeAgent> agent = OpenAgent(options, nullptr);
+  const v1::CommandResult result =
+      agent->Execute(MoveCommand("r1-1", v1::NODE_STATE_IN_TREE, v1::NODE_STATE_PREPARED));
+  EXPECT_EQ(result.outcome(), v1::CommandResult::SUCCEEDED) << result.message();
+  EXPECT_THAT(result.message(), HasSubstr("; note: check the tag yourself; note: and again"));
+  EXPECT_THAT(asked, ElementsAre("in-tree>prepared"));
+
+  options.apply.before_move = [](NodeState, NodeState, const Settings&)
+      -> absl::StatusOr<std::vector<std::string>> {
+    return absl::FailedPreconditionError("the instance's cluster tag is 'nobody'");
+  };
+  std::unique_ptr<NodeAgent> refusing = OpenAgent(options, nullptr);
+  const std::map<std::string, std::string> before = NodeFiles(fs_);
+  const v1::CommandResult refused =
+      refusing->Execute(MoveCommand("r1-2", v1::NODE_STATE_PREPARED, v1::NODE_STATE_IN_TREE));
+  EXPECT_EQ(refused.outcome(), v1::CommandResult::REFUSED);
+  EXPECT_THAT(refused.message(), HasSubstr("the instance's cluster tag is 'nobody'"));
   EXPECT_EQ(NodeFiles(fs_), before);
 }
 
