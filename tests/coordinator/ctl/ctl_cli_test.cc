@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/coordinator/ctl/rollout_test_support.h"
 #include "tests/coordinator/ctl/scripted_clock.h"
 #include "tests/coordinator/fake_cluster.h"
 
@@ -24,11 +25,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
+using test_support::Result;
 
 
 class CtlTest : public ::testing::Test {
@@ -48,13 +45,7 @@ class CtlTest : public ::testing::Test {
   }
 
   Result Run(std::vector<std::string> args) {
-    args.insert(args.begin(), "handoffctl");
-    std::vector<const char*> argv;
-    for (const std::string& arg : args) argv.push_back(arg.c_str());
-    std::ostringstream out;
-    std::ostringstream err;
-    const int code = RunCtl(static_cast<int>(argv.size()), argv.data(), out, err, environment_);
-    return Result{code, out.str(), err.str()};
+    return test_support::Run(std::move(args), environment_);
   }
 
   // Every object on the server with its resourceVersion, to prove a command wrote nothing.

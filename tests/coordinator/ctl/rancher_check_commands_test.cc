@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/coordinator/ctl/rollout_test_support.h"
 #include "tests/coordinator/ctl/scripted_clock.h"
 #include "tests/coordinator/fake_cluster.h"
 
@@ -23,11 +24,7 @@ using kube::Json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
+using test_support::Result;
 
 
 // A providerID of its own for each node name (two Nodes on one instance are a problem).
@@ -87,15 +84,9 @@ class RancherCheckTest : public ::testing::Test {
   }
 
   Result Run(std::vector<std::string> args) {
-    args.insert(args.begin(), "handoffctl");
     args.push_back("--kubeconfig");
     args.push_back(kubeconfig_);
-    std::vector<const char*> argv;
-    for (const std::string& arg : args) argv.push_back(arg.c_str());
-    std::ostringstream out;
-    std::ostringstream err;
-    const int code = RunCtl(static_cast<int>(argv.size()), argv.data(), out, err, environment_);
-    return Result{code, out.str(), err.str()};
+    return test_support::Run(std::move(args), environment_);
   }
 
   void Put(const Json& object) { ASSERT_TRUE(cluster_.store().Put(object).ok()); }
