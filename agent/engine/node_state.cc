@@ -5,8 +5,18 @@
 namespace handoff {
 namespace {
 
-// How far along its path a state lies: in-tree 0, finalized 3; -1 for inconsistent.
-int Rank(NodeState state) {
+// Whether the state may lie on the Leader Migration path (in-tree and finalized lie on both).
+bool OnLeaderMigrationPath(NodeState state) {
+  return state != NodeState::kInconsistent && !IsDowntimeState(state);
+}
+
+bool OnDowntimePath(NodeState state) {
+  return state == NodeState::kInTree || state == NodeState::kFinalized || IsDowntimeState(state);
+}
+
+}  // namespace
+
+int StepsFromInTree(NodeState state) {
   switch (state) {
     case NodeState::kInTree:
       return 0;
@@ -23,17 +33,6 @@ int Rank(NodeState state) {
   }
   return -1;
 }
-
-// Whether the state may lie on the Leader Migration path (in-tree and finalized lie on both).
-bool OnLeaderMigrationPath(NodeState state) {
-  return state != NodeState::kInconsistent && !IsDowntimeState(state);
-}
-
-bool OnDowntimePath(NodeState state) {
-  return state == NodeState::kInTree || state == NodeState::kFinalized || IsDowntimeState(state);
-}
-
-}  // namespace
 
 std::string_view NodeStateName(NodeState state) {
   switch (state) {
@@ -68,14 +67,16 @@ absl::StatusOr<NodeState> ParseTargetState(std::string_view name) {
 
 bool AreAdjacent(NodeState from, NodeState to) {
   if (from == NodeState::kInconsistent || to == NodeState::kInconsistent) return false;
-  const int from_rank = Rank(from);
-  const int to_rank = Rank(to);
-  if (from_rank - to_rank != 1 && to_rank - from_rank != 1) return false;
+  const int from_steps = StepsFromInTree(from);
+  const int to_steps = StepsFromInTree(to);
+  if (from_steps - to_steps != 1 && to_steps - from_steps != 1) return false;
   return (OnLeaderMigrationPath(from) && OnLeaderMigrationPath(to)) ||
          (OnDowntimePath(from) && OnDowntimePath(to));
 }
 
-bool IsForward(NodeState from, NodeState to) { return Rank(to) > Rank(from); }
+bool IsForward(NodeState from, NodeState to) {
+  return StepsFromInTree(to) > StepsFromInTree(from);
+}
 
 bool IsDowntimeState(NodeState state) {
   return state == NodeState::kStopped || state == NodeState::kExternal;

@@ -37,6 +37,9 @@ bool AreAdjacent(NodeState from, NodeState to);
 bool IsForward(NodeState from, NodeState to);
 // Whether the state lies on the downtime path only (stopped, external).
 bool IsDowntimeState(NodeState state);
+// How many steps from in-tree the state lies along its path: in-tree 0, prepared and stopped 1,
+// migrated and external 2, finalized 3; -1 for inconsistent.
+int StepsFromInTree(NodeState state);
 
 }  // namespace handoff
 

@@ -8,25 +8,6 @@
 namespace handoff::rollout {
 namespace {
 
-// Distance along either path, in-tree → prepared|stopped → migrated|external → finalized; -1
-// for inconsistent.
-int ChainIndex(NodeState state) {
-  switch (state) {
-    case NodeState::kInTree:
-      return 0;
-    case NodeState::kPrepared:
-    case NodeState::kStopped:
-      return 1;
-    case NodeState::kMigrated:
-    case NodeState::kExternal:
-      return 2;
-    case NodeState::kFinalized:
-      return 3;
-    default:
-      return -1;
-  }
-}
-
 bool IsBackwardGoal(NodeState goal) {
   return goal == NodeState::kPrepared || goal == NodeState::kInTree;
 }
@@ -68,10 +49,10 @@ std::string DescribeNext(const Decision& next, const std::optional<NodeState>& g
 }
 
 std::optional<Steps> StepsOf(NodeState goal_start, NodeState now, NodeState goal) {
-  const int start = ChainIndex(goal_start);
-  const int target = ChainIndex(goal);
+  const int start = StepsFromInTree(goal_start);
+  const int target = StepsFromInTree(goal);
   if (start < 0 || target < 0) return std::nullopt;
-  const int current = ChainIndex(now);
+  const int current = StepsFromInTree(now);
   Steps steps;
   steps.total = std::abs(target - start);
   // A node can overshoot the goal's distance (moved by hand, or walked back past its start).

@@ -30,14 +30,6 @@ constexpr NodeState kExternal = NodeState::kExternal;
 
 ClusterFacts NoFacts() { return ClusterFacts{}; }
 
-NodeStatus& Named(std::vector<NodeStatus>& nodes, const std::string& name) {
-  for (NodeStatus& node : nodes) {
-    if (node.name == name) return node;
-  }
-  ADD_FAILURE() << "no node " << name;
-  return nodes.front();
-}
-
 // Which managers run the cloud controllers, from the states alone: an in-tree
 // kube-controller-manager without Leader Migration, a cloud-controller-manager without it.
 bool TwoKindsRunTheCloudControllers(const std::vector<NodeStatus>& nodes) {
@@ -50,30 +42,15 @@ bool TwoKindsRunTheCloudControllers(const std::vector<NodeStatus>& nodes) {
   return in_tree && finalized;
 }
 
-// Drives NextStep with the downtime strategy, every move succeeding; "node:state" per move, then
-// "done" or the decision that stopped it. Checks each move with CheckMove and that an in-tree
-// manager never runs beside a cloud-controller-manager without Leader Migration.
+// Drives the rollout with every move succeeding (engine_nodes.h), checking after each move that
+// an in-tree manager never runs beside a cloud-controller-manager without Leader Migration.
 std::vector<std::string> Drive(std::vector<NodeStatus> nodes, NodeState target,
                                Strategy strategy = Strategy::kDowntime,
                                const ClusterFacts& facts = NoFacts()) {
-  std::vector<std::string> moves;
-  for (int step = 0; step < 40; ++step) {
-    Decision decision = NextStep(nodes, Goal{target, strategy}, facts, Control{});
-    if (decision.kind == Kind::kDone) {
-      moves.push_back("done");
-      return moves;
-    }
-    if (decision.kind != Kind::kMove) {
-      moves.push_back(StrCat(decision.kind == Kind::kWait ? "wait: " : "stuck: ", decision.reason));
-      return moves;
-    }
-    EXPECT_TRUE(CheckMove(nodes, decision.node, decision.to, facts, Control{}).ok());
-    moves.push_back(StrCat(decision.node, ":", NodeStateName(decision.to)));
-    Named(nodes, decision.node).state = decision.to;
-    EXPECT_FALSE(TwoKindsRunTheCloudControllers(nodes)) << StrJoin(moves, " ");
-  }
-  moves.push_back("too many steps");
-  return moves;
+  return testing::Drive(std::move(nodes), Goal{target, strategy}, facts,
+                        [](const std::vector<NodeStatus>& now) {
+                          EXPECT_FALSE(TwoKindsRunTheCloudControllers(now));
+                        });
 }
 
 std::string Refusal(const std::vector<NodeStatus>& nodes, const std::string& node,

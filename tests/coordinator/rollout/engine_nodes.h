@@ -4,10 +4,13 @@
 #define HANDOFF_TESTS_COORDINATOR_ROLLOUT_ENGINE_NODES_H_
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "agent/base/strings.h"
 #include "coordinator/rollout/rollout_engine.h"
+#include "gtest/gtest.h"
 
 namespace handoff::rollout::testing {
 
@@ -29,6 +32,35 @@ inline std::vector<NodeStatus> Nodes(const std::vector<NodeState>& states) {
     nodes.push_back(node);
   }
   return nodes;
+}
+
+// Drives NextStep towards `goal` with every move succeeding: "node:state" per move, then "done"
+// or the decision that stopped it ("wait: ..." or "stuck: ..."). Checks every move with
+// CheckMove, and calls `after_move` with the nodes after each one (the caller's invariant).
+inline std::vector<std::string> Drive(
+    std::vector<NodeStatus> nodes, const Goal& goal, const ClusterFacts& facts,
+    const std::function<void(const std::vector<NodeStatus>&)>& after_move = nullptr) {
+  std::vector<std::string> moves;
+  for (int step = 0; step < 40; ++step) {
+    Decision decision = NextStep(nodes, goal, facts, Control{});
+    if (decision.kind == Decision::Kind::kDone) {
+      moves.push_back("done");
+      return moves;
+    }
+    if (decision.kind != Decision::Kind::kMove) {
+      moves.push_back(StrCat(decision.kind == Decision::Kind::kWait ? "wait: " : "stuck: ",
+                             decision.reason));
+      return moves;
+    }
+    EXPECT_TRUE(CheckMove(nodes, decision.node, decision.to, facts, Control{}).ok());
+    moves.push_back(StrCat(decision.node, ":", NodeStateName(decision.to)));
+    for (NodeStatus& node : nodes) {
+      if (node.name == decision.node) node.state = decision.to;
+    }
+    if (after_move) after_move(nodes);
+  }
+  moves.push_back("too many steps");
+  return moves;
 }
 
 }  // namespace handoff::rollout::testing

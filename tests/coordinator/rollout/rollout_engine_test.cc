@@ -28,14 +28,6 @@ using testing::kMigrated;
 using testing::kPrepared;
 using testing::Nodes;
 
-NodeStatus& Named(std::vector<NodeStatus>& nodes, const std::string& name) {
-  for (NodeStatus& node : nodes) {
-    if (node.name == name) return node;
-  }
-  ADD_FAILURE() << "no node " << name;
-  return nodes.front();
-}
-
 ClusterFacts Ready() {
   ClusterFacts facts;
   facts.rbac_ready = true;
@@ -51,27 +43,9 @@ ClusterFacts NoLease() {
 
 std::string Message(const absl::Status& status) { return std::string(status.message()); }
 
-// Drives NextStep to the end with every move succeeding; returns "node:state" per move, then
-// "done" (or the last non-move decision's kind and reason).
 std::vector<std::string> Drive(std::vector<NodeStatus> nodes, NodeState goal,
                                const ClusterFacts& facts = Ready()) {
-  std::vector<std::string> moves;
-  for (int step = 0; step < 40; ++step) {
-    Decision decision = NextStep(nodes, Goal{goal}, facts, Control{});
-    if (decision.kind == Kind::kDone) {
-      moves.push_back("done");
-      return moves;
-    }
-    if (decision.kind != Kind::kMove) {
-      moves.push_back(StrCat(decision.kind == Kind::kWait ? "wait: " : "stuck: ", decision.reason));
-      return moves;
-    }
-    EXPECT_TRUE(CheckMove(nodes, decision.node, decision.to, facts, Control{}).ok());
-    moves.push_back(StrCat(decision.node, ":", NodeStateName(decision.to)));
-    Named(nodes, decision.node).state = decision.to;
-  }
-  moves.push_back("too many steps");
-  return moves;
+  return testing::Drive(std::move(nodes), Goal{goal}, facts);
 }
 
 // --- CheckMove: arguments and adjacency ---
