@@ -54,6 +54,7 @@ struct Flags {
 
 struct PlanFlags : Flags {
   std::string goal;
+  std::string strategy;  // "" = the rollout's own
 };
 
 struct StartFlags : Flags {
@@ -439,6 +440,8 @@ int Plan(CommandContext& context, const PlanFlags& flags) {
   if (!client.ok()) return context.Fail(client.status());
   v1::PlanRolloutRequest request;
   request.set_goal(StateNamed(flags.goal));
+  if (flags.strategy == "downtime") request.set_strategy(v1::STRATEGY_DOWNTIME);
+  if (flags.strategy == "leader-migration") request.set_strategy(v1::STRATEGY_LEADER_MIGRATION);
   absl::StatusOr<v1::PlanRolloutResponse> plan = (*client)->Plan(request);
   if (!plan.ok()) return FailCall(context, endpoint, "plan", plan.status(), /*changes=*/false);
   if (flags.format == "json") {
@@ -662,6 +665,10 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
                    "migrated, finalized, prepared or in-tree (default: the rollout's current "
                    "goal, or migrated before any)")
       ->check(CLI::IsMember({"migrated", "finalized", "prepared", "in-tree"}));
+  plan->add_option("--strategy", plan_flags->strategy,
+                   "leader-migration or downtime: the path to plan along (default: the "
+                   "rollout's own, Leader Migration before any start)")
+      ->check(CLI::IsMember({"leader-migration", "downtime"}));
   AddFormat(*plan, *plan_flags);
   plan->footer(Footer("the goal cannot be reached from here (blocked)"));
   plan->callback([&context, plan_flags] { context.exit_code = Plan(context, *plan_flags); });
@@ -669,8 +676,9 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
   auto start_flags = std::make_shared<StartFlags>();
   CLI::App* start = AddChangeCommand(
       app, "start",
-      "Set the goal to migrated (or finalized with --finalize) and begin moving the nodes one at "
-      "a time. Also clears a halt: starting is the operator's decision.");
+      "Set the goal to migrated (or finalized with --finalize, or finalized along AWS's downtime "
+      "path with --strategy downtime) and begin moving the nodes one at a time. Also clears a "
+      "halt: starting is the operator's decision.");
   start->add_flag("--finalize", start_flags->finalize,
                   "Go on to finalized: Leader Migration off once every node is migrated");
   start->add_option("--strategy", start_flags->strategy,

@@ -14,8 +14,8 @@ std::vector<NodeState> SimulatedRollout::ChainOf(const std::string& name) const 
 }
 
 SimulatedRollout SimulateRollout(std::vector<NodeStatus> nodes, NodeState goal,
-                                 const LeaseHolders& holders,
-                                 const std::optional<Move>& in_flight) {
+                                 const LeaseHolders& holders, const std::optional<Move>& in_flight,
+                                 Strategy strategy) {
   // Only what the nodes' states and the rules make of them is left to stop the moves.
   for (NodeStatus& node : nodes) {
     node.connected = true;
@@ -34,7 +34,7 @@ SimulatedRollout SimulateRollout(std::vector<NodeStatus> nodes, NodeState goal,
   // back (finalized → migrated): the bound only guards against an engine that never ends.
   const std::size_t max_moves = 4 * nodes.size() + 4;
   for (std::size_t step = 0; step < max_moves; ++step) {
-    const Decision decision = NextStep(nodes, Goal{goal}, facts, Control{});
+    const Decision decision = NextStep(nodes, Goal{goal, strategy}, facts, Control{});
     if (decision.kind == Decision::Kind::kDone) break;
     if (decision.kind != Decision::Kind::kMove) {
       simulated.blocked_reason = decision.reason;

@@ -36,8 +36,10 @@ struct SimulatedRollout {
 // the move under way, taken as done. `holders` are the leases' holders as they are now: the
 // first move of each phase is the one the rollout makes; later ones may change order as the
 // leases change hands during the rollout.
+// `strategy` chooses the path (rollout_engine.h).
 SimulatedRollout SimulateRollout(std::vector<NodeStatus> nodes, NodeState goal,
-                                 const LeaseHolders& holders, const std::optional<Move>& in_flight);
+                                 const LeaseHolders& holders, const std::optional<Move>& in_flight,
+                                 Strategy strategy = Strategy::kLeaderMigration);
 
 }  // namespace handoff::rollout
 

@@ -358,11 +358,18 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
                                    "plan's goal is one of in-tree, prepared, migrated, finalized"));
       return reactor;
     }
-    controller_.PlanRollout(goal,
-                            [reactor, response](absl::StatusOr<pb::PlanRolloutResponse> plan) {
-                              if (plan.ok()) *response = *std::move(plan);
-                              reactor->Finish(ToGrpc(plan.status()));
-                            });
+    std::optional<rollout::Strategy> strategy;
+    if (request->strategy() == pb::STRATEGY_DOWNTIME) strategy = rollout::Strategy::kDowntime;
+    if (request->strategy() == pb::STRATEGY_LEADER_MIGRATION) {
+      strategy = rollout::Strategy::kLeaderMigration;
+    }
+    controller_.PlanRollout(
+        goal,
+        [reactor, response](absl::StatusOr<pb::PlanRolloutResponse> plan) {
+          if (plan.ok()) *response = *std::move(plan);
+          reactor->Finish(ToGrpc(plan.status()));
+        },
+        strategy);
     return reactor;
   }
 

@@ -25,11 +25,6 @@ namespace {
 
 std::string Name(NodeState state) { return std::string(NodeStateName(state)); }
 
-rollout::Strategy EngineStrategy(store::Strategy strategy) {
-  return strategy == store::Strategy::kDowntime ? rollout::Strategy::kDowntime
-                                                : rollout::Strategy::kLeaderMigration;
-}
-
 // "2.4 s", "3 min 12 s".
 std::string FormatMs(int64_t ms) {
   if (ms < 0) ms = 0;

@@ -176,7 +176,9 @@ class RolloutController {
   absl::StatusOr<pb::RolloutStatus> Finalize(const std::string& actor);
   // The moves `goal` (kInconsistent: the current goal, or migrated) would take, and the agents'
   // diffs; `done` receives the answer.
-  void PlanRollout(NodeState goal, PlanCallback done);
+  // `strategy`: the path to plan along; nullopt: the rollout's own.
+  void PlanRollout(NodeState goal, PlanCallback done,
+                   std::optional<rollout::Strategy> strategy = std::nullopt);
   pb::RolloutStatus Status();
   absl::StatusOr<pb::HistoryResponse> History(int64_t after_sequence, int limit);
   pb::NodesResponse Nodes();
@@ -312,6 +314,12 @@ class RolloutController {
 using rpc::ToProto;
 inline NodeState FromProto(pb::NodeState state) {
   return rpc::FromProto(state).value_or(NodeState::kInconsistent);
+}
+
+// The stored strategy as the engine names it.
+inline rollout::Strategy EngineStrategy(store::Strategy strategy) {
+  return strategy == store::Strategy::kDowntime ? rollout::Strategy::kDowntime
+                                                : rollout::Strategy::kLeaderMigration;
 }
 
 }  // namespace handoff::server

@@ -94,12 +94,15 @@ void RolloutController::AskForDiffs(PendingPlan& plan,
   }
 }
 
-void RolloutController::PlanRollout(NodeState goal, PlanCallback done) {
+void RolloutController::PlanRollout(NodeState goal, PlanCallback done,
+                                    std::optional<rollout::Strategy> strategy) {
   Deferred deferred;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    const rollout::Strategy chosen = strategy.value_or(EngineStrategy(rollout_.strategy));
     if (goal == NodeState::kInconsistent) {
-      goal = rollout_.goal.value_or(NodeState::kMigrated);
+      goal = rollout_.goal.value_or(chosen == rollout::Strategy::kDowntime ? NodeState::kFinalized
+                                                                          : NodeState::kMigrated);
     }
     auto plan = std::make_unique<PendingPlan>();
     plan->id = next_plan_id_++;
@@ -114,7 +117,7 @@ void RolloutController::PlanRollout(NodeState goal, PlanCallback done) {
     }
     const std::vector<rollout::NodeStatus> nodes = EngineNodes();
     const rollout::SimulatedRollout simulated =
-        rollout::SimulateRollout(nodes, goal, EngineFacts(nodes).holders, in_flight);
+        rollout::SimulateRollout(nodes, goal, EngineFacts(nodes).holders, in_flight, chosen);
     plan->response.set_blocked_reason(simulated.blocked_reason);
     for (size_t i = 0; i < simulated.moves.size(); ++i) {
       pb::PlannedStep* planned = plan->response.add_steps();

@@ -391,6 +391,9 @@ TEST_F(CoordinatorGrpcTest, EveryCommandSendsItsRequestAsTheOperator) {
             "plan to finalized: 1 step(s), in this order, each after the previous one succeeded\n"
             "  1.  cp-1  migrated -> finalized\n");
   expected_calls.push_back("Plan {goal: NODE_STATE_FINALIZED}");
+  Result downtime_plan = Run({"plan", "--strategy", "downtime"});
+  EXPECT_EQ(downtime_plan.code, kExitOk) << downtime_plan.err;
+  expected_calls.push_back("Plan {strategy: STRATEGY_DOWNTIME}");
 
   v1::HistoryResponse history;
   v1::HistoryEntry* entry = history.add_entries();

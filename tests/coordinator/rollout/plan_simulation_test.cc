@@ -41,6 +41,23 @@ SimulatedRollout Simulate(const std::vector<NodeStatus>& nodes, NodeState goal,
   return SimulateRollout(nodes, goal, holders, in_flight);
 }
 
+TEST(SimulateRolloutTest, TheDowntimeStrategyPlansItsOwnPathWithTheMoveInFlightDone) {
+  const Move in_flight{"a", kInTree, NodeState::kStopped};
+  SimulatedRollout simulated = SimulateRollout(Nodes({kInTree, kInTree}), kFinalized, {},
+                                               in_flight, Strategy::kDowntime);
+  EXPECT_THAT(Moves(simulated),
+              ElementsAre("b:in-tree→stopped", "a:stopped→external", "b:stopped→external",
+                          "a:external→finalized", "b:external→finalized"));
+  EXPECT_EQ(simulated.blocked_reason, "");
+  EXPECT_THAT(simulated.ChainOf("b"),
+              ElementsAre(NodeState::kStopped, NodeState::kExternal, kFinalized));
+  // The same nodes by Leader Migration: a stopped node blocks it, named.
+  simulated = SimulateRollout(Nodes({NodeState::kStopped, kInTree}), kFinalized, {}, std::nullopt,
+                              Strategy::kLeaderMigration);
+  EXPECT_THAT(simulated.moves, IsEmpty());
+  EXPECT_THAT(simulated.blocked_reason, StartsWith("a (stopped) on the downtime path"));
+}
+
 TEST(SimulateRolloutTest, StartPreparesAllThenMigratesOneByOne) {
   SimulatedRollout simulated = Simulate(Nodes({kInTree, kInTree, kInTree}), kMigrated);
   EXPECT_THAT(Moves(simulated),
