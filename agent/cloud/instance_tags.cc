@@ -3,13 +3,11 @@
 #include <curl/curl.h>
 
 #include <algorithm>
-#include <limits>
-#include <memory>
-#include <mutex>
 #include <vector>
 
 #include "agent/base/strings.h"
 #include "agent/engine/settings.h"
+#include "agent/system/curl_support.h"
 
 // Why the tag is usually not visible in the instance metadata: AWS's EC2 user guide, "View tags
 // for your EC2 instances using instance metadata"
@@ -32,43 +30,10 @@ constexpr size_t kMaxAnswerBytes = 64 << 10;
 constexpr std::string_view kTokenTtlHeader = "X-aws-ec2-metadata-token-ttl-seconds: 21600";
 constexpr std::string_view kTokenHeader = "X-aws-ec2-metadata-token: ";
 
-absl::Status InitCurlOnce() {
-  static std::once_flag once;
-  static CURLcode result = CURLE_OK;
-  std::call_once(once, [] { result = curl_global_init(CURL_GLOBAL_DEFAULT); });
-  if (result != CURLE_OK) {
-    return absl::InternalError(StrCat("cannot initialise libcurl: ", curl_easy_strerror(result)));
-  }
-  return absl::OkStatus();
-}
-
-struct CurlDeleter {
-  void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
-};
-struct SlistDeleter {
-  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
-};
-
 struct Answer {
   long status = 0;
   std::string body;
 };
-
-struct Received {
-  std::string body;
-  bool too_big = false;
-};
-
-size_t OnBody(char* data, size_t size, size_t count, void* user) {
-  auto* received = static_cast<Received*>(user);
-  const size_t bytes = size * count;
-  if (received->body.size() + bytes > kMaxAnswerBytes) {
-    received->too_big = true;
-    return 0;  // aborts the transfer
-  }
-  received->body.append(data, bytes);
-  return bytes;
-}
 
 // One IMDSv2 session against the metadata endpoint, every request within one deadline.
 class MetadataSession {
@@ -81,34 +46,27 @@ class MetadataSession {
   // Unavailable when the service does not answer (nothing listens, or no answer before the
   // deadline): the message says which, for the operator.
   absl::StatusOr<Answer> Send(const std::string& method, const std::string& path) {
-    if (absl::Status init = InitCurlOnce(); !init.ok()) return init;
-    std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
-    if (curl == nullptr) return absl::InternalError("cannot create a libcurl handle");
-    CURL* handle = curl.get();
+    absl::StatusOr<CurlHandle> curl = NewCurlHandle();
+    if (!curl.ok()) return curl.status();
+    CURL* handle = curl->get();
     const std::string url = StrCat(endpoint_, "/", path);
-    const absl::Duration left = deadline_ - absl::Now();
-    const long timeout_ms = static_cast<long>(std::clamp<int64_t>(
-        absl::ToInt64Milliseconds(left), 1, std::numeric_limits<long>::max()));
+    const long timeout_ms = CurlTimeoutMs(deadline_ - absl::Now());
 
-    std::unique_ptr<curl_slist, SlistDeleter> headers;
-    auto add_header = [&headers](const std::string& header) {
-      headers.reset(curl_slist_append(headers.release(), header.c_str()));
-    };
+    CurlList headers;
     if (method == "PUT") {
-      add_header(std::string(kTokenTtlHeader));
+      AppendCurlHeader(&headers, std::string(kTokenTtlHeader));
     } else {
-      add_header(StrCat(kTokenHeader, token_));
+      AppendCurlHeader(&headers, StrCat(kTokenHeader, token_));
     }
     char error_buffer[CURL_ERROR_SIZE] = {};
-    Received received;
+    CurlBodySink received(kMaxAnswerBytes, CurlBodySink::Overflow::kAbort);
     CURLcode code = CURLE_OK;
     auto set = [&code](CURLcode result) {
       if (code == CURLE_OK) code = result;
     };
     set(curl_easy_setopt(handle, CURLOPT_URL, url.c_str()));
     set(curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error_buffer));
-    set(curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, OnBody));
-    set(curl_easy_setopt(handle, CURLOPT_WRITEDATA, &received));
+    set(received.Attach(handle));
     set(curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, timeout_ms));
     set(curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms));
     // The default resolver timeout uses SIGALRM, unsafe in a multi-threaded process.
@@ -133,7 +91,7 @@ class MetadataSession {
     }
     code = curl_easy_perform(handle);
     if (code != CURLE_OK) {
-      if (received.too_big) {
+      if (received.over_limit()) {
         return absl::UnavailableError(
             StrCat(url, " answered more than ", kMaxAnswerBytes, " bytes: not instance metadata"));
       }
@@ -148,7 +106,7 @@ class MetadataSession {
     }
     Answer answer;
     curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &answer.status);
-    answer.body = std::move(received.body);
+    answer.body = received.TakeBody();
     return answer;
   }
 

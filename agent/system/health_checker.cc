@@ -2,12 +2,10 @@
 
 #include <curl/curl.h>
 
-#include <algorithm>
 #include <cstring>
-#include <limits>
-#include <mutex>
 
 #include "agent/base/strings.h"
+#include "agent/system/curl_support.h"
 
 namespace handoff {
 namespace {
@@ -16,67 +14,35 @@ namespace {
 // "[-]leaderElection failed: ..." line, not a whole page.
 constexpr size_t kBodyExcerptBytes = 200;
 
-// curl_global_init is not thread-safe and must run once before any other libcurl call.
-absl::Status InitCurlOnce() {
-  static std::once_flag once;
-  static CURLcode result = CURLE_OK;
-  std::call_once(once, [] { result = curl_global_init(CURL_GLOBAL_DEFAULT); });
-  if (result != CURLE_OK) {
-    return absl::InternalError(StrCat("cannot initialise libcurl: ", curl_easy_strerror(result)));
-  }
-  return absl::OkStatus();
-}
-
-struct CurlHandleDeleter {
-  void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
-};
-
-struct Body {
-  size_t limit = kBodyExcerptBytes;
-  std::string excerpt;
-  bool truncated = false;
-};
-
-// Keeps the start of the body and discards the rest; returning the full size lets the transfer
-// finish normally (the status code is what counts).
-size_t CaptureBody(char* data, size_t size, size_t count, void* user) {
-  auto* body = static_cast<Body*>(user);
-  const size_t bytes = size * count;
-  const size_t room = body->limit - std::min(body->limit, body->excerpt.size());
-  body->excerpt.append(data, std::min(bytes, room));
-  if (bytes > room) body->truncated = true;
-  return bytes;
-}
-
 // One line, printable: bodies end in newlines and may hold anything.
-std::string PrintableExcerpt(const Body& body) {
+std::string PrintableExcerpt(const CurlBodySink& body) {
   std::string out;
-  for (char c : body.excerpt) {
+  for (char c : body.body()) {
     out.push_back(c >= 0x20 && c < 0x7f ? c : ' ');
   }
   std::string trimmed(StripWhitespace(out));
-  if (body.truncated) trimmed += "...";
+  if (body.over_limit()) trimmed += "...";
   return trimmed;
 }
 
-// One GET of `endpoint` within `timeout`, keeping at most `body->limit` bytes of the body.
-absl::StatusOr<long> Perform(const HealthEndpoint& endpoint, absl::Duration timeout, Body* body) {
+// One GET of `endpoint` within `timeout`, the body going to `body`: a kKeepStart sink, since the
+// status code is what counts and a long body must not fail the transfer.
+absl::StatusOr<long> Perform(const HealthEndpoint& endpoint, absl::Duration timeout,
+                             CurlBodySink* body) {
   const std::string url = endpoint.Url();
   if (endpoint.scheme != "https" && endpoint.scheme != "http") {
     return absl::InvalidArgumentError(
         StrCat("health check ", url, ": scheme must be http or https"));
   }
-  if (absl::Status init = InitCurlOnce(); !init.ok()) return init;
-  std::unique_ptr<CURL, CurlHandleDeleter> curl(curl_easy_init());
-  if (curl == nullptr) {
-    return absl::InternalError(StrCat("health check ", url, ": curl_easy_init failed"));
+  absl::StatusOr<CurlHandle> curl = NewCurlHandle();
+  if (!curl.ok()) {
+    return absl::Status(curl.status().code(), StrCat("health check ", url, ": ",
+                                                     curl.status().message()));
   }
 
-  // At least 1ms: 0 would mean "no timeout" to libcurl.
-  const long timeout_ms = static_cast<long>(std::clamp<int64_t>(
-      absl::ToInt64Milliseconds(timeout), 1, std::numeric_limits<long>::max()));
+  const long timeout_ms = CurlTimeoutMs(timeout);
   char error_buffer[CURL_ERROR_SIZE] = {};
-  CURL* handle = curl.get();
+  CURL* handle = curl->get();
   CURLcode code = CURLE_OK;
   auto set = [&](CURLcode result) {
     if (code == CURLE_OK) code = result;
@@ -84,8 +50,7 @@ absl::StatusOr<long> Perform(const HealthEndpoint& endpoint, absl::Duration time
   set(curl_easy_setopt(handle, CURLOPT_URL, url.c_str()));
   set(curl_easy_setopt(handle, CURLOPT_HTTPGET, 1L));
   set(curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error_buffer));
-  set(curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, CaptureBody));
-  set(curl_easy_setopt(handle, CURLOPT_WRITEDATA, body));
+  set(body->Attach(handle));
   set(curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, timeout_ms));
   // The default SIGALRM-based resolver timeout is unsafe in a multi-threaded agent.
   set(curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L));
@@ -125,7 +90,7 @@ absl::StatusOr<long> Perform(const HealthEndpoint& endpoint, absl::Duration time
 class CurlHealthChecker : public HealthChecker {
  public:
   absl::Status Check(const HealthEndpoint& endpoint, absl::Duration timeout) override {
-    Body body;
+    CurlBodySink body(kBodyExcerptBytes, CurlBodySink::Overflow::kKeepStart);
     absl::StatusOr<long> status = Perform(endpoint, timeout, &body);
     if (!status.ok()) return status.status();
     if (*status != 200) {
@@ -138,14 +103,13 @@ class CurlHealthChecker : public HealthChecker {
 
   absl::StatusOr<HttpAnswer> Get(const HealthEndpoint& endpoint, absl::Duration timeout,
                                  size_t max_body) override {
-    Body body;
-    body.limit = max_body;
+    CurlBodySink body(max_body, CurlBodySink::Overflow::kKeepStart);
     absl::StatusOr<long> status = Perform(endpoint, timeout, &body);
     if (!status.ok()) return status.status();
     HttpAnswer answer;
     answer.status = *status;
-    answer.body = std::move(body.excerpt);
-    answer.truncated = body.truncated;
+    answer.truncated = body.over_limit();
+    answer.body = body.TakeBody();
     return answer;
   }
 };

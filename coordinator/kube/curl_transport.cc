@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <limits>
 #include <mutex>
 
 #include "agent/base/strings.h"
+#include "agent/system/curl_support.h"
 #include "coordinator/kube/http_transport.h"
 
 namespace handoff::kube {
@@ -16,35 +16,11 @@ namespace {
 // reads comes close (a 5000-node list is a few tens of MiB).
 constexpr size_t kMaxResponseBytes = 256u << 20;
 
-absl::Status InitCurlOnce() {
-  static std::once_flag once;
-  static CURLcode result = CURLE_OK;
-  std::call_once(once, [] { result = curl_global_init(CURL_GLOBAL_DEFAULT); });
-  if (result != CURLE_OK) {
-    return absl::InternalError(StrCat("cannot initialise libcurl: ", curl_easy_strerror(result)));
-  }
-  return absl::OkStatus();
-}
-
-struct Received {
-  std::string body;
-  std::map<std::string, std::string> headers;
-  bool too_big = false;
-};
-
-size_t OnBody(char* data, size_t size, size_t count, void* user) {
-  auto* received = static_cast<Received*>(user);
-  const size_t bytes = size * count;
-  if (received->body.size() + bytes > kMaxResponseBytes) {
-    received->too_big = true;
-    return 0;  // aborts the transfer
-  }
-  received->body.append(data, bytes);
-  return bytes;
-}
+// The response's headers by lower-case name.
+using Headers = std::map<std::string, std::string>;
 
 size_t OnHeader(char* data, size_t size, size_t count, void* user) {
-  auto* received = static_cast<Received*>(user);
+  auto* headers = static_cast<Headers*>(user);
   const size_t bytes = size * count;
   std::string_view line(data, bytes);
   const size_t colon = line.find(':');
@@ -52,19 +28,12 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
     std::string name(line.substr(0, colon));
     std::transform(name.begin(), name.end(), name.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    received->headers[name] = std::string(StripWhitespace(line.substr(colon + 1)));
+    (*headers)[name] = std::string(StripWhitespace(line.substr(colon + 1)));
   } else if (StartsWith(line, "HTTP/")) {
-    received->headers.clear();  // a new response (after 100 Continue): forget the last one
+    headers->clear();  // a new response (after 100 Continue): forget the last one
   }
   return bytes;
 }
-
-struct CurlDeleter {
-  void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
-};
-struct SlistDeleter {
-  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
-};
 
 curl_blob Blob(const std::string& data) {
   curl_blob blob;
@@ -76,7 +45,7 @@ curl_blob Blob(const std::string& data) {
 
 class CurlTransport : public HttpTransport {
  public:
-  explicit CurlTransport(ClusterCredentials credentials, std::unique_ptr<CURL, CurlDeleter> curl)
+  explicit CurlTransport(ClusterCredentials credentials, CurlHandle curl)
       : credentials_(std::move(credentials)), curl_(std::move(curl)) {}
 
   absl::StatusOr<HttpResponse> Send(const HttpRequest& request) override {
@@ -86,33 +55,29 @@ class CurlTransport : public HttpTransport {
     CURL* handle = curl_.get();
     curl_easy_reset(handle);
     const std::string url = credentials_.server + request.path;
-    const long timeout_ms = static_cast<long>(std::clamp<int64_t>(
-        absl::ToInt64Milliseconds(request.timeout), 1, std::numeric_limits<long>::max()));
+    const long timeout_ms = CurlTimeoutMs(request.timeout);
 
-    std::unique_ptr<curl_slist, SlistDeleter> headers;
-    auto add_header = [&headers](const std::string& header) {
-      headers.reset(curl_slist_append(headers.release(), header.c_str()));
-    };
-    add_header("Accept: application/json");
-    if (!request.body.empty()) add_header("Content-Type: application/json");
+    CurlList headers;
+    AppendCurlHeader(&headers, "Accept: application/json");
+    if (!request.body.empty()) AppendCurlHeader(&headers, "Content-Type: application/json");
     if (!credentials_.bearer_token.empty()) {
-      add_header(StrCat("Authorization: Bearer ", credentials_.bearer_token));
+      AppendCurlHeader(&headers, StrCat("Authorization: Bearer ", credentials_.bearer_token));
     }
     // libcurl adds "Expect: 100-continue" to large bodies, costing a round trip for nothing.
-    add_header("Expect:");
+    AppendCurlHeader(&headers, "Expect:");
 
     char error_buffer[CURL_ERROR_SIZE] = {};
-    Received received;
+    CurlBodySink body(kMaxResponseBytes, CurlBodySink::Overflow::kAbort);
+    Headers response_headers;
     CURLcode code = CURLE_OK;
     auto set = [&code](CURLcode result) {
       if (code == CURLE_OK) code = result;
     };
     set(curl_easy_setopt(handle, CURLOPT_URL, url.c_str()));
     set(curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error_buffer));
-    set(curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, OnBody));
-    set(curl_easy_setopt(handle, CURLOPT_WRITEDATA, &received));
+    set(body.Attach(handle));
     set(curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, OnHeader));
-    set(curl_easy_setopt(handle, CURLOPT_HEADERDATA, &received));
+    set(curl_easy_setopt(handle, CURLOPT_HEADERDATA, &response_headers));
     set(curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, timeout_ms));
     set(curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, std::min(timeout_ms, 10'000L)));
     // The default resolver timeout uses SIGALRM, unsafe in a multi-threaded process.
@@ -164,19 +129,21 @@ class CurlTransport : public HttpTransport {
     }
 
     code = curl_easy_perform(handle);
-    if (code != CURLE_OK) return TransferError(request, url, code, error_buffer, received);
+    if (code != CURLE_OK) {
+      return TransferError(request, url, code, error_buffer, body.over_limit());
+    }
     long status = 0;
     curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
     HttpResponse response;
     response.status = static_cast<int>(status);
-    response.body = std::move(received.body);
-    response.headers = std::move(received.headers);
+    response.body = body.TakeBody();
+    response.headers = std::move(response_headers);
     return response;
   }
 
  private:
   absl::Status TransferError(const HttpRequest& request, const std::string& url, CURLcode code,
-                             const char* error_buffer, const Received& received) {
+                             const char* error_buffer, bool too_big) {
     std::string detail = error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(code);
     long os_errno = 0;
     if (curl_easy_getinfo(curl_.get(), CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK && os_errno != 0) {
@@ -213,7 +180,7 @@ class CurlTransport : public HttpTransport {
                                                     credentials_.user_name, "\" in ",
                                                     credentials_.kubeconfig));
       case CURLE_WRITE_ERROR:
-        if (received.too_big) {
+        if (too_big) {
           return absl::ResourceExhaustedError(
               StrCat(what, "the response is larger than ", kMaxResponseBytes >> 20, " MiB"));
         }
@@ -224,7 +191,7 @@ class CurlTransport : public HttpTransport {
   }
 
   ClusterCredentials credentials_;
-  std::unique_ptr<CURL, CurlDeleter> curl_;
+  CurlHandle curl_;
   std::mutex mutex_;
 };
 
@@ -232,10 +199,9 @@ class CurlTransport : public HttpTransport {
 
 absl::StatusOr<std::unique_ptr<HttpTransport>> NewCurlTransport(
     const ClusterCredentials& credentials) {
-  if (absl::Status init = InitCurlOnce(); !init.ok()) return init;
-  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
-  if (curl == nullptr) return absl::InternalError("curl_easy_init failed");
-  return std::make_unique<CurlTransport>(credentials, std::move(curl));
+  absl::StatusOr<CurlHandle> curl = NewCurlHandle();
+  if (!curl.ok()) return curl.status();
+  return std::make_unique<CurlTransport>(credentials, *std::move(curl));
 }
 
 }  // namespace handoff::kube
