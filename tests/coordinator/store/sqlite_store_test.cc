@@ -270,6 +270,31 @@ class SqliteStoreTest : public ::testing::Test {
     }
   }
 
+  // A closed database holding FullRollout() and no history.
+  void WriteFullRollout() {
+    std::unique_ptr<Store> store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Commit(FullRollout(), {}).ok());
+  }
+
+  // Runs `sql` on the closed database, behind the store's back.
+  void Tamper(const std::string& sql) {
+    RawDatabase raw(path_);
+    ASSERT_EQ(raw.Execute(sql), "");
+  }
+
+  // Store::Open refuses the database with `code` and a message that names the file and holds
+  // each of `parts`, and leaves the file byte for byte as it was.
+  void ExpectOpenRefused(absl::StatusCode code, const std::vector<std::string>& parts) {
+    const std::string before = ReadFile();
+    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+    EXPECT_EQ(store.status().code(), code) << store.status();
+    const std::string message = Message(store.status());
+    EXPECT_THAT(message, HasSubstr(path_));
+    for (const std::string& part : parts) EXPECT_THAT(message, HasSubstr(part));
+    EXPECT_EQ(ReadFile(), before);
+  }
+
   // The rollout table's columns as SQLite describes them: name, type, NOT NULL, default.
   std::string RolloutColumns() {
     RawDatabase raw(path_);
@@ -554,32 +579,18 @@ TEST_F(SqliteStoreTest, CommitFailingPartWayStoresNothing) {
 TEST_F(SqliteStoreTest, RefusesANewerSchemaVersion) {
   ASSERT_NE(OpenStore(), nullptr);
   for (int version : {3, 99}) {
-    {
-      RawDatabase raw(path_);
-      ASSERT_EQ(raw.Execute("UPDATE meta SET value = " + std::to_string(version) +
-                            " WHERE key = 'schema_version'"),
-                "");
-    }
-    const std::string before = ReadFile();
-    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
-    EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition) << version;
-    EXPECT_THAT(Message(store.status()),
-                AllOf(HasSubstr(path_), HasSubstr("schema version " + std::to_string(version)),
-                      HasSubstr("reads schema version 2")));
-    EXPECT_EQ(ReadFile(), before);
+    ASSERT_NO_FATAL_FAILURE(Tamper("UPDATE meta SET value = " + std::to_string(version) +
+                                   " WHERE key = 'schema_version'"));
+    SCOPED_TRACE(version);
+    ExpectOpenRefused(absl::StatusCode::kFailedPrecondition,
+                      {"schema version " + std::to_string(version), "reads schema version 2"});
   }
 }
 
 TEST_F(SqliteStoreTest, RefusesAnOlderUnknownSchemaVersion) {
   ASSERT_NE(OpenStore(), nullptr);
-  {
-    RawDatabase raw(path_);
-    ASSERT_EQ(raw.Execute("UPDATE meta SET value = 0 WHERE key = 'schema_version'"), "");
-  }
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(Message(store.status()),
-              AllOf(HasSubstr(path_), HasSubstr("schema version 0 is unknown")));
+  ASSERT_NO_FATAL_FAILURE(Tamper("UPDATE meta SET value = 0 WHERE key = 'schema_version'"));
+  ExpectOpenRefused(absl::StatusCode::kDataLoss, {"schema version 0 is unknown"});
 }
 
 TEST_F(SqliteStoreTest, RefusesADatabaseOfAnotherProgram) {
@@ -589,29 +600,17 @@ TEST_F(SqliteStoreTest, RefusesADatabaseOfAnotherProgram) {
     std::unique_ptr<sqlite3, decltype(&sqlite3_close_v2)> db(raw, &sqlite3_close_v2);
     ASSERT_EQ(sqlite3_exec(raw, "CREATE TABLE things (x)", nullptr, nullptr, nullptr), SQLITE_OK);
   }
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(Message(store.status()),
-              AllOf(HasSubstr(path_), HasSubstr("not a handoff state database")));
+  ExpectOpenRefused(absl::StatusCode::kDataLoss, {"not a handoff state database"});
 }
 
 TEST_F(SqliteStoreTest, RefusesAFileThatIsNotADatabase) {
-  const std::string garbage(4096, 'x');
-  WriteFile(garbage);
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(Message(store.status()),
-              AllOf(HasSubstr(path_), HasSubstr("not a SQLite database"), HasSubstr("4096 bytes")));
-  EXPECT_EQ(ReadFile(), garbage);
+  WriteFile(std::string(4096, 'x'));
+  ExpectOpenRefused(absl::StatusCode::kDataLoss, {"not a SQLite database", "4096 bytes"});
 }
 
 TEST_F(SqliteStoreTest, RefusesATextFileNamedAsTheDatabase) {
-  const std::string text = "rollout: r-1\ngoal: migrated\n";
-  WriteFile(text);
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(Message(store.status()), AllOf(HasSubstr(path_), HasSubstr("not a SQLite database")));
-  EXPECT_EQ(ReadFile(), text);
+  WriteFile("rollout: r-1\ngoal: migrated\n");
+  ExpectOpenRefused(absl::StatusCode::kDataLoss, {"not a SQLite database"});
   EXPECT_THAT(DirectoryListing(), ElementsAre("coordinator.db"));
 }
 
@@ -619,10 +618,7 @@ TEST_F(SqliteStoreTest, RefusesATextFileNamedAsTheDatabase) {
 // and the rollout would start over without a word.
 TEST_F(SqliteStoreTest, RefusesAnEmptyFile) {
   WriteFile("");
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(Message(store.status()), AllOf(HasSubstr(path_), HasSubstr("empty (0 bytes)")));
-  EXPECT_EQ(ReadFile(), "");
+  ExpectOpenRefused(absl::StatusCode::kDataLoss, {"empty (0 bytes)"});
   EXPECT_THAT(DirectoryListing(), ElementsAre("coordinator.db"));
 }
 
@@ -630,28 +626,14 @@ TEST_F(SqliteStoreTest, RefusesADatabaseCutInHalf) {
   WriteLongHistory(200);
   const std::string whole = ReadFile();
   ASSERT_GT(whole.size(), 16u * 4096u) << "the history must span many pages";
-  const std::string half = whole.substr(0, whole.size() / 2);
-  WriteFile(half);
-
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
-  EXPECT_THAT(Message(store.status()),
-              AllOf(HasSubstr(path_), HasSubstr("the file is damaged or cut short")));
-  EXPECT_EQ(ReadFile(), half);
+  WriteFile(whole.substr(0, whole.size() / 2));
+  ExpectOpenRefused(absl::StatusCode::kDataLoss, {"the file is damaged or cut short"});
 }
 
 TEST_F(SqliteStoreTest, RefusesAHistoryEntryOfTheWrongType) {
   WriteLongHistory(5);
-  {
-    RawDatabase raw(path_);
-    ASSERT_EQ(raw.Execute("UPDATE history SET unix_ms = 'yesterday' WHERE sequence = 4"), "");
-  }
-  const std::string before = ReadFile();
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(Message(store.status()),
-              AllOf(HasSubstr(path_), HasSubstr("history entry 4's time is not a number")));
-  EXPECT_EQ(ReadFile(), before);
+  ASSERT_NO_FATAL_FAILURE(Tamper("UPDATE history SET unix_ms = 'yesterday' WHERE sequence = 4"));
+  ExpectOpenRefused(absl::StatusCode::kDataLoss, {"history entry 4's time is not a number"});
 }
 
 // Bytes overwritten inside a history entry leave SQLite's pages well formed; only decoding the
@@ -665,19 +647,11 @@ TEST_F(SqliteStoreTest, RefusesHistoryBytesOverwrittenInTheFile) {
   ASSERT_EQ(bytes.find(marker, at + 1), std::string::npos);
   bytes.replace(at + 8, 7, "\xff\xfe\xfd\x80\x81\x82\x83");
   WriteFile(bytes);
-
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(Message(store.status()),
-              AllOf(HasSubstr(path_), HasSubstr("history entry 7's detail is not UTF-8")));
-  EXPECT_EQ(ReadFile(), bytes);
+  ExpectOpenRefused(absl::StatusCode::kDataLoss, {"history entry 7's detail is not UTF-8"});
 
   bytes.replace(at + 8, 7, "\"}]{!:,");  // still UTF-8, no longer JSON
   WriteFile(bytes);
-  store = Store::Open(path_);
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(Message(store.status()), HasSubstr("history entry 7's detail is not JSON"));
-  EXPECT_EQ(ReadFile(), bytes);
+  ExpectOpenRefused(absl::StatusCode::kDataLoss, {"history entry 7's detail is not JSON"});
 }
 
 TEST_F(SqliteStoreTest, RefusesASqliteDatabaseWithoutTables) {
@@ -685,12 +659,8 @@ TEST_F(SqliteStoreTest, RefusesASqliteDatabaseWithoutTables) {
     RawDatabase raw(path_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
     ASSERT_EQ(raw.Execute("PRAGMA user_version = 7"), "");
   }
-  const std::string before = ReadFile();
-  ASSERT_FALSE(before.empty());
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(Message(store.status()), AllOf(HasSubstr(path_), HasSubstr("without any table")));
-  EXPECT_EQ(ReadFile(), before);
+  ASSERT_FALSE(ReadFile().empty());
+  ExpectOpenRefused(absl::StatusCode::kDataLoss, {"without any table"});
 }
 
 TEST_F(SqliteStoreTest, RefusesALogWithoutItsDatabase) {
@@ -787,21 +757,9 @@ TEST_F(SqliteStoreTest, ReportsAMissingDirectory) {
 }
 
 TEST_F(SqliteStoreTest, OpenReportsAnUnknownNodeState) {
-  {
-    std::unique_ptr<Store> store = OpenStore();
-    ASSERT_NE(store, nullptr);
-    ASSERT_TRUE(store->Commit(FullRollout(), {}).ok());
-  }
-  {
-    RawDatabase raw(path_);
-    ASSERT_EQ(raw.Execute("UPDATE nodes SET state = 'sideways' WHERE name = 'cp-1'"), "");
-  }
-  const std::string before = ReadFile();
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(Message(store.status()),
-              AllOf(HasSubstr(path_), HasSubstr("cp-1"), HasSubstr("'sideways'")));
-  EXPECT_EQ(ReadFile(), before);
+  ASSERT_NO_FATAL_FAILURE(WriteFullRollout());
+  ASSERT_NO_FATAL_FAILURE(Tamper("UPDATE nodes SET state = 'sideways' WHERE name = 'cp-1'"));
+  ExpectOpenRefused(absl::StatusCode::kDataLoss, {"cp-1", "'sideways'"});
 }
 
 TEST_F(SqliteStoreTest, RoundTripsBothStrategiesAndTheDowntimeMarks) {
@@ -945,12 +903,8 @@ TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
 // are taken back with it.
 TEST_F(SqliteStoreTest, UpgradeFailingPartWayLeavesVersion1) {
   WriteVersion1Database();
-  {
-    RawDatabase raw(path_);
-    ASSERT_EQ(raw.Execute("CREATE TRIGGER poison BEFORE UPDATE ON meta "
-                          "BEGIN SELECT RAISE(ABORT, 'injected'); END"),
-              "");
-  }
+  ASSERT_NO_FATAL_FAILURE(Tamper(
+      "CREATE TRIGGER poison BEFORE UPDATE ON meta BEGIN SELECT RAISE(ABORT, 'injected'); END"));
   const std::string columns = RolloutColumns();
   absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kInternal);
@@ -961,10 +915,7 @@ TEST_F(SqliteStoreTest, UpgradeFailingPartWayLeavesVersion1) {
   EXPECT_EQ(RolloutColumns(), columns);
   EXPECT_THAT(columns, Not(HasSubstr("strategy")));
 
-  {
-    RawDatabase raw(path_);
-    ASSERT_EQ(raw.Execute("DROP TRIGGER poison"), "");
-  }
+  ASSERT_NO_FATAL_FAILURE(Tamper("DROP TRIGGER poison"));
   std::unique_ptr<Store> reopened = OpenStore();
   ASSERT_NE(reopened, nullptr);
   absl::StatusOr<std::optional<StoredRollout>> loaded = reopened->Load();
@@ -976,37 +927,16 @@ TEST_F(SqliteStoreTest, UpgradeFailingPartWayLeavesVersion1) {
 // A version 1 row that does not decode is refused as in any database, and the file stays the
 // version 1 database it was: the upgrade is taken back.
 TEST_F(SqliteStoreTest, RefusesAVersion1DatabaseWithAnUndecodableRowAndLeavesItAsItWas) {
-  WriteVersion1Database();
-  {
-    RawDatabase raw(path_);
-    ASSERT_EQ(raw.Execute("UPDATE nodes SET goal_start = 'sideways' WHERE name = 'cp-3'"), "");
-  }
-  const std::string before = ReadFile();
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(Message(store.status()),
-              AllOf(HasSubstr(path_), HasSubstr("cp-3"), HasSubstr("'sideways'")));
-  EXPECT_EQ(ReadFile(), before);
+  ASSERT_NO_FATAL_FAILURE(WriteVersion1Database());
+  ASSERT_NO_FATAL_FAILURE(Tamper("UPDATE nodes SET goal_start = 'sideways' WHERE name = 'cp-3'"));
+  ExpectOpenRefused(absl::StatusCode::kDataLoss, {"cp-3", "'sideways'"});
   EXPECT_EQ(SchemaVersion(), "1");
 }
 
 TEST_F(SqliteStoreTest, OpenReportsAnUnknownStrategy) {
-  {
-    std::unique_ptr<Store> store = OpenStore();
-    ASSERT_NE(store, nullptr);
-    ASSERT_TRUE(store->Commit(FullRollout(), {}).ok());
-  }
-  {
-    RawDatabase raw(path_);
-    ASSERT_EQ(raw.Execute("UPDATE rollout SET strategy = 'Downtime'"), "");
-  }
-  const std::string before = ReadFile();
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(Message(store.status()),
-              AllOf(HasSubstr(path_), HasSubstr("column strategy"), HasSubstr("'Downtime'"),
-                    HasSubstr("damaged")));
-  EXPECT_EQ(ReadFile(), before);
+  ASSERT_NO_FATAL_FAILURE(WriteFullRollout());
+  ASSERT_NO_FATAL_FAILURE(Tamper("UPDATE rollout SET strategy = 'Downtime'"));
+  ExpectOpenRefused(absl::StatusCode::kDataLoss, {"column strategy", "'Downtime'", "damaged"});
 }
 
 }  // namespace
