@@ -2,14 +2,13 @@
 
 #include <sys/socket.h>
 
-#include <atomic>
 #include <charconv>
 #include <condition_variable>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include "agent/base/strings.h"
+#include "coordinator/sandbox/httplib_serving.h"
 #include "httplib.h"
 
 namespace handoff::sandbox {
@@ -84,34 +83,23 @@ class FakeImds::Impl {
       }
       response.status = 404;
     });
-    port_ = options_.port == 0 ? server_->bind_to_any_port(options_.host)
-                               : (server_->bind_to_port(options_.host, options_.port)
-                                      ? options_.port
-                                      : -1);
+    port_ = BindHttplib(*server_, options_.host, options_.port);
     if (port_ <= 0) {
       return absl::UnavailableError(StrCat("the fake instance metadata cannot listen on ",
                                            options_.host, ":", options_.port));
     }
-    thread_ = std::thread([this] {
-      server_->listen_after_bind();
-      done_ = true;
-    });
+    serving_.Start(*server_);
     return absl::OkStatus();
   }
 
   void Stop() {
-    if (!thread_.joinable()) return;
     {
       // Held requests first: httplib's stop joins its workers, which must not be waiting.
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;
     }
     released_.notify_all();
-    // httplib 0.11's stop() does nothing until the thread has entered its accept loop; that
-    // happens right after the thread starts, without waiting on anything.
-    while (!server_->is_running() && !done_) std::this_thread::yield();
-    server_->stop();
-    thread_.join();
+    serving_.Stop();
   }
 
   // False once the server stops, after holding the request for as long as it runs when
@@ -144,8 +132,7 @@ class FakeImds::Impl {
  private:
   FakeImdsOptions options_;  // tags guarded by mutex_
   std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  std::atomic<bool> done_{false};
+  HttplibServingThread serving_;  // after server_: stops before it goes
   int port_ = 0;
   mutable std::mutex mutex_;
   std::condition_variable released_;

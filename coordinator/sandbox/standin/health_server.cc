@@ -5,11 +5,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <thread>
 
 #include "agent/base/strings.h"
 #include "coordinator/pki/pki.h"
+#include "coordinator/sandbox/httplib_serving.h"
 #include "httplib.h"
 
 namespace handoff::standin {
@@ -112,38 +111,23 @@ class HealthServer::Impl {
       });
     }
     const std::string host = options.bind_address.empty() ? "0.0.0.0" : options.bind_address;
-    if (options.port == 0) {
-      port_ = server_->bind_to_any_port(host);
-    } else {
-      port_ = server_->bind_to_port(host, options.port) ? options.port : -1;
-    }
+    port_ = sandbox::BindHttplib(*server_, host, options.port);
     if (port_ <= 0) {
       return absl::UnavailableError(
           StrCat("failed to listen on ", host, ":", options.port,
                  " (--bind-address, --secure-port): the address is in use or not on this host"));
     }
-    thread_ = std::thread([this] {
-      server_->listen_after_bind();
-      done_ = true;
-    });
+    serving_.Start(*server_);
     return absl::OkStatus();
   }
 
-  void Stop() {
-    if (!thread_.joinable()) return;
-    // httplib 0.11's stop() does nothing until the thread has entered its accept loop; that
-    // happens right after the thread starts, without waiting on anything.
-    while (!server_->is_running() && !done_) std::this_thread::yield();
-    server_->stop();
-    thread_.join();
-  }
+  void Stop() { serving_.Stop(); }
 
   int port() const { return port_; }
 
  private:
   std::unique_ptr<httplib::SSLServer> server_;
-  std::thread thread_;
-  std::atomic<bool> done_{false};
+  sandbox::HttplibServingThread serving_;  // after server_: stops before it goes
   int port_ = 0;
 };
 
