@@ -25,6 +25,7 @@
 #include "agent/fs/file_system.h"
 #include "agent/fs/host_path.h"
 #include "agent/system/service_lifecycle.h"
+#include "coordinator/sandbox/httplib_serving.h"
 #include "coordinator/sandbox/kubelet/pod_binaries.h"
 #include "coordinator/sandbox/kubelet/pod_exec.h"
 #include "coordinator/sandbox/kubelet/pod_spec.h"
@@ -91,7 +92,9 @@ class Kubelet {
   UniqueFd inotify_fd_;
   int watch_ = -1;
   std::unique_ptr<httplib::Server> server_;
-  std::thread server_thread_;
+  // Stops the accept loop only once it runs: httplib's stop() before that is lost, and the join
+  // would then wait forever (a SIGTERM right after the start).
+  HttplibServingThread serving_;
   std::string healthz_url_;
   DesiredPods desired_;
   std::vector<std::string> logged_problems_;
@@ -161,12 +164,7 @@ absl::Status Kubelet::StartHealthz() {
     response.set_header("X-Sandbox-Kubelet-Pid", pid);
     response.set_content("ok", "text/plain");
   });
-  int port = options_.healthz_port;
-  if (port == 0) {
-    port = server_->bind_to_any_port(options_.healthz_bind_address);
-  } else if (!server_->bind_to_port(options_.healthz_bind_address, port)) {
-    port = -1;
-  }
+  const int port = BindHttplib(*server_, options_.healthz_bind_address, options_.healthz_port);
   if (port <= 0) {
     return absl::UnavailableError(StrCat("cannot serve /healthz on ", options_.healthz_bind_address,
                                          ":", options_.healthz_port,
@@ -175,7 +173,7 @@ absl::Status Kubelet::StartHealthz() {
   const bool v6 = StrContains(options_.healthz_bind_address, ":");
   healthz_url_ = StrCat("http://", v6 ? "[" : "", options_.healthz_bind_address, v6 ? "]" : "", ":",
                         port, "/healthz");
-  server_thread_ = std::thread([server = server_.get()] { server->listen_after_bind(); });
+  serving_.Start(*server_);
   return AtomicReplace(*fs_, kKubeletHealthzFile, StrCat(::getpid(), " ", healthz_url_, "\n"),
                        FileInfo{false, 0644, 0, 0});
 }
@@ -183,10 +181,7 @@ absl::Status Kubelet::StartHealthz() {
 void Kubelet::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
-  if (server_) {
-    server_->stop();
-    if (server_thread_.joinable()) server_thread_.join();
-  }
+  serving_.Stop();
   UnlinkProcess(::getpid());
   // Only the lock holder wrote the pid and health files, and only while they still name this
   // process are they its own.
