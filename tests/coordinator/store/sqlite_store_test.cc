@@ -255,6 +255,14 @@ class SqliteStoreTest : public ::testing::Test {
     return store.ok() ? *std::move(store) : nullptr;
   }
 
+  // `store` loads a rollout, and it is `expected`.
+  static void ExpectLoads(Store& store, const StoredRollout& expected) {
+    absl::StatusOr<std::optional<StoredRollout>> loaded = store.Load();
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    ASSERT_TRUE(loaded->has_value());
+    ExpectSameRollout(**loaded, expected);
+  }
+
   std::vector<HistoryEntry> AllHistory(Store& store) {
     absl::StatusOr<std::vector<HistoryEntry>> history = store.History(0, 1000);
     EXPECT_TRUE(history.ok()) << history.status();
@@ -357,10 +365,7 @@ TEST_F(SqliteStoreTest, RoundTripsEveryField) {
   const StoredRollout rollout = FullRollout();
   ASSERT_TRUE(store->Commit(rollout, {}).ok());
 
-  absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
-  ASSERT_TRUE(loaded->has_value());
-  ExpectSameRollout(**loaded, rollout);
+  ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, rollout));
 }
 
 TEST_F(SqliteStoreTest, RoundTripsEmptyStringsAndUnsetOptionals) {
@@ -399,10 +404,7 @@ TEST_F(SqliteStoreTest, CommitReplacesTheWholeRollout) {
   smaller.nodes = {{"cp-9", NodeState::kMigrated, NodeState::kMigrated, "done"}};
   ASSERT_TRUE(store->Commit(smaller, {}).ok());
 
-  absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
-  ASSERT_TRUE(loaded->has_value());
-  ExpectSameRollout(**loaded, smaller);
+  ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, smaller));
 }
 
 TEST_F(SqliteStoreTest, SurvivesClosingAndReopening) {
@@ -419,10 +421,7 @@ TEST_F(SqliteStoreTest, SurvivesClosingAndReopening) {
 
   std::unique_ptr<Store> reopened = OpenStore();
   ASSERT_NE(reopened, nullptr);
-  absl::StatusOr<std::optional<StoredRollout>> loaded = reopened->Load();
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
-  ASSERT_TRUE(loaded->has_value());
-  ExpectSameRollout(**loaded, rollout);
+  ASSERT_NO_FATAL_FAILURE(ExpectLoads(*reopened, rollout));
   ExpectSameHistory(AllHistory(*reopened), committed);
 
   // Sequence numbers carry on after a reopen.
@@ -528,10 +527,7 @@ TEST_F(SqliteStoreTest, CommitBlockedByAnotherWriterStoresNothing) {
   EXPECT_THAT(Message(blocked.status()), AllOf(HasSubstr(path_), HasSubstr("locked")));
   ASSERT_EQ(other.Execute("ROLLBACK"), "");
 
-  absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
-  ASSERT_TRUE(loaded->has_value());
-  ExpectSameRollout(**loaded, before);
+  ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, before));
   ExpectSameHistory(AllHistory(*store), *committed);
 
   // The store is usable again once the lock is gone.
@@ -564,10 +560,7 @@ TEST_F(SqliteStoreTest, CommitFailingPartWayStoresNothing) {
   EXPECT_THAT(Message(failed.status()),
               AllOf(HasSubstr(path_), HasSubstr("poison"), HasSubstr("injected")));
 
-  absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
-  ASSERT_TRUE(loaded->has_value());
-  ExpectSameRollout(**loaded, before);
+  ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, before));
   ExpectSameHistory(AllHistory(*store), *committed);
 
   // No sequence number was used up by the failed commit.
@@ -779,10 +772,7 @@ TEST_F(SqliteStoreTest, RoundTripsBothStrategiesAndTheDowntimeMarks) {
 
   for (const StoredRollout& rollout : {downtime, leader_migration, downtime}) {
     ASSERT_TRUE(store->Commit(rollout, {}).ok());
-    absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
-    ASSERT_TRUE(loaded.ok()) << loaded.status();
-    ASSERT_TRUE(loaded->has_value());
-    ExpectSameRollout(**loaded, rollout);
+    ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, rollout));
   }
   RawDatabase raw(path_);
   EXPECT_EQ(raw.Query("SELECT strategy FROM rollout"), "downtime");
@@ -814,10 +804,7 @@ TEST_F(SqliteStoreTest, RoundTripsTheDowntimeStatesInNodesAndTheMoveInFlight) {
     // Reopened: the check at open decodes them too.
     std::unique_ptr<Store> reopened = OpenStore();
     ASSERT_NE(reopened, nullptr);
-    absl::StatusOr<std::optional<StoredRollout>> loaded = reopened->Load();
-    ASSERT_TRUE(loaded.ok()) << loaded.status();
-    ASSERT_TRUE(loaded->has_value());
-    ExpectSameRollout(**loaded, rollout);
+    ASSERT_NO_FATAL_FAILURE(ExpectLoads(*reopened, rollout));
   }
   RawDatabase raw(path_);
   EXPECT_EQ(raw.Query("SELECT in_flight_from || ' ' || in_flight_to FROM rollout"),
@@ -877,10 +864,7 @@ TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
     // Opened again: already version 2, nothing to add (a second ALTER would fail).
     std::unique_ptr<Store> store = OpenStore();
     ASSERT_NE(store, nullptr);
-    absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
-    ASSERT_TRUE(loaded.ok()) << loaded.status();
-    ASSERT_TRUE(loaded->has_value());
-    ExpectSameRollout(**loaded, rollout);
+    ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, rollout));
     EXPECT_EQ(RolloutColumns(), columns);
 
     rollout.strategy = Strategy::kDowntime;
@@ -892,10 +876,7 @@ TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
   }
   std::unique_ptr<Store> store = OpenStore();
   ASSERT_NE(store, nullptr);
-  absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
-  ASSERT_TRUE(loaded->has_value());
-  ExpectSameRollout(**loaded, rollout);
+  ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, rollout));
   EXPECT_EQ(SchemaVersion(), "2");
 }
 
@@ -918,10 +899,7 @@ TEST_F(SqliteStoreTest, UpgradeFailingPartWayLeavesVersion1) {
   ASSERT_NO_FATAL_FAILURE(Tamper("DROP TRIGGER poison"));
   std::unique_ptr<Store> reopened = OpenStore();
   ASSERT_NE(reopened, nullptr);
-  absl::StatusOr<std::optional<StoredRollout>> loaded = reopened->Load();
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
-  ASSERT_TRUE(loaded->has_value());
-  ExpectSameRollout(**loaded, Version1Rollout());
+  ASSERT_NO_FATAL_FAILURE(ExpectLoads(*reopened, Version1Rollout()));
 }
 
 // A version 1 row that does not decode is refused as in any database, and the file stays the
