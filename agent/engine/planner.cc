@@ -333,20 +333,29 @@ class Planner {
       if (content) kcm_config = MigrationRecord::File{*host, *content};
     }
     WriteRecord(view_, kcm_config);
-    absl::Status written = WriteExternalApiserver();
-    if (!written.ok()) return written;
-    // The cloud-controller-manager starts before the kube-controller-manager stops running the
-    // cloud controllers: it waits for the migration lease, and takes it at its next retry once
-    // the old kube-controller-manager is gone (the coordinator releases it on proof of exit),
-    // rather than starting only after that.
-    Write(settings_.paths.leader_migration_config, *config, "");
-    Write(ccm_path, ccm->Emit(), std::string(kCloudControllerManager));
+    // The order is the real node's (measured with kubeadm v1.26 nodes): the managers reach the
+    // API through their own node's API server (kubeadm's controller-manager.conf names the
+    // node's address), which is gone for up to 45 s once its manifest changes.
+    //  - The kube-controller-manager goes first. On the node whose manager leads (the
+    //    coordinator moves it last), a leader that lost its API server would run on blind until
+    //    its renew deadline (10 s) and its leases would expire on their own (15 s more); stopped
+    //    by its manifest, it is proven gone and its leases released at once, so a
+    //    cloud-controller-manager on another node takes the migration lease at its next retry.
+    //  - The API server next, while only standbys run here.
+    //  - The cloud-controller-manager after the API server: the first one in the cluster takes
+    //    its main lease at once, and would lose it again (and crash-loop until the API server is
+    //    back) if its API server went away after it started.
+    //  - The kubelet last, as in every move (KubeletSettings::settle).
     absl::StatusOr<StaticPod> kcm_pod = ExternalControllerManager(kcm);
     if (!kcm_pod.ok()) return kcm_pod.status();
-    written = WriteManifest(kcm, *kcm_pod);
+    absl::Status written = WriteManifest(kcm, *kcm_pod);
     if (!written.ok()) return written;
     written = WriteRetaggedScheduler();
     if (!written.ok()) return written;
+    written = WriteExternalApiserver();
+    if (!written.ok()) return written;
+    Write(settings_.paths.leader_migration_config, *config, "");
+    Write(ccm_path, ccm->Emit(), std::string(kCloudControllerManager));
     if (*kubelet) Write(settings_.paths.kubelet_flags_file, **kubelet, std::string(kKubelet));
     return absl::OkStatus();
   }
@@ -434,16 +443,11 @@ class Planner {
     if (!record->Has(kKubeControllerManager)) {
       return Precondition(StrCat(record_path, " has no kube-controller-manager entry"));
     }
-    // Moving back is the forward move in reverse order (the kubelet, the scheduler, the
-    // kube-controller-manager, the cloud-controller-manager, the API server, the record), but
-    // the kube-controller-manager's Leader Migration file comes back before the manifests.
-    if (record->kubelet_flags() && snapshot_.kubelet_flags) {
-      absl::StatusOr<KubeletFlagsFile> file =
-          KubeletFlagsFile::Parse(*snapshot_.kubelet_flags, settings_.paths.kubelet_flags_file);
-      if (!file.ok()) return file.status();
-      file->flags() = FlagList(*record->kubelet_flags());
-      Write(settings_.paths.kubelet_flags_file, file->Emit(), std::string(kKubelet));
-    }
+    // Moving back is the forward move in reverse order (the scheduler, the
+    // kube-controller-manager, the cloud-controller-manager, the API server), but the
+    // kube-controller-manager's Leader Migration file comes back before the manifests, and the
+    // kubelet goes last, as in every move: a real kubelet ignores a static pod changed in its
+    // first seconds after a restart (KubeletSettings::settle), so no manifest follows it.
     const ComponentView& ccm = *view_.cloud_controller_manager;
     // The kube-controller-manager's Leader Migration file comes back where it was (the same
     // path unless the node had its own before handoff prepared it), before the manifest that
@@ -488,6 +492,7 @@ class Planner {
       Write(settings_.paths.leader_migration_config, std::nullopt, "");
     }
     if (absl::Status restored = restore(view_.apiserver); !restored.ok()) return restored;
+    if (absl::Status restored = RestoreKubelet(*record); !restored.ok()) return restored;
     Write(record_path, std::nullopt, "");
     return absl::OkStatus();
   }
@@ -618,15 +623,14 @@ class Planner {
     return absl::OkStatus();
   }
 
-  // external → stopped: the reverse of StoppedToExternal, everything from the migration record.
-  // The kube-controller-manager is parked as the record has it, without Leader Migration (a
-  // record written by migrate holds it as prepared).
+  // external → stopped: the reverse of StoppedToExternal, everything from the migration record,
+  // but the kubelet last (as in every move: see MigratedToPrepared). The kube-controller-manager
+  // is parked as the record has it, without Leader Migration (a record written by migrate holds
+  // it as prepared).
   absl::Status ExternalToStopped() {
     absl::StatusOr<MigrationRecord> record = RequireRecord();
     if (!record.ok()) return record.status();
-    absl::Status status = RestoreKubelet(*record);
-    if (!status.ok()) return status;
-    status = RestoreFromRecord(*record, view_.scheduler);
+    absl::Status status = RestoreFromRecord(*record, view_.scheduler);
     if (!status.ok()) return status;
     const ComponentView& kcm = *view_.controller_manager;
     StaticPod pod = kcm.pod;
@@ -641,6 +645,8 @@ class Planner {
     Write(ParkedControllerManagerPath(settings_.paths), pod.Emit(), "");
     Write(kcm.path, std::nullopt, kcm.component);
     status = RestoreFromRecord(*record, view_.apiserver);
+    if (!status.ok()) return status;
+    status = RestoreKubelet(*record);
     if (!status.ok()) return status;
     Write(MigrationRecordPath(settings_.paths), std::nullopt, "");
     return absl::OkStatus();

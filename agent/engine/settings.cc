@@ -221,6 +221,17 @@ absl::StatusOr<Settings> ParseSettings(std::string_view text, std::string_view s
                                }
                                settings.kubelet.healthz = *parsed;
                              }},
+                            {"settle",
+                             [&](const YAML::Node& value, const std::string& value_path) {
+                               absl::Duration settle;
+                               if (!value.IsScalar() ||
+                                   !absl::ParseDuration(value.Scalar(), &settle) ||
+                                   settle < absl::ZeroDuration() || settle > absl::Minutes(5)) {
+                                 return reader.Problem(
+                                     value_path, "must be a duration from 0s to 5m, such as 5s");
+                               }
+                               settings.kubelet.settle = settle;
+                             }},
                         });
            }},
           {"clusterId", reader.String(settings.cluster_id)},

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "agent/base/kube_version.h"
 #include "agent/fs/file_system.h"
 
@@ -48,6 +49,13 @@ struct KubeletSettings {
   // after the kubelet is restarted. Another address when the kubelet binds elsewhere, e.g. when
   // several simulated nodes share one machine.
   HealthUrl healthz;
+  // Settings key kubelet.settle: after a restart, how long the kubelet must have run healthy
+  // before the move goes on. A kubelet v1.26 ignores a static pod whose manifest changes in
+  // its first second or two (its volume manager has not read its pod sources yet: the pod
+  // waits 2 minutes for volumes, then again, until the next kubelet restart); measured on
+  // v1.26.13, a manifest rewritten 1 s after the restart never restarted its pod, 2 s after
+  // it did. 0s turns the wait off.
+  absl::Duration settle = absl::Seconds(5);
 };
 
 struct Settings {

@@ -185,13 +185,14 @@ HealthEndpoint DefaultKubeletHealth() {
 }
 
 ComponentCheck CheckForKubelet(const std::vector<std::string>& flags,
-                               const HealthEndpoint& health) {
+                               const HealthEndpoint& health, absl::Duration settle) {
   ComponentCheck check;
   check.component = "kubelet";
   check.binaries = {"kubelet"};
   check.args = flags;
   check.args_subset = true;
   check.health = health;
+  check.settle = settle;
   return check;
 }
 
@@ -216,15 +217,36 @@ absl::Status Verifier::Wait(const ComponentCheck& check,
   // A zero interval would spin (and never advance a fake clock).
   const absl::Duration interval = std::max(options_.poll_interval, absl::Milliseconds(1));
   bool told = check.before.empty() || !old_gone;
+  // While settling: the process that passed, and since when.
+  std::optional<ProcessInfo> passing;
+  absl::Time passing_since;
   while (true) {
     const absl::Time looked = clock_.Now();
     bool old_running = true;
-    const std::string reason = Look(check, &old_running);
+    std::string reason = Look(check, &old_running);
     if (!told && !old_running) {
       told = true;
       old_gone(looked);
     }
-    if (reason.empty()) return absl::OkStatus();
+    if (reason.empty() && check.settle <= absl::ZeroDuration()) return absl::OkStatus();
+    if (reason.empty()) {
+      std::optional<ProcessInfo> now_passing;
+      absl::StatusOr<std::vector<ProcessInfo>> running = Running(check);
+      if (running.ok()) {
+        for (const ProcessInfo& process : *running) {
+          if (RunsAsChecked(check, process)) now_passing = process;
+        }
+      }
+      if (!now_passing || !passing || !SameProcess(*now_passing, *passing)) {
+        passing = now_passing;
+        passing_since = looked;
+      }
+      if (passing && looked - passing_since >= check.settle) return absl::OkStatus();
+      reason = StrCat("healthy for ", absl::FormatDuration(looked - passing_since),
+                      " of the ", absl::FormatDuration(check.settle), " it must settle");
+    } else {
+      passing.reset();
+    }
     const absl::Time now = clock_.Now();
     if (now >= deadline) {
       return absl::DeadlineExceededError(StrCat(check.component, " not verified after ",

@@ -36,6 +36,9 @@ struct ComponentCheck {
   std::optional<HealthEndpoint> health;
   // The component's processes before the write. None of them may still run afterwards.
   std::vector<ProcessInfo> before;
+  // Once the check holds, the same process must go on passing it this long before it counts
+  // (the kubelet: KubeletSettings::settle). A new process meanwhile starts the wait again.
+  absl::Duration settle = absl::ZeroDuration();
 };
 
 // Where `component` serves HTTPS, from its flags (`flag("secure-port")`, `flag("bind-address")`;
@@ -63,9 +66,11 @@ ComponentCheck CheckForManifest(std::string_view component, const StaticPod* pod
 // --healthz-port 10248): http://127.0.0.1:10248/healthz.
 HealthEndpoint DefaultKubeletHealth();
 // The kubelet after its flags file changed: every flag in `flags` on its command line; health on
-// `health` (the settings' kubelet.healthzUrl).
+// `health` (the settings' kubelet.healthzUrl); healthy for `settle` (kubelet.settle) before it
+// counts.
 ComponentCheck CheckForKubelet(const std::vector<std::string>& flags,
-                               const HealthEndpoint& health = DefaultKubeletHealth());
+                               const HealthEndpoint& health = DefaultKubeletHealth(),
+                               absl::Duration settle = absl::ZeroDuration());
 
 // Whether `process` is one of `check`'s binaries running with the argv `check` asks for.
 bool RunsAsChecked(const ComponentCheck& check, const ProcessInfo& process);
@@ -90,7 +95,8 @@ class Verifier {
   // The processes of `check.component` (matched by `check.binaries`) running now.
   absl::StatusOr<std::vector<ProcessInfo>> Running(const ComponentCheck& check) const;
 
-  // Polls until `check` holds or the timeout passes. OK when it holds; otherwise
+  // Polls until `check` holds (for check.settle with one process) or the timeout passes. OK
+  // when it holds; otherwise
   // DeadlineExceeded whose message names the component, how long it waited and the last reason
   // seen: an old process (pid) still running, no process, an argv that differs (the first
   // differing item, expected and found), or the health endpoint's error.

@@ -77,7 +77,8 @@ TEST(KubeletHealthSettingsTest, BadSettingNamesFileAndKey) {
   EXPECT_THAT(message, HasSubstr("s.yaml: kubelet.healthzUrl: \"127.0.0.1:10248\" is not an "
                                  "http(s) URL: it lacks a scheme"));
   EXPECT_THAT(message,
-              HasSubstr("s.yaml: kubelet.healthzPort: unknown setting (known here: healthzUrl)"));
+              HasSubstr("s.yaml: kubelet.healthzPort: unknown setting (known here: healthzUrl, "
+                        "settle)"));
 
   settings = ParseSettings("kubelet:\n  healthzUrl: [http://a]\n", "s.yaml");
   ASSERT_FALSE(settings.ok());

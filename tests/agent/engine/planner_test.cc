@@ -102,7 +102,7 @@ TEST(PlannerTest, MigrateRefusesADowngrade) {
   absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kMigrated, settings);
   ASSERT_FALSE(plan.ok());
   EXPECT_THAT(std::string(plan.status().message()),
-              HasSubstr("--k8s-version v1.25.3 is older than kube-apiserver v1.26.9"));
+              HasSubstr("--k8s-version v1.25.3 is older than kube-controller-manager v1.26.9"));
 }
 
 TEST(PlannerTest, MigrateNeedsAPatchVersionToTagImages) {
@@ -156,12 +156,13 @@ TEST(PlannerTest, WriteOrderPutsEachFileBeforeTheManifestThatMountsIt) {
   for (const FileChange& change : migrate->changes) {
     order.push_back(change.component.empty() ? change.path : change.component);
   }
-  // The cloud-controller-manager starts before the kube-controller-manager gives the cloud
-  // controllers up, and (moving back) the kube-controller-manager before the
-  // cloud-controller-manager stops: the successor already waits for the lease.
-  EXPECT_THAT(order, ::testing::ElementsAre(kRecord, "kube-apiserver", "/etc/leadermigration.conf",
-                                            "cloud-controller-manager", "kube-controller-manager",
-                                            "kube-scheduler", "kubelet"));
+  // The real node's order: the kube-controller-manager stops (its leases released on proof of
+  // exit) before its node's API server goes away for up to 45 s, the cloud-controller-manager
+  // starts against the new API server, and the kubelet, which ignores static pods changed in its
+  // first seconds, goes last.
+  EXPECT_THAT(order, ::testing::ElementsAre(kRecord, "kube-controller-manager", "kube-scheduler",
+                                            "kube-apiserver", "/etc/leadermigration.conf",
+                                            "cloud-controller-manager", "kubelet"));
 
   ApplyPlan(*migrate, fs);
   absl::StatusOr<Plan> back = PlanNode(fs, NodeState::kPrepared, KubeadmSettings());
@@ -170,9 +171,12 @@ TEST(PlannerTest, WriteOrderPutsEachFileBeforeTheManifestThatMountsIt) {
   for (const FileChange& change : back->changes) {
     order.push_back(change.component.empty() ? change.path : change.component);
   }
-  EXPECT_THAT(order, ::testing::ElementsAre("kubelet", "/etc/leadermigration.conf",
-                                            "kube-scheduler", "kube-controller-manager",
-                                            "cloud-controller-manager", "kube-apiserver", kRecord));
+  // Moving back, the kube-controller-manager (with Leader Migration) starts before the
+  // cloud-controller-manager stops: the successor already waits for the lease. The kubelet is
+  // last here too.
+  EXPECT_THAT(order, ::testing::ElementsAre("/etc/leadermigration.conf", "kube-scheduler",
+                                            "kube-controller-manager", "cloud-controller-manager",
+                                            "kube-apiserver", "kubelet", kRecord));
 }
 
 TEST(PlannerTest, MovingBackWithoutARecordIsRefusedNotGuessed) {
@@ -396,8 +400,9 @@ TEST(PlannerDowntimeTest, EveryMoveInItsOrderAndBackToTheSameBytes) {
   EXPECT_TRUE(ccm->SemanticallyEquals(*other_ccm));
 
   StepInOrder(fs, NodeState::kExternal, {"cloud-controller-manager"});
+  // The kubelet last, as in every move.
   StepInOrder(fs, NodeState::kStopped,
-              {"kubelet", "kube-scheduler", kParked, "kube-controller-manager", "kube-apiserver",
+              {"kube-scheduler", kParked, "kube-controller-manager", "kube-apiserver", "kubelet",
                kRecord});
   EXPECT_EQ(*fs.ReadFile(kParked), kcm);
   StepInOrder(fs, NodeState::kInTree, {"kube-controller-manager", kParked});
