@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# Builds the real upstream components that `handoffctl sandbox --cluster real` and the tests labelled
-# `real` run, at pinned versions, into the components dir, and records every version used:
+# Builds the real upstream components that `handoffctl sandbox --cluster real|kubeadm` and the
+# tests labelled `real` and `kubeadm` run, at pinned versions, into the components dir, and records
+# every version used:
 #
 #   ${HANDOFF_COMPONENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/handoff/components}/
-#     bin/kube-apiserver, bin/kube-controller-manager   k8s.io/kubernetes (tests/real/kube126/go.mod)
-#     bin/aws-cloud-controller-manager                  k8s.io/cloud-provider-aws (tests/real/ccm127/go.mod)
-#     bin/etcd                                          Debian's etcd-server
+#     bin/kube-apiserver, kube-controller-manager,      k8s.io/kubernetes v1.26.13
+#         kube-scheduler, kubelet, kubeadm                (tests/real/kube126/go.mod)
+#     kube127/bin/ the same five at v1.27.16            (tests/real/kube127/go.mod)
+#     bin/aws-cloud-controller-manager                  k8s.io/cloud-provider-aws v1.27.2
+#     bin/etcd                                          go.etcd.io/etcd v3.5.10 (tests/real/etcd35)
+#     bin/crictl                                        sigs.k8s.io/cri-tools (tests/real/critools)
+#     bin/pause                                         tests/real/images/pause.c, gcc -static
 #     bin/handoff-fake-aws                              tests/real/fake_aws.py on moto, in venv/
+#     images/kubeadm-images.tar                         every image the kubeadm sandbox's nodes
+#                                                       run, one docker-archive for
+#                                                       `ctr images import` (images.txt lists them)
 #     versions.txt                                      name<TAB>version<TAB>source, one line each
 #
 # A component is rebuilt only when what it is built from changed (its pins, its build flags, the Go
@@ -15,8 +23,9 @@
 #
 # Usage: bash tests/real/components.sh [--print-dir]
 #   --print-dir   print the components dir and exit (nothing is built)
-# Needs: Go (1.26 here) with the Go module proxy, Python 3 with venv and PyPI, and Debian's
-# etcd-server (packaging/install-deps.sh installs it and python3-venv). Go and Python build and run these upstream components only; handoff is C++.
+# Needs: Go (1.24 or newer: cri-tools v1.34 asks for it) with the Go module proxy, gcc with a
+# static libc, Python 3 with venv and PyPI (packaging/install-deps.sh installs python3-venv).
+# Go, C and Python build and run these upstream components and fixtures only; handoff is C++.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 dir="${HANDOFF_COMPONENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/handoff/components}"
@@ -28,13 +37,20 @@ if [ $# -gt 0 ]; then
   echo "components.sh: unknown argument $1 (see the comment at the top of $0)" >&2
   exit 2
 fi
-mkdir -p "$dir/bin" "$dir/stamps"
+mkdir -p "$dir/bin" "$dir/kube127/bin" "$dir/images" "$dir/stamps"
 
 # kube-apiserver and kube-controller-manager 1.26: the last release with the in-tree AWS provider.
 # v1.26.13 is the newest 1.26 patch whose every staging module the Go module proxy serves
 # (k8s.io/controller-manager and k8s.io/kube-controller-manager v0.26.14 and v0.26.15 are refused).
 kube_version=v1.26.13
+# Version N+1 of the kubeadm sandbox's control plane (its staging modules at v0.27.16 are served).
+kube_next_version=v1.27.16
 ccm_version=v1.27.2         # the newest v1.27 k8s.io/cloud-provider-aws the proxy serves
+etcd_version=v3.5.10        # what kubeadm v1.26.13 pins: registry.k8s.io/etcd:3.5.10-0
+etcd_image_tag=3.5.10-0
+crictl_version=v1.34.0      # the oldest cri-tools the proxy serves; works with containerd 1.6
+pause_image_tag=3.9         # kubeadm v1.26.13's pause image
+coredns_image_tag=v1.9.3    # kubeadm v1.26.13's CoreDNS image (pulled by its preflight, never run)
 # The fake AWS's Python packages, pinned with the ones moto's server pulls in; pytest runs its tests.
 python_pins=(
   "moto[server]==5.2.1" boto3==1.43.11 botocore==1.43.11 Flask==3.1.3 flask-cors==6.0.2
@@ -42,14 +58,18 @@ python_pins=(
 )
 
 if ! command -v go > /dev/null; then
-  echo "components.sh: Go is missing: install Go 1.21 or newer (this machine's image has Go 1.26)" >&2
+  echo "components.sh: Go is missing: install Go 1.24 or newer (this machine's image has Go 1.26)" >&2
   exit 1
 fi
 go_version="$(go env GOVERSION)"
-# cloud-provider-aws v1.27 needs Go 1.20 (its go.mod); Debian 12's own golang is 1.19.
+# cri-tools v1.34 needs Go 1.24 (its go.mod); Debian 12's own golang is 1.19.
 go_minor="$(echo "$go_version" | sed -n 's/^go1\.\([0-9]*\).*/\1/p')"
-if [ -z "$go_minor" ] || [ "$go_minor" -lt 20 ]; then
-  echo "components.sh: $go_version is too old: install Go 1.20 or newer" >&2
+if [ -z "$go_minor" ] || [ "$go_minor" -lt 24 ]; then
+  echo "components.sh: $go_version is too old: install Go 1.24 or newer" >&2
+  exit 1
+fi
+if ! command -v gcc > /dev/null; then
+  echo "components.sh: gcc is missing (the pause image's program): packaging/install-deps.sh" >&2
   exit 1
 fi
 export CGO_ENABLED=0 GOFLAGS="-mod=readonly -trimpath -buildvcs=false"
@@ -59,27 +79,42 @@ export GONOSUMDB="k8s.io/*" GOTOOLCHAIN=local
 
 log() { printf '[components %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 
-# up_to_date NAME KEY: whether NAME was built from KEY and its outputs are all there.
+# up_to_date NAME KEY OUTPUT...: whether NAME was built from KEY and its outputs (paths under the
+# components dir) are all there.
 up_to_date() {
   local name=$1 key=$2
   shift 2
   [ -f "$dir/stamps/$name" ] && [ "$(cat "$dir/stamps/$name")" = "$key" ] || return 1
   local output
-  for output in "$@"; do [ -x "$dir/bin/$output" ] || return 1; done
+  for output in "$@"; do [ -f "$dir/$output" ] || return 1; done
 }
 
 # What a build depends on, as one hash: its pin files, how it is built ($recipe, set by the
 # caller) and the Go version.
 key_of() { { cat "$@"; echo "$recipe $go_version $GOFLAGS $CGO_ENABLED"; } | sha256sum | cut -d' ' -f1; }
 
-# go_build NAME MODULE_DIR LDFLAGS PACKAGE...: builds the packages' commands from the module in
-# MODULE_DIR (its go.mod and go.sum are the pins) into bin/, unless NAME was built from the same
-# pins and flags already.
+# The file `go build -o DIR/` writes for a command package: its last path element, or the one
+# before a major-version suffix (go.etcd.io/etcd/server/v3 → server).
+go_command_name() {
+  local name
+  name="$(basename "$1")"
+  if [[ "$name" =~ ^v[0-9]+$ ]]; then name="$(basename "$(dirname "$1")")"; fi
+  echo "$name"
+}
+
+# go_build NAME MODULE_DIR OUT_DIR LDFLAGS PACKAGE[=FILE]...: builds the packages' commands from
+# the module in MODULE_DIR (its go.mod and go.sum are the pins) into OUT_DIR (under the
+# components dir), each as FILE when given, unless NAME was built from the same pins and flags
+# already.
 go_build() {
-  local name=$1 module=$2 recipe="-ldflags=-s -w $3"
-  shift 3
-  local outputs=() package
-  for package in "$@"; do outputs+=("$(basename "$package")"); done
+  local name=$1 module=$2 out=$3 recipe="-ldflags=-s -w $4"
+  shift 4
+  local packages=() built=() outputs=() spec
+  for spec in "$@"; do
+    packages+=("${spec%%=*}")
+    built+=("$(go_command_name "${spec%%=*}")")
+    if [[ "$spec" == *=* ]]; then outputs+=("$out/${spec#*=}"); else outputs+=("$out/${built[-1]}"); fi
+  done
   local key
   key="$(key_of "$module/go.mod" "$module/go.sum")"
   if up_to_date "$name" "$key" "${outputs[@]}"; then
@@ -87,10 +122,10 @@ go_build() {
     return
   fi
   log "building ${outputs[*]} (minutes on 2 cores with a cold cache)"
-  local tmp output
-  tmp="$(mktemp -d "$dir/bin/.build-XXXXXX")"
-  (cd "$module" && go build "$recipe" -o "$tmp/" "$@")
-  for output in "${outputs[@]}"; do mv -f "$tmp/$output" "$dir/bin/"; done
+  local tmp i
+  tmp="$(mktemp -d "$dir/$out/.build-XXXXXX")"
+  (cd "$module" && go build "$recipe" -o "$tmp/" "${packages[@]}")
+  for i in "${!packages[@]}"; do mv -f "$tmp/${built[$i]}" "$dir/${outputs[$i]}"; done
   rmdir "$tmp"
   echo "$key" > "$dir/stamps/$name"
 }
@@ -105,18 +140,54 @@ version_stamp() {
     "-X k8s.io/client-go/pkg/version.gitVersion=$version"
 }
 
-install_etcd() {
-  if ! command -v etcd > /dev/null; then
-    echo "components.sh: etcd is missing: install Debian's etcd-server (packaging/install-deps.sh)" >&2
-    exit 1
+# The pause image's program: a static binary, so that the image holds one file.
+build_pause() {
+  local source="$here/images/pause.c" recipe="gcc -static -O2" key
+  key="$({ cat "$source"; echo "$recipe $(gcc -dumpfullversion)"; } | sha256sum | cut -d' ' -f1)"
+  if up_to_date pause "$key" bin/pause; then
+    log "bin/pause: up to date"
+    return
   fi
-  ln -sfn "$(command -v etcd)" "$dir/bin/etcd"
+  gcc -static -O2 -Wall -Wextra -Werror -o "$dir/bin/.pause.tmp" "$source"
+  mv -f "$dir/bin/.pause.tmp" "$dir/bin/pause"
+  echo "$key" > "$dir/stamps/pause"
+}
+
+# Every image a kubeadm sandbox node runs, named as kubeadm v1.26.13 (`kubeadm config images
+# list`) and handoff's settings name them, in one archive a node imports at once. kube-proxy and
+# CoreDNS are skipped addons that kubeadm's preflight pulls anyway: the pause program stands in
+# for them, and nothing ever runs them.
+build_images() {
+  local k126="$dir/bin" k127="$dir/kube127/bin" specs=() component
+  for component in kube-apiserver kube-controller-manager kube-scheduler; do
+    specs+=("registry.k8s.io/$component:$kube_version=$k126/$component=/usr/local/bin/$component")
+    specs+=("registry.k8s.io/$component:$kube_next_version=$k127/$component=/usr/local/bin/$component")
+  done
+  specs+=(
+    "registry.k8s.io/etcd:$etcd_image_tag=$dir/bin/etcd=/usr/local/bin/etcd"
+    "registry.k8s.io/pause:$pause_image_tag=$dir/bin/pause=/pause=entrypoint"
+    "registry.k8s.io/kube-proxy:$kube_version=$dir/bin/pause=/usr/local/bin/kube-proxy"
+    "registry.k8s.io/coredns/coredns:$coredns_image_tag=$dir/bin/pause=/coredns=entrypoint"
+    # The AWS image runs its binary as the entrypoint (cloud-provider-aws Dockerfile).
+    "registry.k8s.io/provider-aws/cloud-controller-manager:$ccm_version=$dir/bin/aws-cloud-controller-manager=/bin/aws-cloud-controller-manager=entrypoint"
+  )
+  local key
+  key="$({ printf '%s\n' "${specs[@]}"; cat "$here/images/image_archive.sh" "$dir"/stamps/{kube,kube127,ccm,etcd,pause}; } | sha256sum | cut -d' ' -f1)"
+  if up_to_date images "$key" images/kubeadm-images.tar images/images.txt; then
+    log "images/kubeadm-images.tar: up to date"
+    return
+  fi
+  log "assembling the kubeadm sandbox's images"
+  bash "$here/images/image_archive.sh" "$dir/images/kubeadm-images.tar" "${specs[@]}"
+  printf '%s\n' "${specs[@]}" | cut -d= -f1 > "$dir/images/.images.txt.tmp"
+  mv -f "$dir/images/.images.txt.tmp" "$dir/images/images.txt"
+  echo "$key" > "$dir/stamps/images"
 }
 
 install_fake_aws() {
   local key
   key="$(printf '%s\n' "${python_pins[@]}" | cat - "$here/fake_aws.py" | sha256sum | cut -d' ' -f1)"
-  if up_to_date fake-aws "$key" handoff-fake-aws; then
+  if up_to_date fake-aws "$key" bin/handoff-fake-aws; then
     log "fake AWS (moto): up to date"
     return
   fi
@@ -130,21 +201,35 @@ install_fake_aws() {
   echo "$key" > "$dir/stamps/fake-aws"
 }
 
-go_build kube "$here/kube126" "$(version_stamp "$kube_version")" \
-  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
-go_build ccm "$here/ccm127" "$(version_stamp "$ccm_version")" \
+kube_commands=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm)
+go_build kube "$here/kube126" bin "$(version_stamp "$kube_version")" \
+  "${kube_commands[@]/#/k8s.io/kubernetes/cmd/}"
+go_build kube127 "$here/kube127" kube127/bin "$(version_stamp "$kube_next_version")" \
+  "${kube_commands[@]/#/k8s.io/kubernetes/cmd/}"
+go_build ccm "$here/ccm127" bin "$(version_stamp "$ccm_version")" \
   k8s.io/cloud-provider-aws/cmd/aws-cloud-controller-manager
-install_etcd
+go_build etcd "$here/etcd35" bin "" go.etcd.io/etcd/server/v3=etcd
+go_build critools "$here/critools" bin "-X sigs.k8s.io/cri-tools/pkg/version.Version=$crictl_version" \
+  sigs.k8s.io/cri-tools/cmd/crictl
+build_pause
+build_images
 install_fake_aws
 
-etcd_version="$("$dir/bin/etcd" --version | sed -n 's/^etcd Version: //p')"
 moto_version="$("$dir/venv/bin/python3" -c 'import moto; print(moto.__version__)')"
 {
-  printf 'kube-apiserver\t%s\tk8s.io/kubernetes@%s (%s)\n' "$kube_version" "$kube_version" "$go_version"
-  printf 'kube-controller-manager\t%s\tk8s.io/kubernetes@%s (%s)\n' "$kube_version" "$kube_version" "$go_version"
+  for component in "${kube_commands[@]}"; do
+    printf '%s\t%s\tk8s.io/kubernetes@%s (%s)\n' "$component" "$kube_version" "$kube_version" \
+      "$go_version"
+  done
+  for component in "${kube_commands[@]}"; do
+    printf '%s\t%s\tk8s.io/kubernetes@%s (%s)\n' "$component" "$kube_next_version" \
+      "$kube_next_version" "$go_version"
+  done
   printf 'aws-cloud-controller-manager\t%s\tk8s.io/cloud-provider-aws@%s (%s)\n' "$ccm_version" \
     "$ccm_version" "$go_version"
-  printf 'etcd\tv%s\tDebian etcd-server\n' "$etcd_version"
+  printf 'etcd\t%s\tgo.etcd.io/etcd/server/v3@%s (%s)\n' "$etcd_version" "$etcd_version" "$go_version"
+  printf 'crictl\t%s\tsigs.k8s.io/cri-tools@%s (%s)\n' "$crictl_version" "$crictl_version" "$go_version"
+  printf 'pause\t%s\ttests/real/images/pause.c (gcc -static)\n' "$pause_image_tag"
   printf 'moto\t%s\tPyPI (the fake EC2 API; instance metadata by tests/real/fake_aws.py)\n' "$moto_version"
 } > "$dir/versions.txt.tmp"
 mv -f "$dir/versions.txt.tmp" "$dir/versions.txt"

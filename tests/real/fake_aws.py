@@ -12,7 +12,10 @@ Test fixture (the product stays C++). One process that:
   (``IP:--imds-port``), so a manager started with
   ``AWS_EC2_METADATA_SERVICE_ENDPOINT=http://IP:PORT/`` sees its own instance
   the way a pod sees 169.254.169.254 on a real instance, including IMDSv2
-  tokens and instance-profile credentials (no keys in any manifest);
+  tokens and instance-profile credentials (no keys in any manifest); or, for
+  a node that is a network namespace of its own (``--imds-netns``), inside
+  that namespace on ``--imds-host`` (169.254.169.254, as on EC2), so that
+  every process of the node finds its instance at the default address;
 * writes a JSON ready file, then serves until SIGTERM/SIGINT and exits 0.
 
 The metadata paths served are those read by the in-tree AWS provider of
@@ -24,6 +27,7 @@ by aws-sdk-go v1 (ec2metadata client, EC2 role credentials provider).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import datetime
 import ipaddress
 import json
@@ -119,8 +123,8 @@ def api_logger(app, log: Callable[[dict], None]):
     return wrapped
 
 
-def start_moto(port: int, log: Callable[[dict], None]):
-    """Serves moto on 127.0.0.1:port (0: a free port); returns (server, url)."""
+def start_moto(host: str, port: int, log: Callable[[dict], None]):
+    """Serves moto on host:port (0: a free port); returns (server, url)."""
     # Imported here so that --help and argument errors are instant (moto takes
     # seconds to import).
     import logging
@@ -131,9 +135,9 @@ def start_moto(port: int, log: Callable[[dict], None]):
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # we log calls ourselves
     app = api_logger(DomainDispatcherApplication(create_backend_app), log)
     try:
-        server = make_server("127.0.0.1", port, app, threaded=True)
+        server = make_server(host, port, app, threaded=True)
     except OSError as e:
-        raise FixtureError(f"--ec2-port {port}: cannot listen on 127.0.0.1: {e}") from None
+        raise FixtureError(f"--ec2-port {port}: cannot listen on {host}: {e}") from None
     threading.Thread(target=server.serve_forever, daemon=True).start()
     host, real_port = server.server_address[:2]
     return server, f"http://{host}:{real_port}"
@@ -392,6 +396,34 @@ def imds_handler(meta: Metadata, tokens: Tokens, v2_only: bool,
 # -------------------------------------------------------------------------- main
 
 
+CLONE_NEWNET = 0x40000000
+
+
+def in_network_namespace(path: str, make: Callable[[], ThreadingHTTPServer]) -> ThreadingHTTPServer:
+    """Calls make() with this thread in the network namespace at path (a /proc/PID/ns/net or a
+    bind of one), then returns to its own: the listening socket stays in that namespace."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    own = os.open(f"/proc/self/task/{threading.get_native_id()}/ns/net", os.O_RDONLY)
+    try:
+        try:
+            target = os.open(path, os.O_RDONLY)
+        except OSError as e:
+            raise FixtureError(f"--imds-netns {path}: {e.strerror}") from None
+        try:
+            if libc.setns(target, CLONE_NEWNET) != 0:
+                err = ctypes.get_errno()
+                raise FixtureError(f"--imds-netns {path}: setns: {os.strerror(err)} (needs root)")
+            try:
+                return make()
+            finally:
+                if libc.setns(own, CLONE_NEWNET) != 0:
+                    raise OSError(ctypes.get_errno(), "setns back to the fixture's own network")
+        finally:
+            os.close(target)
+    finally:
+        os.close(own)
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         prog="handoff-fake-aws",
@@ -417,10 +449,19 @@ removed on exit) holds: ec2_url, region, cluster_id, imds_port, role, and
     ap.add_argument("--cluster-id", required=True,
                     help="tags every resource kubernetes.io/cluster/<ID>=owned")
     ap.add_argument("--region", default="us-east-1", help="default %(default)s")
+    ap.add_argument("--ec2-host", default="127.0.0.1",
+                    help="address of the AWS API endpoint (default %(default)s)")
     ap.add_argument("--ec2-port", type=int, default=0,
-                    help="port of the AWS API endpoint on 127.0.0.1 (default: a free one)")
+                    help="port of the AWS API endpoint (default: a free one)")
     ap.add_argument("--imds-port", type=int, required=True,
                     help="port of every node's metadata endpoint, on that node's address")
+    ap.add_argument("--imds-netns", action="append", default=[], metavar="NAME=PATH",
+                    help="serve node NAME's metadata inside the network namespace at PATH "
+                         "(/proc/PID/ns/net), on --imds-host; the address must be up there. "
+                         "Repeat per node; needs root.")
+    ap.add_argument("--imds-host", default="169.254.169.254",
+                    help="the metadata address inside an --imds-netns namespace "
+                         "(default %(default)s, as on EC2)")
     ap.add_argument("--instance-type", default="m5.large", help="default %(default)s")
     ap.add_argument("--role", default="handoff-control-plane",
                     help="instance profile role whose credentials the metadata serves")
@@ -437,6 +478,19 @@ removed on exit) holds: ec2_url, region, cluster_id, imds_port, role, and
     for flag, port in (("--imds-port", args.imds_port), ("--ec2-port", args.ec2_port)):
         if not 0 <= port <= 65535 or (flag == "--imds-port" and port == 0):
             ap.error(f"{flag} {port}: not a usable port")
+    netns = {}
+    for spec in args.imds_netns:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path.startswith("/"):
+            ap.error(f"--imds-netns {spec!r}: expected NAME=/ABSOLUTE/PATH")
+        if name in netns:
+            ap.error(f"--imds-netns: node {name} given twice")
+        netns[name] = path
+    names = {s.partition("=")[0] for s in args.node}
+    for name in netns:
+        if name not in names:
+            ap.error(f"--imds-netns {name}: no --node {name}")
+    args.imds_netns = netns
     return args
 
 
@@ -477,17 +531,24 @@ def main(argv: list[str]) -> int:
         tokens = Tokens()
         for n in nodes:
             meta = Metadata(n, args.region, args.instance_type, args.role)
+            host = args.imds_host if n.name in args.imds_netns else n.ip
+
+            def make(host=host, meta=meta):
+                return ThreadingHTTPServer(
+                    (host, args.imds_port), imds_handler(meta, tokens, args.imds_v2_only, log))
+
             try:
-                srv = ThreadingHTTPServer(
-                    (n.ip, args.imds_port), imds_handler(meta, tokens, args.imds_v2_only, log))
+                netns = args.imds_netns.get(n.name)
+                srv = in_network_namespace(netns, make) if netns else make()
             except OSError as e:
+                where = f" in {args.imds_netns[n.name]}" if n.name in args.imds_netns else ""
                 raise FixtureError(
-                    f"--node {n.name}={n.ip}: cannot serve metadata on {n.ip}:{args.imds_port}: "
-                    f"{e.strerror or e}") from None
+                    f"--node {n.name}={n.ip}: cannot serve metadata on {host}:{args.imds_port}"
+                    f"{where}: {e.strerror or e}") from None
             srv.daemon_threads = True
             servers.append(srv)
 
-        moto, ec2_url = start_moto(args.ec2_port, lambda e: log(e, "api"))
+        moto, ec2_url = start_moto(args.ec2_host, args.ec2_port, lambda e: log(e, "api"))
         seed(ec2_url, args.region, args.cluster_id, args.instance_type, nodes)
         threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in servers]
         for t in threads:
@@ -497,12 +558,15 @@ def main(argv: list[str]) -> int:
             "ec2_url": ec2_url, "region": args.region, "cluster_id": args.cluster_id,
             "imds_port": args.imds_port, "role": args.role,
             "nodes": [{"name": n.name, "ip": n.ip, "instance_id": n.instance_id, "zone": n.zone,
-                       "private_dns_name": n.private_dns_name, "provider_id": n.provider_id}
+                       "private_dns_name": n.private_dns_name, "provider_id": n.provider_id,
+                       "imds": f"{args.imds_host if n.name in args.imds_netns else n.ip}"
+                               f":{args.imds_port}"}
                       for n in nodes],
         }
         write_atomically(args.ready_file, json.dumps(ready, indent=2) + "\n")
         print(f"fake-aws ready: ec2 {ec2_url}, metadata on "
-              + ", ".join(f"{n.name}={n.ip}:{args.imds_port}" for n in nodes),
+              + ", ".join(f"{n.name}={args.imds_host if n.name in args.imds_netns else n.ip}"
+                          f":{args.imds_port}" for n in nodes),
               file=sys.stderr, flush=True)
 
         stop.wait()

@@ -1,10 +1,14 @@
 //go:build tools
 
-// Package tools pins the kube-apiserver and kube-controller-manager that tests/real/components.sh
-// builds.
+// Package tools pins the Kubernetes v1.26 components that tests/real/components.sh builds: the
+// control plane's binaries (also packed into the kubeadm sandbox's images), the kubelet and
+// kubeadm.
 package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubeadm"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )
