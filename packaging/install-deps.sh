@@ -30,10 +30,14 @@ packages=(
   help2man dpkg-dev lintian man-db
   # The fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizers' runtimes.
   clang-14 libclang-rt-14-dev
-  # The real upstream components of `handoffctl sandbox --cluster real` and the tests labelled
-  # "real" (tests/real/components.sh builds the rest with Go and pip): etcd for kube-apiserver, a
-  # venv for the fake AWS (moto).
-  etcd-server python3-venv
+  # The real upstream components of `handoffctl sandbox --cluster real|kubeadm` and the tests
+  # labelled "real" and "kubeadm" (tests/real/components.sh builds the Kubernetes ones with Go and
+  # the fake AWS with pip): a venv for the fake AWS (moto); for the kubeadm cluster's nodes, the
+  # container runtime (containerd and runc), the load balancer in front of the API servers
+  # (haproxy), ip for the nodes' network, util-linux for nsenter-style tools.
+  python3-venv containerd runc haproxy iproute2
+  # Caches the C++ compilations of tests/run.sh's builds across runs.
+  ccache
 )
 
 missing=()

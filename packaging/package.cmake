@@ -37,7 +37,7 @@ endif()
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${handoff_debian_dir}/changelog)
 
 install(TARGETS handoff-agent handoff-coordinator handoffctl RUNTIME DESTINATION bin)
-install(TARGETS handoff-standin handoff-sandbox-kubelet handoff-fake-apiserver
+install(TARGETS handoff-standin handoff-sandbox-kubelet handoff-sandbox-node handoff-fake-apiserver
         RUNTIME DESTINATION lib/handoff)
 # Debian 12 keeps packaged units in /lib/systemd/system (lintian: systemd-service-file-outside-lib).
 file(GLOB handoff_units CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/systemd/*.service)

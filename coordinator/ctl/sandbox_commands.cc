@@ -20,12 +20,13 @@ struct SandboxFlags {
 int Run(CommandContext& context, SandboxFlags& flags) {
   if (!sandbox::ParseFault(flags.fault, &flags.options.fault)) {
     context.err() << "handoffctl sandbox: --fault \"" << flags.fault
-                  << "\" is not one of agent-kill, coordinator-kill, unhealthy, stray-backup\n";
+                  << "\" is not one of agent-kill, coordinator-kill, unhealthy, stray-backup, "
+                     "kubelet-kill\n";
     return kExitRefused;
   }
   if (!sandbox::ParseClusterKind(flags.cluster, &flags.options.cluster)) {
     context.err() << "handoffctl sandbox: --cluster \"" << flags.cluster
-                  << "\" is not one of model, real\n";
+                  << "\" is not one of model, real, kubeadm\n";
     return kExitRefused;
   }
   absl::Duration timeout;
@@ -90,11 +91,18 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context) {
       "restart it), coordinator-kill (kill -9 the coordinator mid-rollout, restart it), "
       "unhealthy (a cloud-controller-manager never gets healthy: the agent rolls its node back, "
       "the rollout halts, the sandbox rolls everything back), stray-backup (a stray "
-      "kube-controller-manager.yaml.bak: the node is refused until the file is removed)");
+      "kube-controller-manager.yaml.bak: the node is refused until the file is removed), "
+      "kubelet-kill (--cluster kubeadm: the moving node's real kubelet is killed mid-move and "
+      "started again by its service manager 10 s later, as kubeadm's unit restarts it)");
   command->add_option("--cluster", flags->cluster,
                       "The cluster under the rehearsal: model (default: the fake API server and "
-                      "stand-in controller-managers, nothing to install) or real (the upstream "
-                      "components built by tests/real/components.sh: README \"Real components\")");
+                      "stand-in controller-managers, nothing to install), real (the upstream "
+                      "managers and API server built by tests/real/components.sh on simulated "
+                      "nodes: README \"Real components\"), or kubeadm (a kubeadm-built HA "
+                      "control plane: every node a set of namespaces with its own containerd and "
+                      "real kubelet, a load balancer in front, the real 1.26 and 1.27 components; "
+                      "root, and Debian's containerd, runc and haproxy: README \"The whole node "
+                      "real\")");
   command->add_option(
       "--lease-release", flags->lease_release,
       "on (default) or off, passed to handoff-coordinator --lease-release: on, when a move stops "

@@ -557,6 +557,28 @@ absl::StatusOr<CertificateInfo> InspectCertificate(const std::string& pem) {
   return Describe(certificate->get());
 }
 
+absl::StatusOr<std::string> PublicKeyPin(const std::string& pem) {
+  ERR_clear_error();
+  absl::StatusOr<Owned<X509>> certificate = ParseCertificate(pem, "the text");
+  if (!certificate.ok()) return certificate.status();
+  unsigned char* der = nullptr;
+  const int length = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(certificate->get()), &der);
+  if (length <= 0) return OpenSslError("encoding the certificate's public key");
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int digest_length = 0;
+  const int hashed = EVP_Digest(der, static_cast<size_t>(length), digest, &digest_length,
+                                EVP_sha256(), nullptr);
+  OPENSSL_free(der);
+  if (hashed != 1) return OpenSslError("hashing the certificate's public key");
+  std::string hex = "sha256:";
+  constexpr char kDigits[] = "0123456789abcdef";
+  for (unsigned int i = 0; i < digest_length; ++i) {
+    hex.push_back(kDigits[digest[i] >> 4]);
+    hex.push_back(kDigits[digest[i] & 0xf]);
+  }
+  return hex;
+}
+
 absl::Status VerifyCertificate(const std::string& ca_pem, const std::string& certificate_pem,
                                absl::Time at) {
   return VerifyChain(ca_pem, certificate_pem, at, KeyUsage::kAny);

@@ -65,6 +65,11 @@ struct CertificateInfo {
 // The first certificate of `pem`. InvalidArgument when there is none.
 absl::StatusOr<CertificateInfo> InspectCertificate(const std::string& pem);
 
+// "sha256:<64 lower-case hex digits>": the SHA-256 of the DER SubjectPublicKeyInfo of the first
+// certificate of `pem`, the form `kubeadm join --discovery-token-ca-cert-hash` pins a cluster
+// CA with. InvalidArgument when `pem` holds no certificate.
+absl::StatusOr<std::string> PublicKeyPin(const std::string& pem);
+
 // Whether a certificate valid at `now` is worth a warning about its coming expiry: 30 days before
 // it, as kubeadm's `certs check-expiration` warns, but never in the first half of its life, so a
 // short-lived certificate (the sandbox's last a day) does not warn at every start.

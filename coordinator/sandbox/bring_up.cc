@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"
 #include "coordinator/kube/rbac.h"
+#include "coordinator/sandbox/kubeadm/kubeadm_cluster.h"
 #include "coordinator/sandbox/real/control_plane.h"
 #include "coordinator/sandbox/real_cluster.h"
 #include "coordinator/sandbox/report.h"
@@ -31,7 +33,6 @@ namespace handoff::sandbox {
 namespace {
 
 constexpr char kOperator[] = "sandbox-operator";
-constexpr char kKubeletHealthzPort[] = "10248";
 
 // A daemon's configuration file (agent/base/config_file.h): one key per long option, in order,
 // each value a quoted YAML string.
@@ -53,7 +54,8 @@ std::string SandboxRun::Path(const std::string& relative) const {
 }
 
 bool IsSandboxHelper(const std::string& name) {
-  return name == "handoff-standin" || name == "handoff-sandbox-kubelet";
+  return name == "handoff-standin" || name == "handoff-sandbox-kubelet" ||
+         name == "handoff-sandbox-node";
 }
 
 std::string SandboxDaemonsDir(const std::string& bin_dir, const std::string& exe_dir) {
@@ -63,7 +65,8 @@ std::string SandboxDaemonsDir(const std::string& bin_dir, const std::string& exe
 absl::StatusOr<SandboxBinaries> LocateSandboxBinaries(
     const std::string& bin_dir, const std::string& exe_dir,
     const std::function<bool(const std::string& path)>& executable) {
-  constexpr const char* kHelpers[] = {"handoff-standin", "handoff-sandbox-kubelet"};
+  constexpr const char* kHelpers[] = {"handoff-standin", "handoff-sandbox-kubelet",
+                                      "handoff-sandbox-node"};
   const char* const advice =
       bin_dir.empty()
           ? "build it (packaging/build.sh), install the handoff package or pass --bin-dir"
@@ -101,7 +104,7 @@ absl::StatusOr<SandboxBinaries> LocateSandboxBinaries(
     }
   }
   return absl::FailedPreconditionError(
-      StrCat("handoff-standin and handoff-sandbox-kubelet are not both in ",
+      StrCat("handoff-standin, handoff-sandbox-kubelet and handoff-sandbox-node are not all in ",
              StrJoin(candidates, " or "), ": install or build them into one of them"));
 }
 
@@ -173,6 +176,16 @@ absl::Status SandboxRun::WriteFile(const std::string& path, const std::string& c
   return AtomicReplace(*fs_, path, content, info);
 }
 
+absl::Status SandboxRun::WriteNodeFile(const AgentHost& host, const std::string& path,
+                                       const std::string& content, unsigned mode) {
+  std::unique_ptr<FileSystem> node_fs = NewPosixFileSystem(host.files);
+  absl::Status made = EnsureDirectory(*node_fs, std::filesystem::path(path).parent_path(), 0755);
+  if (!made.ok()) return made;
+  FileInfo info;
+  info.mode = mode;
+  return AtomicReplace(*node_fs, path, content, info);
+}
+
 absl::Status SandboxRun::Setup() {
   started_ = absl::Now();
   fs_ = NewPosixFileSystem("/");
@@ -208,13 +221,20 @@ absl::Status SandboxRun::Setup() {
     if (!made.ok()) return made;
   }
   if (options_.cluster == ClusterKind::kReal) timing_ = RealManagerTiming();
+  if (options_.cluster == ClusterKind::kKubeadm) timing_ = KubeadmManagerTiming();
   ClusterSetup setup;
   setup.dir = dir_;
   setup.bin_dir = bin_dir_;
   setup.timing = timing_;
+  setup.keep = options_.keep;
+  setup.say = [this](const std::string& line) { Say(line); };
+  setup.spawn = [this](const std::vector<std::string>& argv, const std::string& log) {
+    return SpawnOwned(argv, log);
+  };
   for (int i = 1; i <= options_.nodes; ++i) {
     NodeRun node;
-    node.node.spec = MakeSandboxNode(i);
+    node.node.spec = options_.cluster == ClusterKind::kKubeadm ? MakeKubeadmNode(i)
+                                                                 : MakeSandboxNode(i);
     node.node.root = Path(StrCat("nodes/", node.spec().name));
     absl::Status made = EnsureDirectory(*fs_, node.root(), 0755);
     if (!made.ok()) return made;
@@ -235,7 +255,7 @@ absl::Status SandboxRun::MakeCertificates() {
   absl::StatusOr<pki::KeyPair> kube_ca =
       pki::CreateCertificateAuthority("sandbox-kubernetes-ca", now, absl::Hours(24));
   if (!kube_ca.ok()) return kube_ca.status();
-  kube_ca_ = *kube_ca;
+  const pki::KeyPair& kube_ca_ = *kube_ca;
   auto request = [](std::string cn, std::vector<std::string> o, bool server) {
     pki::CertificateRequest r;
     r.common_name = std::move(cn);
@@ -251,6 +271,10 @@ absl::Status SandboxRun::MakeCertificates() {
   };
   absl::Status written = WriteFile(Path("pki/kube-ca.crt"), kube_ca_.certificate_pem);
   if (!written.ok()) return written;
+  certificates_.kube_ca = kube_ca_;
+  certificates_.client_ca_file = Path("pki/kube-ca.crt");
+  certificates_.serving_cert_file = Path("pki/apiserver.crt");
+  certificates_.serving_key_file = Path("pki/apiserver.key");
   const std::pair<std::string, pki::CertificateRequest> kube_issues[] = {
       {"apiserver", request("kube-apiserver", {}, true)},
       {"admin", request("kubernetes-admin", {"system:masters"}, false)},
@@ -258,7 +282,8 @@ absl::Status SandboxRun::MakeCertificates() {
   for (const auto& [file, cert_request] : kube_issues) {
     absl::StatusOr<pki::KeyPair> pair = pki::IssueCertificate(kube_ca_, cert_request, now);
     if (!pair.ok()) return pair.status();
-    if (file == "admin") admin_ = *pair;
+    if (file == "admin") certificates_.admin = *pair;
+    if (file == "controller-manager") certificates_.controller_manager = *pair;
     written = WriteFile(Path(StrCat("pki/", file, ".crt")), pair->certificate_pem);
     if (written.ok()) {
       written = WriteFile(Path(StrCat("pki/", file, ".key")), pair->private_key_pem, 0600);
@@ -267,10 +292,15 @@ absl::Status SandboxRun::MakeCertificates() {
   }
 
   // handoff's CA and identities, made as an operator makes them: with `handoffctl certs`.
+  std::vector<std::string> coordinator = {"issue", "--coordinator", "--dns",
+                                           kCoordinatorServerName, "--ip", "127.0.0.1"};
+  if (!cluster_->CoordinatorAltIp().empty()) {
+    coordinator.insert(coordinator.end(), {"--ip", cluster_->CoordinatorAltIp()});
+  }
+  coordinator.insert(coordinator.end(), {"--out", Path("pki/coordinator")});
   std::vector<std::vector<std::string>> commands = {
       {"init", "--validity", "24h"},
-      {"issue", "--coordinator", "--dns", kCoordinatorServerName, "--ip", "127.0.0.1", "--out",
-       Path("pki/coordinator")},
+      coordinator,
       {"issue", "--operator", kOperator, "--out", Path("pki/operator")}};
   for (const NodeRun& node : nodes_) {
     commands.push_back({"issue", "--node", node.spec().name, "--out",
@@ -292,70 +322,7 @@ absl::Status SandboxRun::MakeCertificates() {
   return absl::OkStatus();
 }
 
-absl::Status SandboxRun::StartApiServer() {
-  ApiServerCertificates certificates;
-  certificates.kube_ca = kube_ca_;
-  certificates.client_ca_file = Path("pki/kube-ca.crt");
-  certificates.serving_cert_file = Path("pki/apiserver.crt");
-  certificates.serving_key_file = Path("pki/apiserver.key");
-  absl::StatusOr<std::string> url = cluster_->StartApiServer(certificates);
-  if (!url.ok()) return url.status();
-  absl::Status written = WriteFile(
-      Path("admin.conf"), KubeconfigYaml(*url, kube_ca_.certificate_pem, admin_, "kubernetes-admin"),
-      0600);
-  if (!written.ok()) return written;
-
-  absl::StatusOr<std::string> kcm_cert = fs_->ReadFile(Path("pki/controller-manager.crt"));
-  absl::StatusOr<std::string> kcm_key = fs_->ReadFile(Path("pki/controller-manager.key"));
-  if (!kcm_cert.ok()) return kcm_cert.status();
-  if (!kcm_key.ok()) return kcm_key.status();
-  for (const NodeRun& node : nodes_) {
-    LayoutInputs inputs;
-    inputs.api_server_url = *url;
-    inputs.kube_ca_pem = kube_ca_.certificate_pem;
-    inputs.controller_manager_client = pki::KeyPair{*kcm_cert, *kcm_key};
-    inputs.timing = timing_;
-    absl::Status added = cluster_->AddLayoutInputs(node.node, inputs);
-    if (!added.ok()) return added;
-    std::unique_ptr<FileSystem> node_fs = NewPosixFileSystem(node.root());
-    absl::Status laid = WriteNodeLayout(*node_fs, node.spec(), inputs);
-    if (!laid.ok()) return laid;
-  }
-  absl::Status settings = WriteFile(Path("settings.yaml"), RolloutSettingsYaml(timing_));
-  if (!settings.ok()) return settings;
-  Say(StrCat("API server on ", *url, " (Leases, Roles, Nodes with providerIDs)"));
-  return absl::OkStatus();
-}
-
-absl::Status SandboxRun::StartKubelets() {
-  for (const NodeRun& node : nodes_) {
-    std::vector<std::string> argv = {Bin("handoff-sandbox-kubelet"),
-                                     "start",
-                                     "--root",
-                                     node.root(),
-                                     "--node-name",
-                                     node.spec().name,
-                                     "--healthz-bind-address",
-                                     node.spec().ip,
-                                     "--healthz-port",
-                                     kKubeletHealthzPort};
-    for (std::string& arg : cluster_->KubeletArgs(node.node)) argv.push_back(std::move(arg));
-    const std::string log = Path(StrCat("logs/kubelet-", node.spec().name, ".log"));
-    absl::StatusOr<std::unique_ptr<Process>> start = SpawnOwned(argv, log);
-    if (!start.ok()) return start.status();
-    int status = 0;
-    if (!(*start)->WaitFor(absl::Seconds(30), &status) || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0) {
-      return absl::UnavailableError(StrCat("the simulated kubelet of ", node.spec().name,
-                                           " did not start (", DescribeWaitStatus(status),
-                                           "); see ", log));
-    }
-  }
-  Say(StrCat(
-      "kubelets running the static pods of ", options_.nodes,
-      " nodes: kube-apiserver, kube-controller-manager --cloud-provider=aws, kube-scheduler"));
-  return absl::OkStatus();
-}
+absl::Status SandboxRun::StartCluster() { return cluster_->Start(certificates_); }
 
 absl::Status SandboxRun::WaitForCloudControllers(absl::Duration timeout) {
   absl::Time deadline = absl::Now() + timeout;
@@ -410,7 +377,7 @@ absl::Status SandboxRun::StartCoordinator() {
   const std::string config = Path("coordinator.yaml");
   absl::Status written = WriteFile(
       config, DaemonConfig("handoff-coordinator for this sandbox, started with --config",
-                           {{"listen", StrCat("127.0.0.1:", coordinator_port_)},
+                           {{"listen", StrCat(cluster_->CoordinatorHost(), ":", coordinator_port_)},
                             {"port-file", port_file},
                             {"state-dir", Path("coordinator")},
                             {"ca", Path("pki/handoff/ca.crt")},
@@ -453,51 +420,51 @@ absl::Status SandboxRun::StartAgent(NodeRun& node) {
     if (!port.ok()) return port.status();
     node.metrics_port = *port;
   }
-  if (node.imds == nullptr) {
-    // Each simulated node is an instance with its own metadata, tagged for the cluster as the
-    // AWS procedure asks (kubernetes.io/cluster/<clusterId>=owned).
-    FakeImdsOptions imds;
-    imds.instance_id = node.spec().provider_id.substr(node.spec().provider_id.rfind('/') + 1);
-    imds.tags = std::map<std::string, std::string>{
-        {"Name", node.spec().name}, {"kubernetes.io/cluster/handoff-sandbox", "owned"}};
-    absl::StatusOr<std::unique_ptr<FakeImds>> started = FakeImds::Start(std::move(imds));
-    if (!started.ok()) return started.status();
-    node.imds = *std::move(started);
+  const AgentHost host = cluster_->AgentHostOf(node.node);
+  // Where the agent finds a file of its node.
+  auto in = [&host](const std::string& path) { return StrCat(host.agent_prefix, path); };
+  // Its certificate and the CA's, where the package's configuration looks for them.
+  const std::string name = node.spec().name;
+  for (const auto& [from, to, mode] :
+       {std::tuple{Path("pki/handoff/ca.crt"), "/etc/handoff/pki/ca.crt", 0644u},
+        std::tuple{Path(StrCat("pki/agent-", name, ".crt")), "/etc/handoff/pki/agent.crt", 0644u},
+        std::tuple{Path(StrCat("pki/agent-", name, ".key")), "/etc/handoff/pki/agent.key",
+                   0600u}}) {
+    absl::StatusOr<std::string> content = fs_->ReadFile(from);
+    if (!content.ok()) return content.status();
+    absl::Status copied = WriteNodeFile(host, to, *content, mode);
+    if (!copied.ok()) return copied;
   }
-  std::string settings = StrCat(node.root(), "/etc/handoff/agent-settings.yaml");
-  absl::Status written = WriteFile(
-      settings, StrCat("# This node's own settings for handoff-agent run: its kubelet answers "
-                       "on\n# the node's address (each simulated node has its own), and its "
-                       "instance\n# metadata on a port of its own.\nkubelet:\n  healthzUrl: "
-                       "http://",
-                       node.spec().ip, ":", kKubeletHealthzPort,
-                       "/healthz\ninstanceMetadata:\n  endpoint: ", node.imds->endpoint(),
-                       "\n"));
+  std::vector<std::pair<std::string, std::string>> keys = {
+      {"coordinator", StrCat(cluster_->CoordinatorHost(), ":", coordinator_port_)},
+      {"server-name", kCoordinatorServerName},
+      {"ca", in("/etc/handoff/pki/ca.crt")},
+      {"cert", in("/etc/handoff/pki/agent.crt")},
+      {"key", in("/etc/handoff/pki/agent.key")}};
+  if (!host.root.empty()) keys.emplace_back("root", host.root);
+  if (!host.local_settings.empty()) {
+    absl::Status written = WriteNodeFile(
+        host, "/etc/handoff/agent-settings.yaml",
+        StrCat("# This node's own settings for handoff-agent run.\n", host.local_settings));
+    if (!written.ok()) return written;
+    keys.emplace_back("settings", in("/etc/handoff/agent-settings.yaml"));
+  }
+  if (!host.proc_root.empty()) keys.emplace_back("proc-root", host.proc_root);
+  keys.insert(keys.end(),
+              {{"timeout", host.timeout},
+               {"reconnect-max", "500ms"},
+               {"kubelet-restart-command", host.kubelet_restart_command},
+               {"metrics-listen", StrCat(host.metrics_host, ":", node.metrics_port)},
+               {"log-format", "text"}});
+  absl::Status written = WriteNodeFile(
+      host, "/etc/handoff/agent.yaml",
+      DaemonConfig(StrCat("handoff-agent run on ", name, " in this sandbox, started with --config"),
+                   keys));
   if (!written.ok()) return written;
-  const std::string config = StrCat(node.root(), "/etc/handoff/agent.yaml");
-  written = WriteFile(
-      config,
-      DaemonConfig(
-          StrCat("handoff-agent run on ", node.spec().name, " in this sandbox, started with --config"),
-          {{"coordinator", StrCat("127.0.0.1:", coordinator_port_)},
-           {"server-name", kCoordinatorServerName},
-           {"ca", Path("pki/handoff/ca.crt")},
-           {"cert", Path(StrCat("pki/agent-", node.spec().name, ".crt"))},
-           {"key", Path(StrCat("pki/agent-", node.spec().name, ".key"))},
-           {"root", node.root()},
-           {"settings", settings},
-           {"proc-root", StrCat(node.root(), "/run/sandbox-proc")},
-           // Real managers on a loaded machine take longer to start than the stand-ins.
-           {"timeout", options_.cluster == ClusterKind::kReal ? "60s" : "15s"},
-           {"reconnect-max", "500ms"},
-           {"kubelet-restart-command",
-            StrCat(Bin("handoff-sandbox-kubelet"), " restart --root ", node.root())},
-           {"metrics-listen", StrCat("127.0.0.1:", node.metrics_port)},
-           {"log-format", "text"}}));
-  if (!written.ok()) return written;
-  std::vector<std::string> argv = {Bin("handoff-agent"), "run", "--config", config};
+  std::vector<std::string> argv = host.prefix;
+  argv.insert(argv.end(), {Bin("handoff-agent"), "run", "--config", in("/etc/handoff/agent.yaml")});
   absl::StatusOr<std::unique_ptr<Process>> started =
-      SpawnOwned(argv, Path(StrCat("logs/agent-", node.spec().name, ".log")));
+      SpawnOwned(argv, Path(StrCat("logs/agent-", name, ".log")));
   if (!started.ok()) return started.status();
   node.agent = *std::move(started);
   return absl::OkStatus();
@@ -510,7 +477,7 @@ absl::Status SandboxRun::RestartAgent(NodeRun& node, bool kill) {
 
 absl::Status SandboxRun::ResolveOperatorEndpoint() {
   ctl::CoordinatorOptions options;
-  options.address = StrCat("127.0.0.1:", coordinator_port_);
+  options.address = StrCat(cluster_->CoordinatorHost(), ":", coordinator_port_);
   options.ca = Path("pki/handoff/ca.crt");
   options.cert = Path("pki/operator.crt");
   options.key = Path("pki/operator.key");
@@ -536,12 +503,6 @@ void SandboxRun::TearDown() {
     if (node.agent) node.agent->Stop(SIGTERM, absl::Seconds(5));
   }
   if (coordinator_) coordinator_->Stop(SIGTERM, absl::Seconds(5));
-  for (const NodeRun& node : nodes_) {
-    absl::StatusOr<std::unique_ptr<Process>> stop =
-        SpawnOwned({Bin("handoff-sandbox-kubelet"), "stop", "--root", node.root(), "--pods"},
-                   Path(StrCat("logs/kubelet-", node.spec().name, ".log")));
-    if (stop.ok()) (*stop)->WaitFor(absl::Seconds(15), nullptr);
-  }
   if (cluster_) cluster_->Stop();
   reaping_ = false;
   if (reaper_.joinable()) reaper_.join();

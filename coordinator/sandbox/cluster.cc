@@ -2,14 +2,15 @@
 
 #include <map>
 
+#include "coordinator/sandbox/kubeadm/kubeadm_cluster.h"
 #include "coordinator/sandbox/model_cluster.h"
 #include "coordinator/sandbox/real_cluster.h"
 
 namespace handoff::sandbox {
 
 bool ParseClusterKind(const std::string& name, ClusterKind* kind) {
-  static const std::map<std::string, ClusterKind> kKinds = {{"model", ClusterKind::kModel},
-                                                            {"real", ClusterKind::kReal}};
+  static const std::map<std::string, ClusterKind> kKinds = {
+      {"model", ClusterKind::kModel}, {"real", ClusterKind::kReal}, {"kubeadm", ClusterKind::kKubeadm}};
   auto found = kKinds.find(name);
   if (found == kKinds.end()) return false;
   *kind = found->second;
@@ -23,6 +24,8 @@ absl::StatusOr<std::unique_ptr<SandboxCluster>> NewSandboxCluster(ClusterKind ki
       return NewModelCluster(setup);
     case ClusterKind::kReal:
       return NewRealCluster(setup);
+    case ClusterKind::kKubeadm:
+      return NewKubeadmCluster(setup);
   }
   return absl::InvalidArgumentError("unknown cluster kind");
 }

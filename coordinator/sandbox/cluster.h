@@ -1,15 +1,20 @@
-// The cluster under the sandbox: the API server the nodes' managers, the coordinator and the
-// checks talk to, what each node's files and kubelet need to run that cluster's managers, and the
-// invariant monitor's view of those managers. The sandbox's bring-up, scenario and report are the
-// same for every cluster; only this differs:
-//   model  the in-process fake API server and stand-in controller-managers that record what
-//          they run (model_cluster.h);
-//   real   etcd, kube-apiserver 1.26, kube-controller-manager 1.26 and the
-//          aws-cloud-controller-manager 1.27 against a fake AWS (real_cluster.h).
+// The cluster under the sandbox: its API server and nodes, how the sandbox reaches a node to run
+// that node's agent, and the invariant monitor's view of the managers. The sandbox's bring-up of
+// the coordinator and agents, its scenario and its report are the same for every cluster; only
+// this differs:
+//   model    the in-process fake API server and stand-in controller-managers that record what
+//            they run, on simulated nodes (model_cluster.h);
+//   real     etcd, kube-apiserver 1.26, kube-controller-manager 1.26 and the
+//            aws-cloud-controller-manager 1.27 against a fake AWS, on simulated nodes
+//            (real_cluster.h);
+//   kubeadm  a kubeadm-built HA control plane: every node a set of namespaces with its own
+//            containerd and real kubelet, a load balancer in front of the API servers, real
+//            1.26 and 1.27 components (kubeadm/kubeadm_cluster.h).
 // NewSandboxCluster is the one place that chooses between them.
 #ifndef HANDOFF_COORDINATOR_SANDBOX_CLUSTER_H_
 #define HANDOFF_COORDINATOR_SANDBOX_CLUSTER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,21 +22,23 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "agent/base/strings.h"
 #include "coordinator/pki/pki.h"
 #include "coordinator/sandbox/lease_holders.h"
 #include "coordinator/sandbox/monitor/monitor.h"
 #include "coordinator/sandbox/node_layout.h"
+#include "coordinator/sandbox/process.h"
 
 namespace handoff::sandbox {
 
-enum class ClusterKind { kModel, kReal };
+enum class ClusterKind { kModel, kReal, kKubeadm };
 
-// "model", "real"; false for anything else.
+// "model", "real", "kubeadm"; false for anything else.
 bool ParseClusterKind(const std::string& name, ClusterKind* kind);
 
 struct ClusterNode {
   SandboxNode spec;
-  std::string root;  // the node's root directory (absolute)
+  std::string root;  // the node's directory on the host (absolute)
 };
 
 // What the sandbox has made before it chooses its cluster. Every path is absolute.
@@ -40,15 +47,51 @@ struct ClusterSetup {
   std::string bin_dir;  // where handoff-standin, handoff-sandbox-kubelet, ... are
   LeaseTiming timing;   // every manager's leader-election timing
   std::vector<ClusterNode> nodes;
+  bool keep = false;    // --keep: the directory stays after the run
+  // A progress line for the operator ("[12.3s] ..." is added by the sandbox).
+  std::function<void(const std::string&)> say;
+  // Starts a process with its output appended to `log`, as the sandbox's own child (it reaps
+  // every orphan but its own children).
+  std::function<absl::StatusOr<std::unique_ptr<Process>>(const std::vector<std::string>& argv,
+                                                         const std::string& log)>
+      spawn;
 };
 
-// The API server's credentials, made by the sandbox before the API server starts. Every client
-// of the sandbox (admin, controller-manager) has a certificate from `kube_ca`.
+// The credentials the sandbox made before the cluster starts (MakeCertificates): the simulated
+// clusters' API server is served with them and every client of it has a certificate from
+// `kube_ca`. The kubeadm cluster has kubeadm make its own.
 struct ApiServerCertificates {
   pki::KeyPair kube_ca;           // with its private key, to issue more
+  pki::KeyPair admin;             // CN kubernetes-admin, O system:masters
+  pki::KeyPair controller_manager;  // CN system:kube-controller-manager
   std::string client_ca_file;     // kube_ca's certificate
   std::string serving_cert_file;  // issued by kube_ca for localhost and 127.0.0.1
   std::string serving_key_file;
+};
+
+// Where and how a node's agent runs, seen from the sandbox.
+struct AgentHost {
+  // Runs a command on the node: prepended to the command's argv ({} for a node that is a
+  // directory on the host).
+  std::vector<std::string> prefix;
+  // The node's "/" as the host sees it, to write the agent's files (its configuration and
+  // certificate) and read what the agent writes.
+  std::string files;
+  // The agent's own view of a path of its node ("/etc/handoff/agent.yaml"): `files` + path for
+  // a node that is a directory on the host, the path itself on a node of its own.
+  std::string agent_prefix;
+  // handoff-agent run --root ("" for a node of its own: "/"), --proc-root ("" = /proc).
+  std::string root;
+  std::string proc_root;
+  // --kubelet-restart-command: what restarts this node's kubelet.
+  std::string kubelet_restart_command;
+  // The address the agent's /metrics listens on, which the sandbox can reach.
+  std::string metrics_host = "127.0.0.1";
+  // --timeout: how long the agent waits for each component to restart healthy.
+  std::string timeout = "15s";
+  // The node's own settings for the agent (kubelet.healthzUrl, instanceMetadata.endpoint):
+  // the YAML body; "" = the defaults, which fit a real node.
+  std::string local_settings;
 };
 
 // Used by the sandbox's main thread only; borrowed by nothing.
@@ -56,33 +99,57 @@ class SandboxCluster {
  public:
   virtual ~SandboxCluster() = default;
 
-  // Starts the API server with the cluster's objects (the nodes with their providerIDs, the
-  // bootstrap RBAC of a 1.26 control plane) and returns its URL ("https://127.0.0.1:PORT"). An
-  // error says what did not start and where its log is.
-  virtual absl::StatusOr<std::string> StartApiServer(const ApiServerCertificates& certificates) = 0;
+  // Brings the cluster up: the API server and every node with its files and kubelet, until the
+  // nodes' managers have started. Writes <dir>/admin.conf (the cluster admin's kubeconfig,
+  // which the coordinator and the sandbox use) and <dir>/settings.yaml (the rollout's
+  // settings). An error says what did not start and where its log is.
+  virtual absl::Status Start(const ApiServerCertificates& certificates) = 0;
 
-  // Fills in the cluster's part of `node`'s layout: the pod environment and cloud config its
-  // managers need. The sandbox has set the API server URL, the CA, the client and the timing.
-  virtual absl::Status AddLayoutInputs(const ClusterNode& node, LayoutInputs& inputs) = 0;
+  // The address the coordinator listens on, which every node's agent can reach.
+  virtual std::string CoordinatorHost() const = 0;
+  // Where the coordinator's certificate must name it too ("" = only localhost and 127.0.0.1).
+  virtual std::string CoordinatorAltIp() const { return ""; }
 
-  // Extra arguments for `handoff-sandbox-kubelet start` on `node`: what its static pods run as.
-  virtual std::vector<std::string> KubeletArgs(const ClusterNode& node) const = 0;
+  virtual AgentHost AgentHostOf(const ClusterNode& node) const = 0;
+
+  // --fault unhealthy: the node's cloud-controller-manager never gets healthy (true) or starts
+  // as usual again (false).
+  virtual absl::Status SetCloudControllerManagerUnhealthy(const ClusterNode& node,
+                                                          bool unhealthy) = 0;
+  // --fault kubelet-kill: kills the node's kubelet with SIGKILL; it starts again as its service
+  // manager restarts it. Unimplemented where the kubelet is not a real one.
+  virtual absl::Status KillKubelet(const ClusterNode& node) {
+    return absl::UnimplementedError(StrCat("--fault kubelet-kill needs --cluster kubeadm: ",
+                                           node.spec.name, "'s kubelet is a simulated one"));
+  }
 
   // The invariant monitor, brought up to `now`: which cloud controller ran in which manager,
   // and whether one ever ran in two at once. The reference stays valid until the next Poll. A
   // read error keeps the previous report (the next poll tries again).
   virtual const MonitorReport& Poll(absl::Time now) = 0;
 
+  // From `t` on, the monitor counts the handover gaps; before it the cluster was coming up.
+  virtual void CountGapsFrom(absl::Time t) = 0;
+
+  // The longest one move of one node may take on this cluster: the sandbox's waits are built
+  // from it.
+  virtual absl::Duration MoveBudget() const = 0;
+
   // Each change of holder of the leader-election leases so far, in time order, for the timeline:
   // from the same records the monitor reads (the model's stand-ins write lease records; the real
-  // managers' are read from their logs), and for the real cluster also the API server's view
+  // managers' are read from their logs), and for the real clusters also the API server's view
   // (kObserved). Empty when the records cannot be read.
   virtual std::vector<LeaseHolderChange> LeaseHolders() const = 0;
 
   // One line per component the cluster runs, with its version, for the summary.
   virtual std::vector<std::string> ComponentLines() const = 0;
 
-  // Stops what StartApiServer started. Idempotent; the destructor stops too.
+  // Extra lines for the summary (the kubeadm cluster: how long each component of each node was
+  // down while the kubelet restarted it).
+  virtual std::vector<std::string> SummaryLines() const { return {}; }
+
+  // Stops everything Start started and undoes what it changed on the host. Idempotent; the
+  // destructor stops too.
   virtual void Stop() = 0;
 };
 

@@ -7,14 +7,14 @@
 #include "coordinator/sandbox/monitor/run_record.h"
 #include "coordinator/fakeapi/api_store.h"
 #include "coordinator/fakeapi/fake_api_server.h"
+#include "coordinator/sandbox/simulated_cluster.h"
 
 namespace handoff::sandbox {
 namespace {
 
-class ModelCluster : public SandboxCluster {
+class ModelCluster : public SimulatedCluster {
  public:
-  explicit ModelCluster(const ClusterSetup& setup)
-      : setup_(setup), fs_(NewPosixFileSystem("/")) {
+  explicit ModelCluster(const ClusterSetup& setup) : SimulatedCluster(setup) {
     MonitorOptions options;
     options.lease_duration = setup.timing.lease_duration;
     options.retry_period = setup.timing.retry_period;
@@ -25,6 +25,31 @@ class ModelCluster : public SandboxCluster {
   }
   ~ModelCluster() override { Stop(); }
 
+  const MonitorReport& Poll(absl::Time now) override {
+    (void)monitor_->Poll(absl::ToUnixNanos(now));
+    return monitor_->report();
+  }
+
+  void CountGapsFrom(absl::Time t) override { monitor_->CountGapsFrom(absl::ToUnixNanos(t)); }
+  absl::Duration MoveBudget() const override { return absl::Seconds(20); }
+
+  std::vector<LeaseHolderChange> LeaseHolders() const override {
+    absl::StatusOr<std::vector<RunRecord>> records =
+        ReadRunRecords(*fs_, StrCat(setup_.dir, "/records"));
+    if (!records.ok()) return {};
+    return LeaseHolderChangesFromRecords(*std::move(records));
+  }
+
+  std::vector<std::string> ComponentLines() const override {
+    return {"model: fake API server, stand-in managers"};
+  }
+
+  void Stop() override {
+    StopKubelets();
+    if (api_server_) api_server_->Stop();
+  }
+
+ protected:
   absl::StatusOr<std::string> StartApiServer(const ApiServerCertificates& certificates) override {
     store_ = std::make_unique<fakeapi::ApiStore>();
     std::vector<SandboxNode> specs;
@@ -52,29 +77,9 @@ class ModelCluster : public SandboxCluster {
             StrCat(setup_.dir, "/records/", node.spec.name, ".jsonl")};
   }
 
-  const MonitorReport& Poll(absl::Time now) override {
-    (void)monitor_->Poll(absl::ToUnixNanos(now));
-    return monitor_->report();
-  }
-
-  std::vector<LeaseHolderChange> LeaseHolders() const override {
-    absl::StatusOr<std::vector<RunRecord>> records =
-        ReadRunRecords(*fs_, StrCat(setup_.dir, "/records"));
-    if (!records.ok()) return {};
-    return LeaseHolderChangesFromRecords(*std::move(records));
-  }
-
-  std::vector<std::string> ComponentLines() const override {
-    return {"model: fake API server, stand-in managers"};
-  }
-
-  void Stop() override {
-    if (api_server_) api_server_->Stop();
-  }
+  std::string AgentTimeout() const override { return "15s"; }
 
  private:
-  const ClusterSetup setup_;
-  std::unique_ptr<FileSystem> fs_;  // rooted at "/", for the monitor
   std::unique_ptr<LiveMonitor> monitor_;
   std::unique_ptr<fakeapi::ApiStore> store_;
   std::unique_ptr<fakeapi::FakeApiServer> api_server_;

@@ -24,12 +24,18 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Spawn(const std::vector<std::s
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
 
+  // The log is opened here, so that a log that cannot be written is reported as such rather
+  // than as posix_spawn's failure to start the program.
+  const int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    return absl::InternalError(
+        StrCat("cannot start ", argv[0], ": its log ", log, ": ", std::strerror(errno)));
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
   // The sandbox blocks SIGINT/SIGTERM on its threads to take them on one; its children must get
@@ -48,6 +54,7 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Spawn(const std::vector<std::s
   int error = posix_spawn(&pid, args[0], &actions, &attributes, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
+  close(log_fd);
   if (error != 0) {
     return absl::InternalError(StrCat("cannot start ", argv[0], ": ", std::strerror(error)));
   }

@@ -22,69 +22,22 @@
 #include "coordinator/sandbox/process.h"
 #include "coordinator/sandbox/real/components.h"
 #include "coordinator/sandbox/real/control_plane.h"
+#include "coordinator/sandbox/real/fake_aws.h"
 #include "coordinator/sandbox/real/kubeadm_objects.h"
+#include "coordinator/sandbox/lease_observer.h"
+#include "coordinator/sandbox/simulated_cluster.h"
 
 namespace handoff::sandbox {
 namespace {
 
-// The cluster's id in the instances' tag kubernetes.io/cluster/<id> and the cloud config.
-constexpr char kClusterId[] = "handoff-sandbox";
-
-// What the fake AWS wrote in its ready file.
-struct FakeAws {
-  std::string ec2_url;
-  std::string region;
-  int imds_port = 0;
-  struct Instance {
-    std::string name, ip, instance_id, zone, private_dns_name, provider_id;
-  };
-  std::vector<Instance> instances;
-
-  const Instance* Find(const std::string& name) const {
-    for (const Instance& instance : instances) {
-      if (instance.name == name) return &instance;
-    }
-    return nullptr;
-  }
-};
-
-absl::StatusOr<FakeAws> ParseReadyFile(const std::string& text, const std::string& path) {
-  kube::Json json = kube::Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  auto text_field = [](const kube::Json& object, const char* key) {
-    auto found = object.find(key);
-    return found != object.end() && found->is_string() ? found->get<std::string>() : "";
-  };
-  if (!json.is_object() || !json.contains("nodes") || !json["nodes"].is_array()) {
-    return absl::InvalidArgumentError(StrCat(path, ": not the fake AWS's ready file (no nodes)"));
-  }
-  FakeAws aws;
-  aws.ec2_url = text_field(json, "ec2_url");
-  aws.region = text_field(json, "region");
-  if (json.contains("imds_port") && json["imds_port"].is_number_integer()) {
-    aws.imds_port = json["imds_port"].get<int>();
-  }
-  for (const kube::Json& node : json["nodes"]) {
-    FakeAws::Instance instance{text_field(node, "name"),        text_field(node, "ip"),
-                               text_field(node, "instance_id"), text_field(node, "zone"),
-                               text_field(node, "private_dns_name"),
-                               text_field(node, "provider_id")};
-    if (instance.name.empty() || instance.instance_id.empty() || instance.provider_id.empty()) {
-      return absl::InvalidArgumentError(
-          StrCat(path, ": a node without name, instance_id or provider_id"));
-    }
-    aws.instances.push_back(std::move(instance));
-  }
-  if (aws.ec2_url.empty() || aws.region.empty() || aws.imds_port <= 0) {
-    return absl::InvalidArgumentError(StrCat(path, ": ec2_url, region or imds_port missing"));
-  }
-  return aws;
-}
+using real::FakeAws;
+using real::kSandboxClusterId;
 
 // The in-tree provider's --cloud-config (the cloud-controller-manager is given the same file):
 // the EC2 and ELB endpoints overridden the way an operator points them at VPC endpoints. The
 // zone and region come from each instance's metadata, as on a real instance.
 std::string CloudConfig(const FakeAws& aws) {
-  std::string text = StrCat("[Global]\nKubernetesClusterID = ", kClusterId, "\n");
+  std::string text = StrCat("[Global]\nKubernetesClusterID = ", kSandboxClusterId, "\n");
   int index = 1;
   for (const char* service : {"ec2", "elasticloadbalancing"}) {
     StrAppend(&text, "\n[ServiceOverride \"", index++, "\"]\nService = ", service,
@@ -94,14 +47,14 @@ std::string CloudConfig(const FakeAws& aws) {
   return text;
 }
 
-class RealCluster : public SandboxCluster {
+class RealCluster : public SimulatedCluster {
  public:
   RealCluster(const ClusterSetup& setup, real::Components components)
-      : setup_(setup),
+      : SimulatedCluster(setup),
         components_(std::move(components)),
-        fs_(NewPosixFileSystem("/")),
         clock_(NewRealClock()),
-        pump_(*fs_, StrCat(setup.dir, "/records")) {
+        pump_(*fs_, StrCat(setup.dir, "/records")),
+        leases_(StrCat(setup.dir, "/records")) {
     MonitorOptions options;
     options.lease_duration = setup.timing.lease_duration;
     options.retry_period = setup.timing.retry_period;
@@ -125,6 +78,7 @@ class RealCluster : public SandboxCluster {
   }
   ~RealCluster() override { Stop(); }
 
+ protected:
   absl::StatusOr<std::string> StartApiServer(const ApiServerCertificates& certificates) override {
     absl::Status aws = StartFakeAws();
     if (!aws.ok()) return aws;
@@ -152,8 +106,8 @@ class RealCluster : public SandboxCluster {
     absl::StatusOr<std::unique_ptr<kube::KubeClient>> admin =
         control_plane_->Client(control_plane_->AdminCredentials(), *clock_);
     if (!admin.ok()) return admin.status();
-    admin_ = *std::move(admin);
-    absl::Status created = real::CreateKubeadmObjects(*admin_, objects);
+    leases_.SetClient(*std::move(admin));
+    absl::Status created = real::CreateKubeadmObjects(*leases_.client(), objects);
     if (!created.ok()) return created;
     return control_plane_->url();
   }
@@ -189,21 +143,28 @@ class RealCluster : public SandboxCluster {
             StrCat(components_.dir, "/bin")};
   }
 
+  // Real managers on a loaded machine take longer to start than the stand-ins.
+  std::string AgentTimeout() const override { return "60s"; }
+
+ public:
   const MonitorReport& Poll(absl::Time now) override {
     // The managers' own logs become run records beside the kubelets' process records; a log
     // that cannot be read yet is read on the next poll.
     (void)pump_.Poll(now);
-    NoteLeaseHolders(now);
+    leases_.Observe(now);
     (void)monitor_->Poll(absl::ToUnixNanos(now));
     return monitor_->report();
   }
+
+  void CountGapsFrom(absl::Time t) override { monitor_->CountGapsFrom(absl::ToUnixNanos(t)); }
+  absl::Duration MoveBudget() const override { return absl::Seconds(60); }
 
   std::vector<LeaseHolderChange> LeaseHolders() const override {
     absl::StatusOr<std::vector<RunRecord>> records =
         ReadRunRecords(*fs_, StrCat(setup_.dir, "/records"));
     std::vector<LeaseHolderChange> changes;
     if (records.ok()) changes = LeaseHolderChangesFromRecords(*std::move(records));
-    changes.insert(changes.end(), observed_.begin(), observed_.end());
+    changes.insert(changes.end(), leases_.observed().begin(), leases_.observed().end());
     std::stable_sort(changes.begin(), changes.end(),
                      [](const LeaseHolderChange& a, const LeaseHolderChange& b) {
                        return a.t_ns < b.t_ns;
@@ -225,7 +186,8 @@ class RealCluster : public SandboxCluster {
   }
 
   void Stop() override {
-    admin_.reset();  // no more lease reads once the API server is going away
+    StopKubelets();
+    leases_.SetClient(nullptr);  // no more lease reads once the API server is going away
     if (control_plane_) control_plane_->Stop();
     if (fake_aws_) fake_aws_->Stop(SIGTERM, absl::Seconds(5));
   }
@@ -235,10 +197,9 @@ class RealCluster : public SandboxCluster {
     absl::StatusOr<int> imds_port = real::PickFreePort();
     if (!imds_port.ok()) return imds_port.status();
     const std::string ready = StrCat(setup_.dir, "/fake-aws.json");
-    const std::string log = StrCat(setup_.dir, "/logs/fake-aws.log");
     std::vector<std::string> argv = {components_.Binary(real::kFakeAws),
                                      "--cluster-id",
-                                     kClusterId,
+                                     kSandboxClusterId,
                                      "--imds-port",
                                      StrCat(*imds_port),
                                      "--ready-file",
@@ -249,80 +210,22 @@ class RealCluster : public SandboxCluster {
       argv.push_back("--node");
       argv.push_back(StrCat(node.spec.name, "=", node.spec.ip));
     }
-    absl::StatusOr<std::unique_ptr<Process>> started = Process::Spawn(argv, log);
+    absl::StatusOr<real::RunningFakeAws> started =
+        real::StartFakeAws(argv, ready, StrCat(setup_.dir, "/logs/fake-aws.log"));
     if (!started.ok()) return started.status();
-    fake_aws_ = *std::move(started);
-    // moto takes a few seconds to import; the ready file appears once every endpoint serves.
-    const absl::Time deadline = absl::Now() + absl::Seconds(90);
-    while (true) {
-      absl::StatusOr<std::string> text = fs_->ReadFile(ready);
-      if (text.ok()) {
-        absl::StatusOr<FakeAws> aws = ParseReadyFile(*text, ready);
-        if (!aws.ok()) return aws.status();
-        aws_ = *std::move(aws);
-        return absl::OkStatus();
-      }
-      int status = 0;
-      if (fake_aws_->WaitFor(absl::Milliseconds(100), &status)) {
-        return absl::UnavailableError(StrCat("the fake AWS exited (", DescribeWaitStatus(status),
-                                             "); its log is ", log, ", which ends with:\n",
-                                             real::LogTail(log)));
-      }
-      if (absl::Now() >= deadline) {
-        return absl::DeadlineExceededError(
-            StrCat("the fake AWS did not get ready within 90s; see ", log));
-      }
-    }
+    fake_aws_ = std::move(started->process);
+    aws_ = std::move(started->aws);
+    return absl::OkStatus();
   }
 
-  // The leases as the API server records them, beside what the managers log: each change of
-  // holder of the main leases and the migration lease becomes a note in the monitor's report
-  // (records/leases.jsonl), at most every 250 ms. A failed read is tried again at the next poll.
-  void NoteLeaseHolders(absl::Time now) {
-    if (admin_ == nullptr || now < next_lease_read_) return;
-    next_lease_read_ = now + absl::Milliseconds(250);
-    absl::StatusOr<kube::LeaseSet> leases = kube::ReadLeases(*admin_, kube::LeaseNames{});
-    if (!leases.ok()) return;
-    for (const std::optional<kube::LeaseInfo>* lease :
-         {&leases->kube_controller_manager, &leases->cloud_controller_manager,
-          &leases->migration}) {
-      if (!lease->has_value()) continue;
-      const kube::LeaseInfo& info = **lease;
-      std::string& seen = lease_holders_[info.name];
-      if (info.holder_identity == seen) continue;
-      RunRecord note;
-      note.t_ns = absl::ToUnixNanos(now);
-      note.event = kMonitorNote;
-      note.node = kube::HostnameOfIdentity(info.holder_identity);
-      note.message = StrCat("API server: lease ", info.ns, "/", info.name, " held by ",
-                            info.holder_identity.empty() ? "nobody" : info.holder_identity,
-                            " (was ", seen.empty() ? "nobody" : seen, ")");
-      if (AppendRunRecord(StrCat(setup_.dir, "/records/leases.jsonl"), note).ok()) {
-        seen = info.holder_identity;
-        LeaseHolderChange observed;
-        observed.t_ns = note.t_ns;
-        observed.lease = StrCat(info.ns, "/", info.name);
-        observed.kind = LeaseHolderChange::Kind::kObserved;
-        observed.node = note.node;
-        observed.identity = info.holder_identity;
-        observed_.push_back(std::move(observed));
-      }
-    }
-  }
-
-  const ClusterSetup setup_;
   const real::Components components_;
-  std::unique_ptr<FileSystem> fs_;  // rooted at "/"
   std::unique_ptr<Clock> clock_;
   LogRecordsPump pump_;
   std::unique_ptr<LiveMonitor> monitor_;
   std::unique_ptr<Process> fake_aws_;
   FakeAws aws_;
   std::unique_ptr<real::RealControlPlane> control_plane_;
-  std::unique_ptr<kube::KubeClient> admin_;
-  absl::Time next_lease_read_ = absl::InfinitePast();
-  std::map<std::string, std::string> lease_holders_;  // lease name → holder identity last noted
-  std::vector<LeaseHolderChange> observed_;           // the API server's view, as noted
+  LeaseObserver leases_;
 };
 
 }  // namespace

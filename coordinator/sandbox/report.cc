@@ -100,12 +100,25 @@ std::string SummaryText(const SummaryInputs& inputs) {
   StrAppend(&text, "handovers (lease duration ", FormatSeconds(inputs.timing.lease_duration),
             ", long when over ", FormatSeconds(absl::Nanoseconds(report.long_gap_bound_ns)),
             "):\n");
+  auto runner = [](const Run& run) {
+    return StrCat(run.process.node, " ", run.process.component, " ", run.process.pid);
+  };
   for (const ControllerStats& stats : report.controllers) {
     StrAppend(&text, "  ", stats.controller, ": ", stats.runs.size(), " runs, longest gap ",
               FormatSeconds(absl::Nanoseconds(stats.longest_gap_ns)), ", no runner for ",
               FormatSeconds(absl::Nanoseconds(stats.no_runner_ns)), ", ", stats.long_gaps,
               " long gap(s)\n");
+    for (const Handover& handover : report.handovers) {
+      if (handover.controller != stats.controller || !handover.from) continue;
+      if (report.gaps_from_ns && handover.at_ns < *report.gaps_from_ns) continue;
+      StrAppend(&text, "    +", FormatSeconds(absl::Nanoseconds(handover.at_ns - report.begin_ns)),
+                " ", runner(*handover.from), " → ",
+                handover.to ? runner(*handover.to) : std::string("nobody"), ": gap ",
+                FormatSeconds(absl::Nanoseconds(handover.gap_ns)),
+                handover.long_gap ? " (LONG)" : "", "\n");
+    }
   }
+  for (const std::string& line : inputs.cluster) StrAppend(&text, line, "\n");
   for (const std::string& line : inputs.metrics) StrAppend(&text, line, "\n");
   if (!inputs.timeline.empty()) {
     StrAppend(&text, "timeline: ", inputs.timeline,

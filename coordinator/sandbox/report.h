@@ -41,6 +41,8 @@ struct SummaryInputs {
   // The downtime strategy's outage as the coordinator measured it (`handoffctl status`'s
   // downtime line); "" = no line (Leader Migration).
   std::string downtime;
+  // The cluster's own lines (SandboxCluster::SummaryLines), after the handovers.
+  std::vector<std::string> cluster;
 };
 
 // The sum of every sample of `metric` in a Prometheus text exposition (`metric 3` and
@@ -50,6 +52,8 @@ double SumOfSamples(std::string_view exposition, std::string_view metric);
 
 // The summary, from "\n== summary ==\n" on; every line ends in "\n". Steps are the commands the
 // history shows a result for, with the time from each command to its result added up per node.
+// Each controller's line of handover figures is followed by one line per handover that counts
+// (from whom to whom, when after the first record, and the gap).
 // With a timeline, a line "timeline: <path>[ <note>]" comes before the invariant's verdict.
 // A broken invariant ends with MonitorReport::Summary(), naming each overlap.
 std::string SummaryText(const SummaryInputs& inputs);

@@ -43,13 +43,15 @@ std::vector<std::string> SandboxRun::ScrapeMetrics() {
   std::unique_ptr<HealthChecker> http = NewCurlHealthChecker();
   struct Scraped {
     std::string name;
+    std::string host;
     int port;
     bool running;
   };
-  std::vector<Scraped> daemons = {
-      {"coordinator", coordinator_metrics_port_, coordinator_ && coordinator_->running()}};
+  std::vector<Scraped> daemons = {{"coordinator", "127.0.0.1", coordinator_metrics_port_,
+                                   coordinator_ && coordinator_->running()}};
   for (const NodeRun& node : nodes_) {
-    daemons.push_back({StrCat("agent-", node.spec().name), node.metrics_port,
+    daemons.push_back({StrCat("agent-", node.spec().name),
+                       cluster_->AgentHostOf(node.node).metrics_host, node.metrics_port,
                        node.agent && node.agent->running()});
   }
   std::vector<std::string> lines = {
@@ -57,7 +59,7 @@ std::vector<std::string> SandboxRun::ScrapeMetrics() {
   long long agent_moves = 0;
   for (const Scraped& daemon : daemons) {
     if (!daemon.running || daemon.port == 0) continue;
-    HealthEndpoint endpoint{"http", "127.0.0.1", daemon.port, "/metrics"};
+    HealthEndpoint endpoint{"http", daemon.host, daemon.port, "/metrics"};
     absl::StatusOr<HttpAnswer> answer = http->Get(endpoint, absl::Seconds(10), 4 << 20);
     const std::string file = Path(StrCat("metrics/", daemon.name, ".prom"));
     absl::Status saved =
@@ -102,6 +104,7 @@ int SandboxRun::Summarise(bool completed, const std::string& outcome) {
   }
   inputs.metrics = ScrapeMetrics();
   inputs.downtime = downtime_;
+  inputs.cluster = cluster_->SummaryLines();
   // The picture of the same run, written whole or not at all, so that an operator never opens
   // half a file.
   TimelineInputs timeline;
@@ -125,14 +128,17 @@ int SandboxRun::Summarise(bool completed, const std::string& outcome) {
 int SandboxRun::Run() {
   absl::Status status = Setup();
   if (status.ok()) status = MakeCertificates();
-  if (status.ok()) status = StartApiServer();
-  if (status.ok()) status = StartKubelets();
-  if (status.ok()) status = WaitForCloudControllers(absl::Seconds(30));
+  if (status.ok()) status = StartCluster();
+  // Real managers wait for their leases at start: a kubeadm node's manager that takes over
+  // after the join of another node (etcd without quorum meanwhile) waits out a lease or two.
+  if (status.ok()) status = WaitForCloudControllers(absl::Seconds(30) + 4 * timing_.lease_duration);
   if (!status.ok()) {
     err_ << "handoffctl sandbox: " << status.message() << "\n";
     return kSandboxSetupFailed;
   }
   Say("in-tree: one kube-controller-manager holds its lease and runs the cloud controllers");
+  // Handovers from here on are the rehearsal's; those before were the cluster coming up.
+  cluster_->CountGapsFrom(absl::Now());
   // RBAC first in either case: the unsafe order is about the order of the moves, and a real
   // cloud-controller-manager without the lease rules would run nothing at all.
   status = ApplyRbac();
@@ -155,7 +161,8 @@ int SandboxRun::Run() {
     err_ << "handoffctl sandbox: " << ready.status().message() << "\n";
     return kSandboxSetupFailed;
   }
-  Say(StrCat("coordinator on 127.0.0.1:", coordinator_port_, ", ", options_.nodes,
+  Say(StrCat("coordinator on ", cluster_->CoordinatorHost(), ":", coordinator_port_, ", ",
+             options_.nodes,
              " agents connected (mutual TLS, one certificate each from handoffctl certs; every "
              "daemon started from its --config file)"));
   return options_.unsafe_order ? RunUnsafeOrder() : RunRollout();
@@ -167,7 +174,8 @@ bool ParseFault(const std::string& name, Fault* fault) {
       {"agent-kill", Fault::kAgentKill},
       {"coordinator-kill", Fault::kCoordinatorKill},
       {"unhealthy", Fault::kUnhealthy},
-      {"stray-backup", Fault::kStrayBackup}};
+      {"stray-backup", Fault::kStrayBackup},
+      {"kubelet-kill", Fault::kKubeletKill}};
   auto found = kFaults.find(name);
   if (found == kFaults.end()) return false;
   *fault = found->second;

@@ -27,7 +27,9 @@ namespace handoff::sandbox {
 //                     back, the rollout halts, the operator (the sandbox) rolls everything back
 //   stray-backup      a stray kube-controller-manager.yaml.bak in a manifest dir: the agent refuses
 //                     the node; the operator removes the file and restarts that agent
-enum class Fault { kNone, kAgentKill, kCoordinatorKill, kUnhealthy, kStrayBackup };
+//   kubelet-kill      (kubeadm) kill -9 the moving node's kubelet mid-move; its service manager
+//                     starts it again after its restart delay
+enum class Fault { kNone, kAgentKill, kCoordinatorKill, kUnhealthy, kStrayBackup, kKubeletKill };
 
 struct SandboxOptions {
   int nodes = 3;

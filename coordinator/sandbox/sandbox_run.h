@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -27,7 +28,6 @@
 #include "coordinator/kube/client.h"
 #include "coordinator/pki/pki.h"
 #include "coordinator/sandbox/cluster.h"
-#include "coordinator/sandbox/fake_imds.h"
 #include "coordinator/sandbox/node_layout.h"
 #include "coordinator/sandbox/process.h"
 #include "coordinator/sandbox/sandbox.h"
@@ -55,9 +55,7 @@ class SandboxRun {
   struct NodeRun {
     ClusterNode node;
     std::unique_ptr<Process> agent;
-    int metrics_port = 0;  // its agent's --metrics-listen on 127.0.0.1, kept across restarts
-    // The instance metadata its agent asks for the cluster tag (the downtime path).
-    std::unique_ptr<FakeImds> imds;
+    int metrics_port = 0;  // its agent's --metrics-listen port, kept across restarts
     const SandboxNode& spec() const { return node.spec; }
     const std::string& root() const { return node.root; }
   };
@@ -69,12 +67,15 @@ class SandboxRun {
   std::string Handoffctl() const;
   absl::Status WriteFile(const std::string& path, const std::string& content,
                          unsigned mode = 0644);
+  // Writes `path` of a node as the node sees it (`host` tells where its "/" is).
+  absl::Status WriteNodeFile(const AgentHost& host, const std::string& path,
+                             const std::string& content, unsigned mode = 0644);
   // The directories, the nodes, the binaries' presence; then the cluster of options_.cluster.
   absl::Status Setup();
   absl::Status MakeCertificates();
-  // The cluster's API server, admin.conf, each node's files, the rollout's settings.
-  absl::Status StartApiServer();
-  absl::Status StartKubelets();
+  // The cluster (cluster.h Start): its API server, nodes and kubelets, admin.conf, the
+  // rollout's settings.
+  absl::Status StartCluster();
   absl::Status WaitForCloudControllers(absl::Duration timeout);
   // A client of the API server as the cluster's admin (admin.conf).
   absl::StatusOr<std::unique_ptr<kube::KubeClient>> AdminClient();
@@ -96,6 +97,10 @@ class SandboxRun {
   void ReapOrphans();
 
   // --- scenario.cc
+  // How long `moves` moves one after another may take on this cluster (at least a minute).
+  absl::Duration ForMoves(int moves) const {
+    return std::max(absl::Seconds(60), moves * cluster_->MoveBudget());
+  }
   int RunRollout();
   int RunUnsafeOrder();
   // Prints what `handoffctl status` says now (the CLI run as an operator runs it).
@@ -104,6 +109,10 @@ class SandboxRun {
   // summary's lines about them.
   std::vector<std::string> ScrapeMetrics();
   absl::Status KillAgentMidMove(NodeRun& node);
+  absl::Status KillKubeletMidMove(NodeRun& node);
+  // Waits until `node`'s move to the state that restarts the most components (migrated, or
+  // external on the downtime path) is under way on the node; the move's command id.
+  absl::StatusOr<std::string> AwaitMoveUnderWay(NodeRun& node);
   absl::Status KillAndRestartCoordinator();
   absl::Status CheckProviderIds();
   // An operator call, "handoffctl <what>", said when it succeeds; its error names `what`.
@@ -132,7 +141,7 @@ class SandboxRun {
   std::vector<NodeRun> nodes_;
   std::unique_ptr<SandboxCluster> cluster_;
 
-  pki::KeyPair kube_ca_, admin_;
+  ApiServerCertificates certificates_;
   std::unique_ptr<Clock> clock_;
   std::unique_ptr<Process> coordinator_;
   int coordinator_port_ = 0;

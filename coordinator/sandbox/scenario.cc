@@ -86,7 +86,7 @@ absl::Status SandboxRun::CheckProviderIds() {
   return absl::OkStatus();
 }
 
-absl::Status SandboxRun::KillAgentMidMove(NodeRun& node) {
+absl::StatusOr<std::string> SandboxRun::AwaitMoveUnderWay(NodeRun& node) {
   // The move that restarts the most components: to migrated, or (downtime) to external.
   const v1::NodeState to = options_.downtime ? v1::NODE_STATE_EXTERNAL : v1::NODE_STATE_MIGRATED;
   absl::StatusOr<v1::RolloutStatus> moving = Await(
@@ -95,19 +95,35 @@ absl::Status SandboxRun::KillAgentMidMove(NodeRun& node) {
         return s.has_in_flight() && s.in_flight().node() == node.spec().name &&
                s.in_flight().to() == to;
       },
-      absl::Seconds(60));
+      ForMoves(static_cast<int>(nodes_.size()) + 2));
   if (!moving.ok()) return moving.status();
   // Once the agent has recorded the move as started, it is under way on the node.
-  std::string record = StrCat(node.root(), "/var/lib/handoff/commands/",
-                              moving->in_flight().command_id(), ".json");
+  const std::string id = moving->in_flight().command_id();
+  std::string record = StrCat(cluster_->AgentHostOf(node.node).files,
+                              "/var/lib/handoff/commands/", id, ".json");
   absl::Time deadline = absl::Now() + absl::Seconds(20);
   while (!fs_->ReadFile(record).ok() && absl::Now() < deadline) {
     // The agent writes the record with nothing this process can wait on.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  Say(StrCat("fault: kill -9 the agent of ", node.spec().name, " during move ",
-             moving->in_flight().command_id()));
+  return id;
+}
+
+absl::Status SandboxRun::KillAgentMidMove(NodeRun& node) {
+  absl::StatusOr<std::string> id = AwaitMoveUnderWay(node);
+  if (!id.ok()) return id.status();
+  Say(StrCat("fault: kill -9 the agent of ", node.spec().name, " during move ", *id));
   return RestartAgent(node, /*kill=*/true);
+}
+
+absl::Status SandboxRun::KillKubeletMidMove(NodeRun& node) {
+  absl::StatusOr<std::string> id = AwaitMoveUnderWay(node);
+  if (!id.ok()) return id.status();
+  absl::Status killed = cluster_->KillKubelet(node.node);
+  if (!killed.ok()) return killed;
+  Say(StrCat("fault: kill -9 the kubelet of ", node.spec().name, " during move ", *id,
+             "; its service manager starts it again"));
+  return absl::OkStatus();
 }
 
 absl::Status SandboxRun::KillAndRestartCoordinator() {
@@ -116,7 +132,7 @@ absl::Status SandboxRun::KillAndRestartCoordinator() {
       [](const v1::RolloutStatus& s) {
         return s.has_in_flight() && EndsWith(s.in_flight().command_id(), "-3");
       },
-      absl::Seconds(60));
+      ForMoves(3));
   if (!moving.ok()) return moving.status();
   coordinator_->Stop(SIGKILL, absl::ZeroDuration());
   Say(StrCat("fault: kill -9 the coordinator during move ", moving->in_flight().command_id()));
@@ -129,14 +145,16 @@ absl::Status SandboxRun::KillAndRestartCoordinator() {
 
 int SandboxRun::RunRollout() {
   NodeRun& target = nodes_.size() > 1 ? nodes_[1] : nodes_[0];
-  const std::string manifests = StrCat(target.root(), "/etc/kubernetes/manifests/");
-  const std::string unhealthy_marker =
-      StrCat(target.root(), "/etc/handoff-sandbox/unhealthy/cloud-controller-manager");
+  const AgentHost target_host = cluster_->AgentHostOf(target.node);
+  const std::string manifests = "/etc/kubernetes/manifests/";
+  std::unique_ptr<FileSystem> target_fs = NewPosixFileSystem(target_host.files);
   absl::Status status;
   if (options_.fault == Fault::kStrayBackup) {
-    absl::StatusOr<std::string> kcm = fs_->ReadFile(manifests + "kube-controller-manager.yaml");
+    absl::StatusOr<std::string> kcm =
+        target_fs->ReadFile(manifests + "kube-controller-manager.yaml");
     status =
-        kcm.ok() ? WriteFile(manifests + "kube-controller-manager.yaml.bak", *kcm) : kcm.status();
+        kcm.ok() ? WriteNodeFile(target_host, manifests + "kube-controller-manager.yaml.bak", *kcm)
+                 : kcm.status();
     if (status.ok()) status = RestartAgent(target, /*kill=*/false);
     if (status.ok()) {
       Say(StrCat("fault: a stray kube-controller-manager.yaml.bak in ", target.spec().name,
@@ -157,8 +175,7 @@ int SandboxRun::RunRollout() {
     }
   }
   if (status.ok() && options_.fault == Fault::kUnhealthy) {
-    status = WriteFile(unhealthy_marker,
-                       "the sandbox's cloud-controller-manager on this node never gets healthy\n");
+    status = cluster_->SetCloudControllerManagerUnhealthy(target.node, true);
     Say(StrCat("fault: ", target.spec().name, "'s cloud-controller-manager will never be healthy"));
   }
   const bool downtime = options_.downtime;
@@ -182,7 +199,7 @@ int SandboxRun::RunRollout() {
           refused.ok() ? "it started" : refused.message()));
     } else {
       Say(StrCat("refused as it must be: ", refused.message()));
-      status = DurableRemove(*fs_, manifests + "kube-controller-manager.yaml.bak");
+      status = DurableRemove(*target_fs, manifests + "kube-controller-manager.yaml.bak");
       if (status.ok()) status = RestartAgent(target, /*kill=*/false);
       if (status.ok()) {
         Say(StrCat("operator: removed the stray file, restarted ", target.spec().name,
@@ -204,6 +221,7 @@ int SandboxRun::RunRollout() {
   }
   if (status.ok()) status = start();
   if (status.ok() && options_.fault == Fault::kAgentKill) status = KillAgentMidMove(target);
+  if (status.ok() && options_.fault == Fault::kKubeletKill) status = KillKubeletMidMove(target);
   if (status.ok() && options_.fault == Fault::kCoordinatorKill) {
     status = KillAndRestartCoordinator();
   }
@@ -211,11 +229,11 @@ int SandboxRun::RunRollout() {
     absl::StatusOr<v1::RolloutStatus> halted = Await(
         "the rollout to halt",
         [](const v1::RolloutStatus& s) { return s.phase() == v1::RolloutStatus::HALTED; },
-        absl::Seconds(90));
+        ForMoves(static_cast<int>(nodes_.size()) + 2));
     status = halted.status();
     if (status.ok()) {
       Say(StrCat("halted as it must be: ", halted->halt_reason()));
-      (void)fs_->RemoveFile(unhealthy_marker);
+      status = cluster_->SetCloudControllerManagerUnhealthy(target.node, false);
     }
   } else if (status.ok()) {
     // Leader Migration stops at migrated; the downtime path goes on to finalized.
@@ -225,7 +243,7 @@ int SandboxRun::RunRollout() {
         [goal](const v1::RolloutStatus& s) {
           return s.phase() == v1::RolloutStatus::DONE && AllAt(s, goal);
         },
-        absl::Seconds(120));
+        ForMoves(2 * static_cast<int>(nodes_.size())));
     status = done.status();
     if (status.ok()) Say("rollout done: every node runs the cloud-controller-manager (1.27)");
     if (status.ok() && downtime) {
@@ -263,7 +281,7 @@ int SandboxRun::RunRollout() {
                  [](const v1::RolloutStatus& s) {
                    return s.phase() == v1::RolloutStatus::DONE && AllAt(s, v1::NODE_STATE_IN_TREE);
                  },
-                 absl::Seconds(120))
+                 ForMoves(2 * static_cast<int>(nodes_.size())))
                  .status();
   }
   if (status.ok()) Say("rollback done: every node runs the in-tree cloud provider (1.26) again");
@@ -309,7 +327,7 @@ int SandboxRun::RunUnsafeOrder() {
         [](const v1::RolloutStatus& s) {
           return s.phase() == v1::RolloutStatus::PAUSED && !s.has_in_flight();
         },
-        absl::Seconds(60));
+        ForMoves(1));
     status = paused.status();
   }
   if (!status.ok()) {
@@ -342,15 +360,24 @@ int SandboxRun::RunUnsafeOrder() {
     return kSandboxSetupFailed;
   }
   const NodeRun& node = *chosen;
+  const AgentHost host = cluster_->AgentHostOf(node.node);
+  // The rollout's settings where the node's agent reads its files.
+  absl::StatusOr<std::string> settings = fs_->ReadFile(Path("settings.yaml"));
+  if (!settings.ok() ||
+      !WriteNodeFile(host, "/etc/handoff/rollout-settings.yaml", *settings).ok()) {
+    err_ << "handoffctl sandbox: cannot give " << node.spec().name << " the rollout's settings\n";
+    return kSandboxSetupFailed;
+  }
   for (const char* to : {"prepared", "migrated"}) {
-    absl::StatusOr<std::unique_ptr<Process>> apply =
-        SpawnOwned({Bin("handoff-agent"), "apply", "--to", to, "--root", node.root(),
-                    "--settings", Path("settings.yaml"), "--no-verify",
-                    "--kubelet-restart-command",
-                    StrCat(Bin("handoff-sandbox-kubelet"), " restart --root ", node.root())},
-                   Path("logs/unsafe-order.log"));
+    std::vector<std::string> argv = host.prefix;
+    argv.insert(argv.end(),
+                {Bin("handoff-agent"), "apply", "--to", to, "--settings",
+                 StrCat(host.agent_prefix, "/etc/handoff/rollout-settings.yaml"), "--no-verify",
+                 "--kubelet-restart-command", host.kubelet_restart_command});
+    if (!host.root.empty()) argv.insert(argv.end(), {"--root", host.root});
+    absl::StatusOr<std::unique_ptr<Process>> apply = SpawnOwned(argv, Path("logs/unsafe-order.log"));
     if (!apply.ok()) return kSandboxSetupFailed;
-    (*apply)->WaitFor(absl::Seconds(60), nullptr);
+    (*apply)->WaitFor(cluster_->MoveBudget(), nullptr);
   }
   Say(StrCat("unsafe order forced: ", node.spec().name,
              " runs a cloud-controller-manager while the others run the in-tree controllers "
@@ -382,7 +409,8 @@ void SandboxRun::ShowOperatorStatus() {
   // What an operator sees, from the CLI itself: this program.
   const std::string log = Path("logs/handoffctl-status.txt");
   absl::StatusOr<std::unique_ptr<Process>> shown = SpawnOwned(
-      {Handoffctl(), "status", "--coordinator", StrCat("127.0.0.1:", coordinator_port_),
+      {Handoffctl(), "status", "--coordinator",
+       StrCat(cluster_->CoordinatorHost(), ":", coordinator_port_),
        "--server-name", kCoordinatorServerName, "--ca", Path("pki/handoff/ca.crt"), "--cert",
        Path("pki/operator.crt"), "--key", Path("pki/operator.key")},
       log);

@@ -56,7 +56,7 @@ for binary in handoff-agent handoff-coordinator handoffctl; do
   [ -x "$root/usr/bin/$binary" ] || fail "/usr/bin/$binary is missing or not executable"
   "$root/usr/bin/$binary" --help >/dev/null || fail "/usr/bin/$binary --help fails"
 done
-for helper in handoff-standin handoff-sandbox-kubelet handoff-fake-apiserver; do
+for helper in handoff-standin handoff-sandbox-kubelet handoff-sandbox-node handoff-fake-apiserver; do
   [ -x "$root/usr/lib/handoff/$helper" ] || fail "/usr/lib/handoff/$helper is missing"
   [ ! -e "$root/usr/bin/$helper" ] || fail "$helper is in /usr/bin: it is private to the sandbox"
 done

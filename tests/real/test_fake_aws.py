@@ -241,3 +241,55 @@ def test_zones_sharing_a_block_is_a_clear_error(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert "subnets of zones us-east-1a (127.0.93.0/28) and us-east-1b (127.0.93.0/28) overlap" in err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_metadata_inside_a_nodes_own_network_namespace(tmp_path):
+    """--imds-netns: a node that is a network namespace of its own (the kubeadm sandbox's) finds
+    its instance at 169.254.169.254, inside that namespace only, as on EC2."""
+    # A namespace holding a sleeping process, with 169.254.169.254 on its loopback.
+    holder = subprocess.Popen(
+        ["unshare", "--net", "sh", "-c",
+         "ip link set lo up && ip addr add 169.254.169.254/32 dev lo && echo up && exec sleep 600"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "up"
+        netns = f"/proc/{holder.pid}/ns/net"
+        ready_file = tmp_path / "ready.json"
+        proc = run_fixture(tmp_path, "--cluster-id", CLUSTER, "--imds-port", "80",
+                           "--node", "cp-n=127.0.93.1@us-east-1a", "--imds-netns", f"cp-n={netns}",
+                           "--ready-file", str(ready_file))
+        try:
+            deadline = time.monotonic() + STARTUP_DEADLINE_S
+            while not ready_file.exists():
+                assert proc.poll() is None, proc.stderr.read()
+                assert time.monotonic() < deadline, "fixture not ready"
+                time.sleep(0.05)  # polling a file; nothing to await
+            ready = json.loads(ready_file.read_text())
+            assert ready["nodes"][0]["imds"] == "169.254.169.254:80"
+            # Inside the namespace the node's own instance answers; outside nothing listens.
+            inside = subprocess.run(
+                ["nsenter", f"--net={netns}", sys.executable, "-c",
+                 "import urllib.request; print(urllib.request.urlopen("
+                 "'http://169.254.169.254/latest/meta-data/instance-id', timeout=5).read().decode())"],
+                capture_output=True, text=True, timeout=30)
+            assert inside.returncode == 0, inside.stderr
+            assert inside.stdout.strip() == ready["nodes"][0]["instance_id"]
+            with socket.socket() as s:
+                s.settimeout(1)
+                assert s.connect_ex(("127.0.93.1", 80)) != 0
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_namespace_for_an_unknown_node_is_refused(tmp_path):
+    proc = run_fixture(tmp_path, "--cluster-id", CLUSTER, "--imds-port", "80",
+                       "--node", "cp-n=127.0.93.1", "--imds-netns", "cp-x=/proc/1/ns/net",
+                       "--ready-file", str(tmp_path / "ready.json"))
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert "--imds-netns cp-x: no --node cp-x" in err

@@ -88,6 +88,25 @@ absl::StatusOr<KubeletOptions> ParseKubeletOptions(const std::vector<std::string
           std::chrono::milliseconds(std::max<int64_t>(1, absl::ToInt64Milliseconds(duration)));
     }
   }
+  if (std::optional<std::string> delay = get("pod-restart-delay")) {
+    absl::Duration duration;
+    if (!absl::ParseDuration(*delay, &duration) || duration < absl::ZeroDuration()) {
+      problems.push_back(StrCat(
+          "--pod-restart-delay must be a duration (\"10s\", \"700ms\", \"0s\"), not ", *delay));
+    } else {
+      options.pod_restart_delay = std::chrono::milliseconds(absl::ToInt64Milliseconds(duration));
+    }
+  }
+  if (std::optional<std::string> jitter = get("pod-restart-jitter")) {
+    char* end = nullptr;
+    const double value = std::strtod(jitter->c_str(), &end);
+    if (jitter->empty() || *end != '\0' || !(value >= 0.0 && value <= 1.0)) {
+      problems.push_back(
+          StrCat("--pod-restart-jitter must be a fraction from 0 to 1 (\"0.5\"), not ", *jitter));
+    } else {
+      options.pod_restart_jitter = value;
+    }
+  }
   if (!problems.empty()) return absl::InvalidArgumentError(StrJoin(problems, "; "));
   return options;
 }

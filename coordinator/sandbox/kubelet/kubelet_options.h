@@ -14,6 +14,9 @@
 //   --node-name NAME                 default: the basename of --root
 //   --file-check-frequency DURATION  manifest re-list period (default 1s; the real kubelet's is
 //                                    20s)
+//   --pod-restart-delay DURATION     a changed pod starts this long after its predecessor
+//                                    stopped (default 10s, the real kubelet's retry back-off)
+//   --pod-restart-jitter FRACTION    ... plus up to this fraction of it at random (default 0.5)
 // Every other flag (--container-runtime-endpoint, --cloud-provider, ...) is accepted and ignored.
 #ifndef HANDOFF_COORDINATOR_SANDBOX_KUBELET_KUBELET_OPTIONS_H_
 #define HANDOFF_COORDINATOR_SANDBOX_KUBELET_KUBELET_OPTIONS_H_
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "coordinator/sandbox/kubelet/pod_sync.h"
 
 namespace handoff::sandbox {
 
@@ -54,6 +58,12 @@ struct KubeletOptions {
   std::string records;  // "" = write no records
   std::string node_name;
   std::chrono::milliseconds file_check_frequency{1000};
+  // A changed static pod's start after its predecessor stopped (pod_sync.h
+  // kChangedPodRestartDelay): the real kubelet's, or a shorter one for a sandbox whose leases
+  // are shorter than the real managers'.
+  std::chrono::milliseconds pod_restart_delay{
+      std::chrono::duration_cast<std::chrono::milliseconds>(kChangedPodRestartDelay)};
+  double pod_restart_jitter = kChangedPodRestartJitter;
 };
 
 // Parses `args` (without argv[0]). Relative --root, --standin, --real-bin-dir and --records are

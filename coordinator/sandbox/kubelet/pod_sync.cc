@@ -28,6 +28,12 @@ PodDecision DecidePod(const PodSpec* desired, const PodStatus& status, SteadyTim
     return decision;
   }
   if (desired == nullptr) return decision;
+  // pkg/kubelet/pod_workers.go: a pod replaced by another is retried on the worker's back-off.
+  if (status.restart_not_before && desired->hash != status.stopped_hash &&
+      now < *status.restart_not_before) {
+    decision.wake_at = *status.restart_not_before;
+    return decision;
+  }
   // pkg/kubelet/kuberuntime doBackOff: only a container that exited is held back, and only
   // while the time since the back-off's last update is below its period.
   if (status.crashed && status.back_off && status.back_off->hash == desired->hash) {

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -84,6 +85,7 @@ class Kubelet {
   std::string HostPath(std::string_view path) const { return StrCat(options_.root, path); }
 
   KubeletOptions options_;
+  std::mt19937 random_{std::random_device{}()};  // the changed pods' restart jitter
   std::unique_ptr<FileSystem> fs_;
   std::unique_ptr<FileSystem::Lock> lock_;
   std::unique_ptr<ServiceNotifier> notifier_;
@@ -432,6 +434,15 @@ void Kubelet::HandleExit(const std::string& name, Pod& pod) {
   // A process that went while nobody asked it to crashed: the kubelet restarts it under
   // back-off (restartPolicy Always, the static pods' default).
   pod.status.crashed = !pod.status.terminate_sent;
+  if (pod.status.terminate_sent) {
+    // Stopped for a change of its manifest: the next manifest's pod waits out the real
+    // kubelet's retry back-off, jittered as flowcontrol jitters it.
+    std::uniform_real_distribution<double> jitter(0.0, options_.pod_restart_jitter);
+    const auto delay = std::chrono::duration_cast<SteadyDuration>(
+        options_.pod_restart_delay * (1.0 + jitter(random_)));
+    pod.status.restart_not_before = std::chrono::steady_clock::now() + delay;
+    pod.status.stopped_hash = pod.status.running_hash;
+  }
   pod.status.running = false;
   pod.status.running_hash.clear();
   pod.status.terminate_sent.reset();

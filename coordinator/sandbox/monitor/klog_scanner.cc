@@ -106,6 +106,35 @@ std::optional<KlogLine> ParseKlogLine(std::string_view line, absl::Time now) {
   return out;
 }
 
+std::optional<CriLogLine> ParseCriLogLine(std::string_view line) {
+  // "2026-11-27T13:15:55.261817187Z stderr F I1127 13:15:55.261602       1 serving.go:348] ..."
+  const size_t time_end = line.find(' ');
+  if (time_end == std::string_view::npos || time_end < 20 || line[time_end - 1] != 'Z') {
+    return std::nullopt;
+  }
+  const size_t stream_end = line.find(' ', time_end + 1);
+  if (stream_end == std::string_view::npos) return std::nullopt;
+  const std::string_view stream = line.substr(time_end + 1, stream_end - time_end - 1);
+  if (stream != "stdout" && stream != "stderr") return std::nullopt;
+  const size_t tags_end = line.find(' ', stream_end + 1);
+  const std::string_view tags = line.substr(
+      stream_end + 1, tags_end == std::string_view::npos ? std::string_view::npos
+                                                         : tags_end - stream_end - 1);
+  const std::string_view first_tag = tags.substr(0, tags.find(':'));
+  if (first_tag != "P" && first_tag != "F") return std::nullopt;
+  CriLogLine out;
+  absl::Time written;
+  std::string error;
+  if (!absl::ParseTime("%Y-%m-%dT%H:%M:%E*SZ", std::string(line.substr(0, time_end)),
+                       absl::UTCTimeZone(), &written, &error)) {
+    return std::nullopt;
+  }
+  out.t_ns = absl::ToUnixNanos(written);
+  out.partial = first_tag == "P";
+  out.text = tags_end == std::string_view::npos ? std::string_view() : line.substr(tags_end + 1);
+  return out;
+}
+
 PodLogScanner::PodLogScanner(ManagerLogSource source) : source_(std::move(source)) {
   std::optional<leadermigration::Config> config = source_.migration_config;
   if (!config) {
@@ -127,6 +156,8 @@ std::vector<RunRecord> PodLogScanner::Scan(std::string_view content, absl::Time 
   if (static_cast<int64_t>(content.size()) < offset_ || !StartsWith(content, head_)) {
     offset_ = 0;
     head_.clear();
+    partial_.clear();
+    pid_.reset();
     processes_.clear();
   }
   if (head_.size() < kHeadBytes) head_ = std::string(content.substr(0, kHeadBytes));
@@ -136,7 +167,17 @@ std::vector<RunRecord> PodLogScanner::Scan(std::string_view content, absl::Time 
   while (true) {
     const size_t end = rest.find('\n');
     if (end == std::string_view::npos) break;
-    ScanLine(rest.substr(0, end), now, &out);
+    const std::string_view line = rest.substr(0, end);
+    if (!source_.cri) {
+      ScanLine(line, now, &out);
+    } else if (std::optional<CriLogLine> cri = ParseCriLogLine(line)) {
+      if (cri->t_ns > absl::ToUnixNanos(now - source_.hold_back)) break;  // too young yet
+      partial_.append(cri->text);
+      if (!cri->partial) {
+        ScanLine(partial_, now, &out);
+        partial_.clear();
+      }
+    }
     rest.remove_prefix(end + 1);
     offset_ += static_cast<int64_t>(end + 1);
   }
@@ -148,7 +189,7 @@ RunRecord PodLogScanner::Record(const KlogLine& line, const char* event) const {
   record.t_ns = line.t_ns;
   record.node = source_.node;
   record.component = std::string(leadermigration::ComponentName(source_.component));
-  record.pid = line.pid;
+  record.pid = pid_.value_or(line.pid);
   record.event = event;
   return record;
 }
@@ -158,6 +199,11 @@ void PodLogScanner::ScanLine(std::string_view text, absl::Time now, std::vector<
   if (!line) return;
   const std::string_view message = line->message;
 
+  // A process logs its version first thing (a line or two after start): a new process of the
+  // file from here on.
+  if (source_.pid_at && (!pid_ || StartsWith(message, kVersionPrefix))) {
+    pid_ = source_.pid_at(line->t_ns);
+  }
   if (StartsWith(message, kVersionPrefix) || MessageIs(message, kStartingLeaderMigration)) {
     processes_.erase(line->pid);
     if (!StartsWith(message, kVersionPrefix)) processes_[line->pid].migration_enabled = true;

@@ -88,7 +88,31 @@ struct ManagerLogSource {
   // for its built-in default (leadermigration::DefaultConfig). Only controllerLeaders[].name is
   // used, and only when the manager logs that it enabled Leader Migration.
   std::optional<leadermigration::Config> migration_config;
+  // The log is a container runtime's (containerd's CRI log under /var/log/pods/<pod>/<container>/
+  // <restart>.log): each line is "<RFC 3339 time> <stream> <P|F>[:tags] <text>", and a line the
+  // runtime split (tag P, partial) continues on the next lines up to one tagged F. The klog line
+  // is <text>. One file holds one process of the container.
+  bool cri = false;
+  // The pid of the manager process that started at `t_ns` (the time of its "Version:" line) as
+  // the host sees it, for the records: a manager in a container of its own says 1 in its klog
+  // header, and the process records (process_watcher.h) name host pids. A pod log can hold
+  // several processes (the runtime appends to <restart>.log when a pod with the same UID comes
+  // back). Unset: the klog pid.
+  std::function<int64_t(int64_t t_ns)> pid_at;
+  // With `cri`: lines the runtime wrote less than this long before the scan's `now` wait for
+  // the next scan, so that the process that wrote them is known by then.
+  absl::Duration hold_back = absl::Seconds(1);
 };
+
+// The klog text of one CRI log line (ManagerLogSource::cri) and whether the runtime marked it
+// partial ("P": the text continues on the next line). nullopt for a line that is not a CRI log
+// line. Pure.
+struct CriLogLine {
+  int64_t t_ns = 0;  // when the runtime wrote it (Unix nanoseconds)
+  std::string_view text;
+  bool partial = false;
+};
+std::optional<CriLogLine> ParseCriLogLine(std::string_view line);
 
 // Turns the text of one pod log, as it grows, into run records. The simulated kubelet appends
 // every process of a pod to the same file, one after the other. Pure (no I/O, no clock);
@@ -120,6 +144,8 @@ class PodLogScanner {
   std::set<std::string> migration_listed_;  // controllerLeaders[].name, as the manager spells them
   int64_t offset_ = 0;
   std::string head_;  // the file's first bytes as first read, to recognise a replaced file
+  std::string partial_;  // a CRI line's text so far, while the runtime marks it partial
+  std::optional<int64_t> pid_;  // with pid_at: the host pid of the process writing now
   std::map<int64_t, ProcessState> processes_;
 };
 

@@ -207,10 +207,15 @@ std::vector<Overlap> FindOverlaps(const std::vector<Run>& runs) {
 }
 
 void AddHandovers(ControllerStats& stats, int64_t begin_ns, int64_t end_ns, int64_t bound_ns,
-                  std::vector<Handover>& handovers) {
+                  std::optional<int64_t> gaps_from_ns, std::vector<Handover>& handovers) {
   auto add = [&](Handover handover) {
     handover.controller = stats.controller;
     handover.long_gap = handover.gap_ns > bound_ns;
+    if (gaps_from_ns && handover.at_ns < *gaps_from_ns) {
+      handover.long_gap = false;
+      handovers.push_back(std::move(handover));
+      return;
+    }
     stats.no_runner_ns += handover.gap_ns;
     stats.longest_gap_ns = std::max(stats.longest_gap_ns, handover.gap_ns);
     if (handover.long_gap) ++stats.long_gaps;
@@ -253,6 +258,7 @@ MonitorReport AnalyzeRunRecords(std::vector<RunRecord> records, const MonitorOpt
       absl::ToInt64Nanoseconds(options.lease_duration + options.retry_period + options.gap_slack);
   report.end_ns = options.end_ns.value_or(records.empty() ? 0 : records.back().t_ns);
   report.begin_ns = records.empty() ? report.end_ns : std::min(records.front().t_ns, report.end_ns);
+  report.gaps_from_ns = options.gaps_from_ns;
 
   std::map<std::string, std::vector<Run>> runs;
   RunBuilder builder(report, runs);
@@ -275,7 +281,8 @@ MonitorReport AnalyzeRunRecords(std::vector<RunRecord> records, const MonitorOpt
     if (const auto it = runs.find(name); it != runs.end()) stats.runs = it->second;
     std::vector<Overlap> overlaps = FindOverlaps(stats.runs);
     report.overlaps.insert(report.overlaps.end(), overlaps.begin(), overlaps.end());
-    AddHandovers(stats, report.begin_ns, report.end_ns, report.long_gap_bound_ns, report.handovers);
+    AddHandovers(stats, report.begin_ns, report.end_ns, report.long_gap_bound_ns,
+                 options.gaps_from_ns, report.handovers);
     report.controllers.push_back(std::move(stats));
   }
   report.invariant_held = report.overlaps.empty();

@@ -35,6 +35,10 @@ struct MonitorOptions {
   // The end of observation: runs still open then end here, and records after it are ignored.
   // Default: the time of the last record.
   std::optional<int64_t> end_ns;
+  // Handovers before this instant (a cluster's own bring-up: kubeadm join costs the first
+  // node's managers their leases) are listed but not counted in the controllers' gap figures.
+  // Default: every handover counts.
+  std::optional<int64_t> gaps_from_ns;
 };
 
 // One process: a stand-in controller-manager. The same pid on another node, or of another
@@ -126,6 +130,7 @@ struct MonitorReport {
 
   int64_t begin_ns = 0;  // the first record's time; Summary's times are relative to it
   int64_t end_ns = 0;
+  std::optional<int64_t> gaps_from_ns;  // MonitorOptions::gaps_from_ns
   int64_t long_gap_bound_ns = 0;
   int record_count = 0;  // records analysed (those after end_ns are not)
 
@@ -163,6 +168,12 @@ class LiveMonitor {
   const FileSystem& fs_;
   std::string records_dir_;
   MonitorOptions options_;
+
+ public:
+  // From now on handovers before `t_ns` do not count (MonitorOptions::gaps_from_ns).
+  void CountGapsFrom(int64_t t_ns) { options_.gaps_from_ns = t_ns; }
+
+ private:
   MonitorReport report_;
   int successful_polls_ = 0;
 };

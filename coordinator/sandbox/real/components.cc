@@ -31,6 +31,18 @@ std::string Components::Binary(std::string_view name) const {
   return StrCat(dir, "/bin/", name);
 }
 
+std::string Components::File(std::string_view relative) const {
+  return StrCat(dir, "/", relative);
+}
+
+std::vector<std::string> Components::VersionsOf(std::string_view name) const {
+  std::vector<std::string> found;
+  for (const ComponentVersion& version : versions) {
+    if (version.name == name) found.push_back(version.version);
+  }
+  return found;
+}
+
 std::string Components::VersionOf(std::string_view name) const {
   for (const ComponentVersion& version : versions) {
     if (version.name == name) return version.version;
@@ -83,14 +95,16 @@ absl::StatusOr<Components> LoadComponents(const std::string& dir,
   Components components;
   components.dir = dir;
   for (std::string_view name : required) {
-    const std::string binary = components.Binary(name);
+    const bool path = name.find('/') != std::string_view::npos;
+    const std::string binary = path ? components.File(name) : components.Binary(name);
+    const bool executable = !StartsWith(name, "images/");
     struct stat info {};
     if (stat(binary.c_str(), &info) != 0) {
       return absl::FailedPreconditionError(
           StrCat("the real ", name, " is missing: ", binary, " (", std::strerror(errno),
                  "); run `", kBuildCommand, "` to build the real components"));
     }
-    if (!S_ISREG(info.st_mode) || access(binary.c_str(), X_OK) != 0) {
+    if (!S_ISREG(info.st_mode) || (executable && access(binary.c_str(), X_OK) != 0)) {
       return absl::FailedPreconditionError(
           StrCat("the real ", name, " is not an executable file: ", binary, "; run `",
                  kBuildCommand, "` to build the real components again"));

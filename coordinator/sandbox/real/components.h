@@ -21,6 +21,15 @@ inline constexpr std::string_view kKubeApiserver = "kube-apiserver";
 inline constexpr std::string_view kKubeControllerManager = "kube-controller-manager";
 inline constexpr std::string_view kAwsCloudControllerManager = "aws-cloud-controller-manager";
 inline constexpr std::string_view kFakeAws = "handoff-fake-aws";
+// The kubeadm sandbox's: the node's kubelet and kubeadm (v1.26), crictl (kubeadm runs it), and
+// the images archive every node imports.
+inline constexpr std::string_view kKubelet = "kubelet";
+inline constexpr std::string_view kKubeadm = "kubeadm";
+inline constexpr std::string_view kKubeScheduler = "kube-scheduler";
+inline constexpr std::string_view kCrictl = "crictl";
+inline constexpr std::string_view kImagesArchive = "images/kubeadm-images.tar";
+// Version N+1 of the control plane, built into <dir>/kube127/bin/.
+inline constexpr std::string_view kNextDir = "kube127";
 
 // What an operator runs to build them; every error about a missing component says it.
 inline constexpr std::string_view kBuildCommand = "bash tests/real/components.sh";
@@ -38,8 +47,13 @@ struct Components {
 
   // "<dir>/bin/<name>".
   std::string Binary(std::string_view name) const;
-  // The version recorded for `name`, "" when versions.txt has no line for it.
+  // "<dir>/<relative>": a file the components' build writes besides the binaries.
+  std::string File(std::string_view relative) const;
+  // The version recorded first for `name`, "" when versions.txt has no line for it.
   std::string VersionOf(std::string_view name) const;
+  // Every version recorded for `name`, in versions.txt's order (a component built at N and N+1
+  // has two lines).
+  std::vector<std::string> VersionsOf(std::string_view name) const;
 };
 
 // Reads an environment variable; std::nullopt when unset.
@@ -55,7 +69,9 @@ absl::StatusOr<std::string> ComponentsDir(const EnvironmentReader& get_env);
 absl::StatusOr<std::vector<ComponentVersion>> ParseVersions(std::string_view text,
                                                             const std::string& path);
 
-// Checks that <dir>/bin/<name> is an executable regular file for each of `required`, and reads
+// Checks that <dir>/bin/<name> (or <dir>/<name> for a name with a '/': "kube127/bin/kubelet",
+// "images/kubeadm-images.tar") is a regular file, executable unless it is under images/, for each
+// of `required`, and reads
 // <dir>/versions.txt. FailedPrecondition naming the first missing or non-executable file (or a
 // missing versions.txt) and saying to run `bash tests/real/components.sh`; InvalidArgument for a
 // malformed versions.txt.

@@ -46,11 +46,20 @@ int64_t UtcNs(int64_t year, int month, int day, int hour, int minute, int second
 const KubeVersion kKcmVersion{1, 26, 13};
 const KubeVersion kCcmVersion{1, 27, 2};
 
+ManagerLogSource Source(std::string node, Component component, KubeVersion version,
+                        std::string path) {
+  ManagerLogSource source;
+  source.node = std::move(node);
+  source.component = component;
+  source.version = version;
+  source.path = std::move(path);
+  return source;
+}
 ManagerLogSource Kcm(std::string node, std::string path = "") {
-  return {std::move(node), Component::kKubeControllerManager, kKcmVersion, std::move(path), std::nullopt};
+  return Source(std::move(node), Component::kKubeControllerManager, kKcmVersion, std::move(path));
 }
 ManagerLogSource Ccm(std::string node, std::string path = "") {
-  return {std::move(node), Component::kCloudControllerManager, kCcmVersion, std::move(path), std::nullopt};
+  return Source(std::move(node), Component::kCloudControllerManager, kCcmVersion, std::move(path));
 }
 
 std::string Lines(const std::vector<std::string>& lines) {
@@ -672,6 +681,93 @@ TEST(CanonicalControllerNameTest, NamesEveryCloudControllerAsRunRecordsDo) {
     names.emplace_back(CanonicalControllerName(controller));
   }
   EXPECT_THAT(names, ElementsAre("route", "service", "cloud-node-lifecycle", "node-ipam"));
+}
+
+}  // namespace
+}  // namespace handoff::sandbox
+
+// ---- The CRI log format of a real kubelet's pods (containerd's /var/log/pods/.../N.log).
+
+namespace handoff::sandbox {
+namespace {
+
+// A CRI line as containerd writes it: "<RFC 3339 time> <stream> <tag> <text>".
+std::string Cri(const std::string& time, const std::string& text, const char* tag = "F") {
+  return StrCat(time, " stderr ", tag, " ", text);
+}
+
+TEST(ParseCriLogLineTest, ReadsTheRuntimesTimeTagAndText) {
+  const std::optional<CriLogLine> line = ParseCriLogLine(
+      "2024-03-10T12:00:01.123456789Z stderr F I0310 12:00:01.123456       1 x.go:1] hi");
+  ASSERT_TRUE(line.has_value());
+  EXPECT_EQ(line->t_ns, UtcNs(2024, 3, 10, 12, 0, 1) + 123456789);
+  EXPECT_FALSE(line->partial);
+  EXPECT_EQ(line->text, "I0310 12:00:01.123456       1 x.go:1] hi");
+  const std::optional<CriLogLine> partial =
+      ParseCriLogLine("2024-03-10T12:00:01.1Z stdout P:x first half");
+  ASSERT_TRUE(partial.has_value());
+  EXPECT_TRUE(partial->partial);
+  EXPECT_EQ(partial->text, "first half");
+  for (const char* text :
+       {"", "I0310 12:00:01.123456 1 x.go:1] a klog line", "2024-03-10T12:00:01Z stderr",
+        "2024-03-10T12:00:01Z stdin F text", "2024-03-10T12:00:01Z stderr X text",
+        "yesterday-at-noonZZZZZ stderr F text"}) {
+    EXPECT_FALSE(ParseCriLogLine(text).has_value()) << text;
+  }
+}
+
+TEST(PodLogScannerCriTest, JoinsPartialLinesAndNamesEachProcessByItsHostPid) {
+  ManagerLogSource source = Kcm("cp-1");
+  source.cri = true;
+  // The runtime appends a second process of the same pod to the same file when the pod comes
+  // back with the same UID: each "Version:" line starts a process, named by the time it logged.
+  std::vector<int64_t> asked;
+  source.pid_at = [&asked](int64_t t_ns) {
+    asked.push_back(t_ns);
+    return t_ns < UtcNs(2024, 3, 10, 12, 1, 0) ? 4100 : 5200;
+  };
+  PodLogScanner scanner(source);
+  const std::string log = Lines(
+      {Cri("2024-03-10T12:00:01.000000000Z",
+           "I0310 12:00:01.000000       1 serving.go:348] Generated self-signed cert"),
+       Cri("2024-03-10T12:00:01.100000000Z",
+           "I0310 12:00:01.100000       1 controllermanager.go:182] Version: v1.26.13"),
+       Cri("2024-03-10T12:00:02.000000000Z",
+           "I0310 12:00:02.000000       1 leaderelection.go:258] successfully acquired lease "
+           "kube-sys",
+           "P"),
+       Cri("2024-03-10T12:00:02.000000000Z", "tem/kube-controller-manager"),
+       Cri("2024-03-10T12:00:02.500000000Z",
+           R"(I0310 12:00:02.500000       1 controllermanager.go:622] Started "service")"),
+       Cri("2024-03-10T12:05:00.000000000Z",
+           "I0310 12:05:00.000000       1 controllermanager.go:182] Version: v1.26.13"),
+       Cri("2024-03-10T12:05:03.000000000Z",
+           R"(I0310 12:05:03.000000       1 controllermanager.go:622] Started "service")")});
+  EXPECT_THAT(Briefs(scanner.Scan(log, Utc(2024, 3, 10, 12, 10, 0))),
+              ElementsAre("lease-acquired pid 4100 kube-system/kube-controller-manager",
+                          "controller-start pid 4100 service/main",
+                          "controller-start pid 5200 service/main"));
+  // Asked at the first klog line, then at each process's Version line.
+  EXPECT_THAT(asked, ElementsAre(UtcNs(2024, 3, 10, 12, 0, 1), UtcNs(2024, 3, 10, 12, 0, 1, 100000),
+                                 UtcNs(2024, 3, 10, 12, 5, 0)));
+}
+
+TEST(PodLogScannerCriTest, HoldsBackLinesTooYoungForTheWriterToBeKnown) {
+  ManagerLogSource source = Kcm("cp-1");
+  source.cri = true;
+  source.hold_back = absl::Seconds(1);
+  PodLogScanner scanner(source);
+  const std::string log = Lines(
+      {Cri("2024-03-10T12:00:00.000000000Z",
+           R"(I0310 12:00:00.000000       1 controllermanager.go:622] Started "service")"),
+       Cri("2024-03-10T12:00:00.800000000Z",
+           R"(I0310 12:00:00.800000       1 controllermanager.go:622] Started "route")")});
+  EXPECT_THAT(Briefs(scanner.Scan(log, Utc(2024, 3, 10, 12, 0, 1, 500000))),
+              ElementsAre("controller-start pid 1 service/main"));
+  // The younger line is read once it is old enough, and only once.
+  EXPECT_THAT(Briefs(scanner.Scan(log, Utc(2024, 3, 10, 12, 0, 2))),
+              ElementsAre("controller-start pid 1 route/main"));
+  EXPECT_THAT(scanner.Scan(log, Utc(2024, 3, 10, 12, 0, 3)), IsEmpty());
 }
 
 }  // namespace

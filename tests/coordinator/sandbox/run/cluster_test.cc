@@ -12,6 +12,7 @@
 #include "coordinator/kube/kubeconfig.h"
 #include "coordinator/kube/nodes.h"
 #include "coordinator/sandbox/monitor/run_record.h"
+#include "coordinator/sandbox/process.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -20,13 +21,15 @@ namespace {
 
 using ::testing::ElementsAre;
 
-TEST(ClusterTest, TheClusterKindIsModelOrReal) {
+TEST(ClusterTest, TheClusterKindIsModelRealOrKubeadm) {
   ClusterKind kind = ClusterKind::kReal;
   EXPECT_TRUE(ParseClusterKind("model", &kind));
   EXPECT_EQ(kind, ClusterKind::kModel);
+  EXPECT_TRUE(ParseClusterKind("kubeadm", &kind));
+  EXPECT_EQ(kind, ClusterKind::kKubeadm);
   EXPECT_TRUE(ParseClusterKind("real", &kind));
   EXPECT_EQ(kind, ClusterKind::kReal);
-  for (const char* bad : {"", "Model", "fake", "real "}) {
+  for (const char* bad : {"", "Model", "fake", "real ", "kind"}) {
     EXPECT_FALSE(ParseClusterKind(bad, &kind)) << bad;
     EXPECT_EQ(kind, ClusterKind::kReal) << "left as it was";
   }
@@ -39,8 +42,13 @@ class ModelClusterTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
     std::filesystem::create_directories(dir_ + "/records");
+    std::filesystem::create_directories(dir_ + "/logs");
     setup_.dir = dir_;
-    setup_.bin_dir = "/opt/handoff/bin";
+    setup_.bin_dir = HANDOFF_SANDBOX_HELPERS_DIR;
+    setup_.say = [](const std::string&) {};
+    setup_.spawn = [](const std::vector<std::string>& argv, const std::string& log) {
+      return Process::Spawn(argv, log);
+    };
     for (int i = 1; i <= 2; ++i) {
       setup_.nodes.push_back({MakeSandboxNode(i), dir_ + "/nodes/cp-" + std::to_string(i)});
     }
@@ -58,18 +66,23 @@ class ModelClusterTest : public ::testing::Test {
   ClusterSetup setup_;
 };
 
-TEST_F(ModelClusterTest, ItsKubeletsRunStandInsThatRecordPerNode) {
+TEST_F(ModelClusterTest, ItsAgentsRunOnTheHostRootedAtTheirNodes) {
   std::unique_ptr<SandboxCluster> cluster = Model();
   ASSERT_NE(cluster, nullptr);
-  EXPECT_THAT(cluster->KubeletArgs(setup_.nodes[1]),
-              ElementsAre("--standin", "/opt/handoff/bin/handoff-standin", "--records",
-                          dir_ + "/records/cp-2.jsonl"));
+  EXPECT_EQ(cluster->CoordinatorHost(), "127.0.0.1");
+  const AgentHost host = cluster->AgentHostOf(setup_.nodes[1]);
+  EXPECT_TRUE(host.prefix.empty());
+  EXPECT_EQ(host.files, dir_ + "/nodes/cp-2");
+  EXPECT_EQ(host.agent_prefix, dir_ + "/nodes/cp-2");
+  EXPECT_EQ(host.root, dir_ + "/nodes/cp-2");
+  EXPECT_EQ(host.proc_root, dir_ + "/nodes/cp-2/run/sandbox-proc");
+  EXPECT_EQ(host.kubelet_restart_command,
+            std::string(HANDOFF_SANDBOX_HELPERS_DIR) + "/handoff-sandbox-kubelet restart --root " +
+                dir_ + "/nodes/cp-2");
+  // The simulated kubelet takes a change from its first moment: no settling.
+  EXPECT_THAT(host.local_settings, ::testing::HasSubstr("settle: 0s"));
   EXPECT_THAT(cluster->ComponentLines(), ElementsAre("model: fake API server, stand-in managers"));
-  LayoutInputs inputs;
-  const LayoutInputs defaults;
-  ASSERT_TRUE(cluster->AddLayoutInputs(setup_.nodes[0], inputs).ok());
-  EXPECT_EQ(inputs.cloud_config, defaults.cloud_config);
-  EXPECT_TRUE(inputs.controller_manager_env.empty());
+  EXPECT_EQ(cluster->KillKubelet(setup_.nodes[0]).code(), absl::StatusCode::kUnimplemented);
 }
 
 TEST_F(ModelClusterTest, ItsMonitorReadsTheStandInsRecords) {
@@ -115,28 +128,34 @@ TEST_F(ModelClusterTest, ItsApiServerServesTheNodesWithTheirProviderIds) {
   absl::StatusOr<pki::KeyPair> admin = pki::IssueCertificate(*ca, admin_request, now);
   ASSERT_TRUE(server.ok() && admin.ok());
   std::unique_ptr<FileSystem> fs = NewPosixFileSystem("/");
-  ApiServerCertificates certificates{*ca, dir_ + "/ca.crt", dir_ + "/apiserver.crt",
-                                     dir_ + "/apiserver.key"};
+  ApiServerCertificates certificates;
+  certificates.kube_ca = *ca;
+  certificates.admin = *admin;
+  certificates.controller_manager = *admin;
+  certificates.client_ca_file = dir_ + "/ca.crt";
+  certificates.serving_cert_file = dir_ + "/apiserver.crt";
+  certificates.serving_key_file = dir_ + "/apiserver.key";
   ASSERT_TRUE(AtomicReplace(*fs, certificates.client_ca_file, ca->certificate_pem).ok());
   ASSERT_TRUE(AtomicReplace(*fs, certificates.serving_cert_file, server->certificate_pem).ok());
   ASSERT_TRUE(AtomicReplace(*fs, certificates.serving_key_file, server->private_key_pem).ok());
 
   std::unique_ptr<SandboxCluster> cluster = Model();
   ASSERT_NE(cluster, nullptr);
-  absl::StatusOr<std::string> url = cluster->StartApiServer(certificates);
-  ASSERT_TRUE(url.ok()) << url.status();
-  EXPECT_THAT(*url, ::testing::StartsWith("https://127.0.0.1:"));
-
-  kube::ClusterCredentials credentials;
-  credentials.server = *url;
-  credentials.ca_pem = ca->certificate_pem;
-  credentials.client_cert_pem = admin->certificate_pem;
-  credentials.client_key_pem = admin->private_key_pem;
+  // The API server, each node's files and its simulated kubelet, admin.conf, settings.yaml.
+  absl::Status started = cluster->Start(certificates);
+  ASSERT_TRUE(started.ok()) << started;
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/settings.yaml"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/nodes/cp-1/etc/kubernetes/manifests/"
+                                             "kube-controller-manager.yaml"));
+  absl::StatusOr<kube::ClusterCredentials> credentials =
+      kube::LoadKubeconfig(*fs, dir_ + "/admin.conf", "");
+  ASSERT_TRUE(credentials.ok()) << credentials.status();
+  EXPECT_THAT(credentials->server, ::testing::StartsWith("https://127.0.0.1:"));
   absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport =
-      kube::NewCurlTransport(credentials);
+      kube::NewCurlTransport(*credentials);
   ASSERT_TRUE(transport.ok()) << transport.status();
   std::unique_ptr<Clock> clock = NewRealClock();
-  kube::KubeClient client(*std::move(transport), *clock, kube::ClientOptionsFor(credentials));
+  kube::KubeClient client(*std::move(transport), *clock, kube::ClientOptionsFor(*credentials));
   absl::StatusOr<std::vector<kube::Json>> nodes = kube::ListNodes(client, true);
   ASSERT_TRUE(nodes.ok()) << nodes.status();
   ASSERT_EQ(nodes->size(), 2U);

@@ -42,7 +42,8 @@ class SandboxBinariesTest : public ::testing::Test {
     for (const char* name : {"handoffctl", "handoff-coordinator", "handoff-agent"}) {
       Program(std::string("usr/bin/") + name);
     }
-    for (const char* name : {"handoff-standin", "handoff-sandbox-kubelet"}) {
+    for (const char* name :
+         {"handoff-standin", "handoff-sandbox-kubelet", "handoff-sandbox-node"}) {
       Program(std::string("usr/lib/handoff/") + name);
     }
   }
@@ -52,7 +53,7 @@ class SandboxBinariesTest : public ::testing::Test {
 
 TEST_F(SandboxBinariesTest, ABuildTreeHasEveryProgramBesideHandoffctl) {
   for (const char* name : {"handoffctl", "handoff-coordinator", "handoff-agent", "handoff-standin",
-                           "handoff-sandbox-kubelet"}) {
+                           "handoff-sandbox-kubelet", "handoff-sandbox-node"}) {
     Program(std::string("build/bin/") + name);
   }
   absl::StatusOr<SandboxBinaries> found =
@@ -89,7 +90,8 @@ TEST_F(SandboxBinariesTest, HelpersSplitBetweenTheTwoPlacesAreRefused) {
   absl::StatusOr<SandboxBinaries> found = LocateSandboxBinaries("", root_ + "/usr/bin", Executable);
   ASSERT_FALSE(found.ok());
   EXPECT_THAT(found.status().message(),
-              HasSubstr("handoff-standin and handoff-sandbox-kubelet are not both in " + root_ +
+              HasSubstr("handoff-standin, handoff-sandbox-kubelet and handoff-sandbox-node are not "
+                        "all in " + root_ +
                         "/usr/bin or " + root_ + "/usr/lib/handoff"));
 }
 
@@ -112,7 +114,7 @@ TEST_F(SandboxBinariesTest, AMissingDaemonIsNamedWithItsPath) {
 TEST_F(SandboxBinariesTest, BinDirHoldsEveryProgramAndNothingElseIsLookedAt) {
   InstallPackageLayout();
   for (const char* name : {"handoff-coordinator", "handoff-agent", "handoff-standin",
-                           "handoff-sandbox-kubelet"}) {
+                           "handoff-sandbox-kubelet", "handoff-sandbox-node"}) {
     Program(std::string("opt/handoff/") + name);
   }
   absl::StatusOr<SandboxBinaries> found =
@@ -133,6 +135,7 @@ TEST_F(SandboxBinariesTest, BinDirHoldsEveryProgramAndNothingElseIsLookedAt) {
 TEST(SandboxBinariesNamesTest, OnlyTheStandinAndTheSimulatedKubeletAreHelpers) {
   EXPECT_TRUE(IsSandboxHelper("handoff-standin"));
   EXPECT_TRUE(IsSandboxHelper("handoff-sandbox-kubelet"));
+  EXPECT_TRUE(IsSandboxHelper("handoff-sandbox-node"));
   EXPECT_FALSE(IsSandboxHelper("handoff-agent"));
   EXPECT_FALSE(IsSandboxHelper("handoff-coordinator"));
   EXPECT_EQ(SandboxDaemonsDir("", "/usr/bin"), "/usr/bin");

@@ -134,8 +134,12 @@ TEST(SandboxRunTest, ThreeNodesMigrateAndComeBackWithTheInvariantHeld) {
               HasSubstr("certs: created the handoff CA"));
   EXPECT_THAT(ReadText(sandbox.sandbox_dir() + "/coordinator.yaml"),
               HasSubstr("\nnodes: \"cp-1,cp-2,cp-3\"\n"));
+  // Each agent's certificate where the package's configuration looks for it, on its node.
   EXPECT_THAT(ReadText(sandbox.sandbox_dir() + "/nodes/cp-2/etc/handoff/agent.yaml"),
-              HasSubstr("\ncert: \"" + sandbox.sandbox_dir() + "/pki/agent-cp-2.crt\"\n"));
+              HasSubstr("\ncert: \"" + sandbox.sandbox_dir() +
+                        "/nodes/cp-2/etc/handoff/pki/agent.crt\"\n"));
+  EXPECT_EQ(ReadText(sandbox.sandbox_dir() + "/nodes/cp-2/etc/handoff/pki/agent.crt"),
+            ReadText(sandbox.sandbox_dir() + "/pki/agent-cp-2.crt"));
 
   // Each daemon's /metrics, scraped at the end, is valid exposition text and counts what the
   // history counted: 12 moves, every lease release of the audit, no verification failure.

@@ -1,0 +1,867 @@
+#include "coordinator/sandbox/kubeadm/kubeadm_cluster.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "agent/base/strings.h"
+#include "agent/fs/atomic_file.h"
+#include "agent/fs/file_system.h"
+#include "agent/system/clock.h"
+#include "agent/system/process_table.h"
+#include "coordinator/kube/http_transport.h"
+#include "coordinator/kube/kubeconfig.h"
+#include "coordinator/pki/pki.h"
+#include "coordinator/sandbox/kubeadm/host_changes.h"
+#include "coordinator/sandbox/kubeadm/node_files.h"
+#include "coordinator/sandbox/lease_observer.h"
+#include "coordinator/sandbox/monitor/klog_scanner.h"
+#include "coordinator/sandbox/monitor/monitor.h"
+#include "coordinator/sandbox/monitor/process_watcher.h"
+#include "coordinator/sandbox/monitor/run_record.h"
+#include "coordinator/sandbox/node/node_enter.h"
+#include "coordinator/sandbox/node/node_init.h"
+#include "coordinator/sandbox/node/node_spec.h"
+#include "coordinator/sandbox/real/components.h"
+#include "coordinator/sandbox/real/control_plane.h"
+#include "coordinator/sandbox/real/fake_aws.h"
+
+namespace handoff::sandbox {
+namespace {
+
+// The run's network: a /24 of AWS's default VPC range, with each zone's nodes in a /28 of its own
+// (the fake AWS makes one subnet per zone).
+constexpr char kSubnet[] = "172.31.250.";
+constexpr char kBridgeIp[] = "172.31.250.1";
+constexpr char kEndpointIp[] = "172.31.250.2";
+constexpr int kPrefixLength = 24;
+constexpr char kZones[] = "abc";
+constexpr char kRegion[] = "us-east-1";
+constexpr char kImdsIp[] = "169.254.169.254";
+// The versions the rehearsal moves between, and the cloud-controller-manager it starts: the
+// images are named so in the components' archive (tests/real/components.sh).
+constexpr char kVersionN[] = "v1.26.13";
+constexpr char kVersionNext[] = "v1.27.16";
+constexpr char kPauseImage[] = "registry.k8s.io/pause:3.9";
+constexpr char kCcmImage[] = "registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.2";
+// Where the unhealthy fault keeps the node's cloud-controller-manager image meanwhile: a name
+// nothing asks for, so the kubelet finds no image to run and cannot pull one.
+constexpr char kHeldCcmImage[] = "handoff-sandbox.invalid/held/cloud-controller-manager:v1.27.2";
+
+std::optional<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Whether an interface of this machine has an address in the run's /24 (another kubeadm sandbox
+// runs, or the network is someone else's).
+std::optional<std::string> SubnetInUse() {
+  ifaddrs* addresses = nullptr;
+  if (::getifaddrs(&addresses) != 0) return std::nullopt;
+  std::optional<std::string> user;
+  for (ifaddrs* it = addresses; it != nullptr; it = it->ifa_next) {
+    if (it->ifa_addr == nullptr || it->ifa_addr->sa_family != AF_INET) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    const auto* in = reinterpret_cast<const sockaddr_in*>(it->ifa_addr);
+    ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
+    if (StartsWith(text, kSubnet)) user = StrCat(it->ifa_name, " (", text, ")");
+  }
+  ::freeifaddrs(addresses);
+  return user;
+}
+
+// `count` characters drawn from `alphabet` with the kernel's randomness.
+std::string RandomText(size_t count, std::string_view alphabet) {
+  std::random_device random;
+  std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1);
+  std::string text;
+  for (size_t i = 0; i < count; ++i) text.push_back(alphabet[pick(random)]);
+  return text;
+}
+
+// The first line a program prints for `flag`, e.g. "containerd github.com/... 1.6.20~ds1".
+std::string FirstLineOf(const std::vector<std::string>& argv, const std::string& scratch) {
+  absl::StatusOr<std::unique_ptr<Process>> run = Process::Spawn(argv, scratch);
+  if (!run.ok()) return "";
+  (*run)->WaitFor(absl::Seconds(10), nullptr);
+  std::optional<std::string> text = ReadText(scratch);
+  std::filesystem::remove(scratch);
+  if (!text) return "";
+  return std::string(StripWhitespace(text->substr(0, text->find('\n'))));
+}
+
+// "/usr/bin/containerd" for "containerd": the first executable on $PATH (or the usual sbin
+// directories, which a root shell has and a test runner may not).
+std::string OnPath(const std::string& name) {
+  const char* path = ::getenv("PATH");
+  std::string dirs = StrCat(path != nullptr ? path : "", ":/usr/local/sbin:/usr/sbin:/sbin");
+  for (std::string_view dir : StrSplit(dirs, ":", true)) {
+    const std::string candidate = StrCat(dir, "/", name);
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+struct Node {
+  std::string name;
+  std::string ip;
+  std::string dir;  // on the host
+  std::unique_ptr<Process> boot;
+  int64_t init_pid = 0;  // the host pid of the node's first process
+  std::string netns;     // readlink /proc/<init>/ns/net
+  node::BootSpec spec;
+};
+
+class KubeadmCluster : public SandboxCluster {
+ public:
+  KubeadmCluster(const ClusterSetup& setup, real::Components components)
+      : setup_(setup),
+        components_(std::move(components)),
+        fs_(NewPosixFileSystem("/")),
+        clock_(NewRealClock()),
+        pump_(*fs_, StrCat(setup.dir, "/records")),
+        leases_(StrCat(setup.dir, "/records")) {
+    MonitorOptions options;
+    options.lease_duration = setup.timing.lease_duration;
+    options.retry_period = setup.timing.retry_period;
+    // kubeadm on AWS with --configure-cloud-routes=false: route never runs.
+    options.controllers = {"service", "cloud-node-lifecycle"};
+    monitor_ = std::make_unique<LiveMonitor>(*fs_, StrCat(setup.dir, "/records"), options);
+    plan_.kubernetes_version = kVersionN;
+    plan_.endpoint_ip = kEndpointIp;
+    plan_.pause_image = kPauseImage;
+    // kubeadm's formats: a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}, a certificate key of 32
+    // random bytes in hex (it encrypts the uploaded certificates for the joining nodes).
+    constexpr std::string_view kTokenAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+    plan_.bootstrap_token =
+        StrCat(RandomText(6, kTokenAlphabet), ".", RandomText(16, kTokenAlphabet));
+    plan_.certificate_key = RandomText(64, "0123456789abcdef");
+    run_id_ = std::to_string(::getpid());
+    for (size_t i = 0; i < setup.nodes.size(); ++i) {
+      kubeadm::PlannedNode planned;
+      planned.name = setup.nodes[i].spec.name;
+      planned.ip = setup.nodes[i].spec.ip;
+      planned.zone = setup.nodes[i].spec.zone;
+      planned.cgroup_root = StrCat("/handoff-sandbox-", run_id_, "-", i + 1);
+      plan_.nodes.push_back(planned);
+    }
+  }
+  ~KubeadmCluster() override { Stop(); }
+
+  absl::Status Start(const ApiServerCertificates& certificates) override;
+
+  std::string CoordinatorHost() const override { return kBridgeIp; }
+  std::string CoordinatorAltIp() const override { return kBridgeIp; }
+
+  AgentHost AgentHostOf(const ClusterNode& cluster_node) const override {
+    AgentHost host;
+    const Node* node = Find(cluster_node.spec.name);
+    const int64_t pid = node != nullptr ? node->init_pid : 0;
+    host.prefix = EnterPrefix(pid);
+    host.files = StrCat("/proc/", pid, "/root");
+    host.agent_prefix = "";
+    host.kubelet_restart_command = StrCat(NodeBinary(), " restart-kubelet");
+    host.metrics_host = cluster_node.spec.ip;
+    // A real kube-apiserver restart leaves its node without one for up to 45 s; the kubelet
+    // restarts every other pod 11-15 s after its manifest changed.
+    host.timeout = "2m";
+    return host;
+  }
+
+  absl::Status SetCloudControllerManagerUnhealthy(const ClusterNode& cluster_node,
+                                                  bool unhealthy) override {
+    const Node* node = Find(cluster_node.spec.name);
+    if (node == nullptr) return absl::NotFoundError(cluster_node.spec.name);
+    // The image kept under another name while it is away, so that it comes back at once.
+    const std::vector<std::vector<std::string>> steps =
+        unhealthy ? std::vector<std::vector<std::string>>{{"ctr", "-n", "k8s.io", "images", "tag",
+                                                           kCcmImage, kHeldCcmImage},
+                                                          {"ctr", "-n", "k8s.io", "images", "rm",
+                                                           kCcmImage}}
+                  : std::vector<std::vector<std::string>>{{"ctr", "-n", "k8s.io", "images", "tag",
+                                                           kHeldCcmImage, kCcmImage}};
+    for (const std::vector<std::string>& step : steps) {
+      absl::Status ran = RunOnNode(*node, step, StrCat("ctr-", node->name), absl::Seconds(30));
+      if (!ran.ok()) return ran;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status KillKubelet(const ClusterNode& cluster_node) override {
+    const Node* node = Find(cluster_node.spec.name);
+    if (node == nullptr) return absl::NotFoundError(cluster_node.spec.name);
+    absl::StatusOr<std::string> answer = node::SendControl(
+        StrCat("/proc/", node->init_pid, "/root", node::kControlSocket), "kill-kubelet",
+        absl::Seconds(10));
+    if (!answer.ok()) return answer.status();
+    if (!StartsWith(*answer, "ok")) return absl::UnavailableError(*answer);
+    return absl::OkStatus();
+  }
+
+  const MonitorReport& Poll(absl::Time now) override {
+    // The watcher looks at /proc on its own thread.
+    if (watcher_) FollowNewPodLogs(now);
+    (void)pump_.Poll(now);
+    leases_.Observe(now);
+    (void)monitor_->Poll(absl::ToUnixNanos(now));
+    return monitor_->report();
+  }
+
+  void CountGapsFrom(absl::Time t) override { monitor_->CountGapsFrom(absl::ToUnixNanos(t)); }
+  // A move that restarts the kube-apiserver (up to 45 s without one), three other components
+  // (11-15 s each: the kubelet's backoff) and the kubelet (with its settle).
+  absl::Duration MoveBudget() const override { return absl::Minutes(3); }
+
+  std::vector<LeaseHolderChange> LeaseHolders() const override {
+    absl::StatusOr<std::vector<RunRecord>> records =
+        ReadRunRecords(*fs_, StrCat(setup_.dir, "/records"));
+    std::vector<LeaseHolderChange> changes;
+    if (records.ok()) changes = LeaseHolderChangesFromRecords(*std::move(records));
+    changes.insert(changes.end(), leases_.observed().begin(), leases_.observed().end());
+    std::stable_sort(changes.begin(), changes.end(),
+                     [](const LeaseHolderChange& a, const LeaseHolderChange& b) {
+                       return a.t_ns < b.t_ns;
+                     });
+    return changes;
+  }
+
+  std::vector<std::string> ComponentLines() const override;
+  std::vector<std::string> SummaryLines() const override;
+
+  void Stop() override;
+
+ private:
+  const Node* Find(const std::string& name) const {
+    for (const Node& node : nodes_) {
+      if (node.name == name) return &node;
+    }
+    return nullptr;
+  }
+  std::string NodeBinary() const { return StrCat(setup_.bin_dir, "/handoff-sandbox-node"); }
+  std::string NodePath() const {
+    return StrCat(components_.dir, "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  }
+  std::vector<std::string> EnterPrefix(int64_t pid) const {
+    return {NodeBinary(), "enter", "--pid", std::to_string(pid), "--env",
+            StrCat("PATH=", NodePath()), "--"};
+  }
+  std::string Log(const std::string& name) const {
+    return StrCat(setup_.dir, "/logs/", name, ".log");
+  }
+  // Runs `argv` on `node` to its end; an error with the log's last lines unless it exits 0.
+  absl::Status RunOnNode(const Node& node, const std::vector<std::string>& argv,
+                         const std::string& log_name, absl::Duration timeout);
+  // Runs `command` on the host to its end (ip); an error naming it unless it exits 0.
+  absl::Status RunOnHost(const std::vector<std::string>& argv);
+  absl::Status WriteNodeFile(const Node& node, const std::string& path, const std::string& text,
+                             unsigned mode = 0644);
+
+  absl::Status CheckHost();
+  absl::Status MakeBridge();
+  absl::StatusOr<Node> BootNode(const std::string& name, const std::string& dir, bool services);
+  absl::Status Connect(Node& node, const std::string& ip, int index);
+  absl::Status StartFakeAws();
+  absl::Status StartLoadBalancer();
+  absl::Status ImportImages();
+  absl::Status RunKubeadm();
+  absl::Status WriteSettings();
+  // Follows each manager's pod log that appeared since the last poll, once the process that
+  // wrote it is known.
+  void FollowNewPodLogs(absl::Time now);
+
+  const ClusterSetup setup_;
+  const real::Components components_;
+  std::unique_ptr<FileSystem> fs_;  // rooted at "/"
+  std::unique_ptr<Clock> clock_;
+  kubeadm::ClusterPlan plan_;
+  std::string run_id_;
+  std::string bridge_;
+  std::optional<kubeadm::HostChanges> changes_;
+  Node lb_;
+  std::vector<Node> nodes_;
+  std::unique_ptr<Process> haproxy_;
+  std::unique_ptr<Process> fake_aws_;
+  real::FakeAws aws_;
+  std::unique_ptr<ManagerProcessWatcher> watcher_;
+  LogRecordsPump pump_;
+  std::unique_ptr<LiveMonitor> monitor_;
+  LeaseObserver leases_;
+  std::set<std::string> followed_logs_;  // the managers' pod logs the pump follows
+  int64_t unknown_pids_ = 0;
+  std::vector<std::string> versions_;  // containerd, runc, haproxy
+  bool stopped_ = false;
+};
+
+absl::Status KubeadmCluster::RunOnNode(const Node& node, const std::vector<std::string>& argv,
+                                       const std::string& log_name, absl::Duration timeout) {
+  std::vector<std::string> full = EnterPrefix(node.init_pid);
+  full.insert(full.end(), argv.begin(), argv.end());
+  const std::string log = Log(log_name);
+  absl::StatusOr<std::unique_ptr<Process>> run = setup_.spawn(full, log);
+  if (!run.ok()) return run.status();
+  int status = 0;
+  if (!(*run)->WaitFor(timeout, &status)) {
+    (*run)->Stop(SIGTERM, absl::Seconds(5));
+    return absl::DeadlineExceededError(StrCat(StrJoin(argv, " "), " on ", node.name,
+                                              " did not finish within ",
+                                              absl::FormatDuration(timeout), "; its log is ", log,
+                                              ", which ends with:\n", real::LogTail(log)));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::UnavailableError(StrCat(StrJoin(argv, " "), " on ", node.name, " failed (",
+                                         DescribeWaitStatus(status), "); its log is ", log,
+                                         ", which ends with:\n", real::LogTail(log)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KubeadmCluster::RunOnHost(const std::vector<std::string>& argv) {
+  std::vector<std::string> full = argv;
+  full[0] = OnPath(argv[0]);
+  if (full[0].empty()) return absl::FailedPreconditionError(StrCat(argv[0], " is not on PATH"));
+  const std::string log = Log("host-commands");
+  absl::StatusOr<std::unique_ptr<Process>> run = setup_.spawn(full, log);
+  if (!run.ok()) return run.status();
+  int status = 0;
+  if (!(*run)->WaitFor(absl::Seconds(30), &status) || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0) {
+    return absl::UnavailableError(StrCat(StrJoin(argv, " "), " failed (",
+                                         DescribeWaitStatus(status), "); see ", log, ":\n",
+                                         real::LogTail(log, 600)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KubeadmCluster::WriteNodeFile(const Node& node, const std::string& path,
+                                           const std::string& text, unsigned mode) {
+  // Through the node's own mounts (its /etc is an overlay): /proc/<pid>/root is its "/", and
+  // paths are resolved inside it as the node resolves them.
+  std::unique_ptr<FileSystem> node_fs = NewPosixFileSystem(StrCat("/proc/", node.init_pid, "/root"));
+  absl::Status made = EnsureDirectory(*node_fs, std::filesystem::path(path).parent_path(), 0755);
+  if (!made.ok()) return made;
+  FileInfo info;
+  info.mode = mode;
+  return AtomicReplace(*node_fs, path, text, info);
+}
+
+absl::Status KubeadmCluster::CheckHost() {
+  for (const char* program : {"containerd", "containerd-shim-runc-v2", "runc", "ctr", "haproxy",
+                              "ip"}) {
+    if (OnPath(program).empty()) {
+      return absl::FailedPreconditionError(
+          StrCat("--cluster kubeadm needs ", program,
+                 " (Debian's containerd, runc, haproxy and iproute2: packaging/install-deps.sh)"));
+    }
+  }
+  if (!std::filesystem::exists("/sys/fs/cgroup/memory") ||
+      !std::filesystem::exists("/sys/fs/cgroup/cpu")) {
+    return absl::FailedPreconditionError(
+        "--cluster kubeadm runs the kubelet with the cgroupfs driver on cgroup v1 controllers, "
+        "and this machine has no /sys/fs/cgroup/memory and /sys/fs/cgroup/cpu");
+  }
+  // A node overlays these host paths: its own directory must not be under one of them, or the
+  // node would see (and write) its files through its own overlay.
+  for (std::string_view overlaid : node::kOverlaidPaths) {
+    if (StartsWith(setup_.dir, StrCat(overlaid, "/"))) {
+      return absl::FailedPreconditionError(
+          StrCat("--dir ", setup_.dir, " is under ", overlaid,
+                 ", which every node overlays: give a directory elsewhere (e.g. under /tmp)"));
+    }
+  }
+  if (std::optional<std::string> user = SubnetInUse()) {
+    return absl::FailedPreconditionError(
+        StrCat("the kubeadm sandbox's network ", kSubnet, "0/", kPrefixLength,
+               " is in use here (", *user,
+               "): another kubeadm sandbox runs, or the network is someone else's"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KubeadmCluster::MakeBridge() {
+  bridge_ = StrCat("hsb", run_id_);
+  absl::Status recorded = changes_->WillCreateLink(bridge_);
+  if (!recorded.ok()) return recorded;
+  for (const std::vector<std::string>& step :
+       {std::vector<std::string>{"ip", "link", "add", bridge_, "type", "bridge"},
+        std::vector<std::string>{"ip", "addr", "add", StrCat(kBridgeIp, "/", kPrefixLength),
+                                 "dev", bridge_},
+        std::vector<std::string>{"ip", "link", "set", bridge_, "up"}}) {
+    absl::Status ran = RunOnHost(step);
+    if (!ran.ok()) return ran;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Node> KubeadmCluster::BootNode(const std::string& name, const std::string& dir,
+                                              bool services) {
+  Node node;
+  node.name = name;
+  node.dir = dir;
+  node.spec.name = name;
+  node.spec.dir = dir;
+  node.spec.log_dir = StrCat(setup_.dir, "/logs");
+  node.spec.services = services;
+  if (services) {
+    node.spec.containerd = OnPath("containerd");
+    node.spec.kubelet = components_.Binary(real::kKubelet);
+    node.spec.path = NodePath();
+  }
+  std::vector<std::string> argv = {NodeBinary(), "boot"};
+  for (std::string& arg : node::BootArgs(node.spec)) argv.push_back(std::move(arg));
+  const std::string log = Log(StrCat("node-", name));
+  absl::StatusOr<std::unique_ptr<Process>> boot = setup_.spawn(argv, log);
+  if (!boot.ok()) return boot.status();
+  node.boot = *std::move(boot);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (true) {
+    std::optional<std::string> pid = ReadText(node::PidFile(node.spec));
+    if (pid && std::filesystem::exists(node::ReadyFile(node.spec))) {
+      node.init_pid = std::strtoll(pid->c_str(), nullptr, 10);
+      break;
+    }
+    int status = 0;
+    if (node.boot->WaitFor(absl::Milliseconds(50), &status)) {
+      return absl::UnavailableError(StrCat("node ", name, " did not boot (",
+                                           DescribeWaitStatus(status), "); its log is ", log,
+                                           ":\n", real::LogTail(log)));
+    }
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(StrCat("node ", name, " did not boot within 30s; see ", log));
+    }
+  }
+  absl::Status recorded = changes_->Started(kubeadm::CurrentProcess(node.init_pid));
+  if (!recorded.ok()) return recorded;
+  std::error_code error;
+  node.netns = std::filesystem::read_symlink(StrCat("/proc/", node.init_pid, "/ns/net"), error);
+  return node;
+}
+
+absl::Status KubeadmCluster::Connect(Node& node, const std::string& ip, int index) {
+  const std::string host_side = StrCat("hsv", run_id_, "n", index);
+  const std::string node_side = StrCat("hsp", run_id_, "n", index);
+  absl::Status recorded = changes_->WillCreateLink(host_side);
+  if (!recorded.ok()) return recorded;
+  for (const std::vector<std::string>& step :
+       {std::vector<std::string>{"ip", "link", "add", host_side, "type", "veth", "peer", "name",
+                                 node_side},
+        std::vector<std::string>{"ip", "link", "set", host_side, "master", bridge_, "up"},
+        std::vector<std::string>{"ip", "link", "set", node_side, "netns",
+                                 std::to_string(node.init_pid)}}) {
+    absl::Status ran = RunOnHost(step);
+    if (!ran.ok()) return ran;
+  }
+  // Inside: eth0 with the node's address, no default route; the instance metadata address on
+  // lo, where the fake AWS serves this node's metadata.
+  for (const std::vector<std::string>& step :
+       {std::vector<std::string>{"ip", "link", "set", node_side, "name", "eth0"},
+        std::vector<std::string>{"ip", "addr", "add", StrCat(ip, "/", kPrefixLength), "dev",
+                                 "eth0"},
+        std::vector<std::string>{"ip", "link", "set", "eth0", "up"},
+        std::vector<std::string>{"ip", "addr", "add", StrCat(kImdsIp, "/32"), "dev", "lo"}}) {
+    absl::Status ran = RunOnNode(node, step, "host-commands", absl::Seconds(30));
+    if (!ran.ok()) return ran;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KubeadmCluster::StartFakeAws() {
+  absl::StatusOr<int> port = real::PickFreePort();
+  if (!port.ok()) return port.status();
+  const std::string ready = StrCat(setup_.dir, "/fake-aws.json");
+  std::vector<std::string> argv = {components_.Binary(real::kFakeAws),
+                                   "--cluster-id",
+                                   real::kSandboxClusterId,
+                                   "--region",
+                                   kRegion,
+                                   "--ec2-host",
+                                   kBridgeIp,
+                                   "--ec2-port",
+                                   std::to_string(*port),
+                                   "--imds-port",
+                                   "80",
+                                   "--imds-host",
+                                   kImdsIp,
+                                   "--ready-file",
+                                   ready,
+                                   "--request-log",
+                                   StrCat(setup_.dir, "/logs/fake-aws-requests.jsonl")};
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    argv.insert(argv.end(),
+                {"--node", StrCat(nodes_[i].name, "=", nodes_[i].ip, "@", plan_.nodes[i].zone),
+                 "--imds-netns", StrCat(nodes_[i].name, "=/proc/", nodes_[i].init_pid, "/ns/net")});
+  }
+  absl::StatusOr<real::RunningFakeAws> started =
+      real::StartFakeAws(argv, ready, Log("fake-aws"));
+  if (!started.ok()) return started.status();
+  fake_aws_ = std::move(started->process);
+  aws_ = std::move(started->aws);
+  absl::Status recorded = changes_->Started(kubeadm::CurrentProcess(fake_aws_->pid()));
+  if (!recorded.ok()) return recorded;
+  const std::string cloud_config =
+      kubeadm::CloudConfig(real::kSandboxClusterId, aws_.region, aws_.ec2_url);
+  for (const Node& node : nodes_) {
+    absl::Status written = WriteNodeFile(node, kubeadm::kCloudConfigPath, cloud_config);
+    if (!written.ok()) return written;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KubeadmCluster::StartLoadBalancer() {
+  const std::string config = StrCat(lb_.dir, "/haproxy.cfg");
+  FileInfo info;
+  info.mode = 0644;
+  absl::Status written = AtomicReplace(*fs_, config, kubeadm::HaproxyConfig(plan_), info);
+  if (!written.ok()) return written;
+  std::vector<std::string> argv = EnterPrefix(lb_.init_pid);
+  argv.insert(argv.end(), {OnPath("haproxy"), "-db", "-f", config});
+  absl::StatusOr<std::unique_ptr<Process>> started = setup_.spawn(argv, Log("haproxy"));
+  if (!started.ok()) return started.status();
+  haproxy_ = *std::move(started);
+  return absl::OkStatus();
+}
+
+absl::Status KubeadmCluster::ImportImages() {
+  // Every node at once: the import is mostly the disk's work.
+  std::vector<std::pair<const Node*, std::unique_ptr<Process>>> imports;
+  const std::string archive = components_.File(real::kImagesArchive);
+  for (const Node& node : nodes_) {
+    std::vector<std::string> argv = EnterPrefix(node.init_pid);
+    argv.insert(argv.end(), {"ctr", "-n", "k8s.io", "images", "import", archive});
+    absl::StatusOr<std::unique_ptr<Process>> started =
+        setup_.spawn(argv, Log(StrCat("images-", node.name)));
+    if (!started.ok()) return started.status();
+    imports.emplace_back(&node, *std::move(started));
+  }
+  for (auto& [node, process] : imports) {
+    int status = 0;
+    const std::string log = Log(StrCat("images-", node->name));
+    if (!process->WaitFor(absl::Minutes(5), &status) || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+      return absl::UnavailableError(StrCat("importing the images on ", node->name, " failed (",
+                                           DescribeWaitStatus(status), "); see ", log, ":\n",
+                                           real::LogTail(log)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KubeadmCluster::RunKubeadm() {
+  const Node& first = nodes_.front();
+  absl::Status written =
+      WriteNodeFile(first, kubeadm::kKubeadmConfigPath, kubeadm::InitConfiguration(plan_), 0600);
+  if (!written.ok()) return written;
+  const absl::Time init_started = absl::Now();
+  absl::Status ran = RunOnNode(first,
+                               {components_.Binary(real::kKubeadm), "init", "--config",
+                                kubeadm::kKubeadmConfigPath, "--upload-certs"},
+                               StrCat("kubeadm-", first.name), absl::Minutes(5));
+  if (!ran.ok()) return ran;
+  setup_.say(StrCat("kubeadm init on ", first.name, ": ",
+                    absl::FormatDuration(absl::Trunc(absl::Now() - init_started,
+                                                     absl::Milliseconds(100)))));
+  // The admin's kubeconfig names the load balancer, which the host reaches on the bridge.
+  absl::StatusOr<std::string> admin =
+      fs_->ReadFile(StrCat("/proc/", first.init_pid, "/root/etc/kubernetes/admin.conf"));
+  if (!admin.ok()) return admin.status();
+  FileInfo info;
+  info.mode = 0600;
+  written = AtomicReplace(*fs_, StrCat(setup_.dir, "/admin.conf"), *admin, info);
+  if (!written.ok()) return written;
+  absl::StatusOr<std::string> ca =
+      fs_->ReadFile(StrCat("/proc/", first.init_pid, "/root/etc/kubernetes/pki/ca.crt"));
+  if (!ca.ok()) return ca.status();
+  absl::StatusOr<std::string> pin = pki::PublicKeyPin(*ca);
+  if (!pin.ok()) return pin.status();
+  // One at a time: a stacked etcd grows by one member per join.
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    const Node& node = nodes_[i];
+    written = WriteNodeFile(node, kubeadm::kKubeadmConfigPath,
+                            kubeadm::JoinConfiguration(plan_, i, *pin), 0600);
+    if (!written.ok()) return written;
+    const absl::Time join_started = absl::Now();
+    ran = RunOnNode(node,
+                    {components_.Binary(real::kKubeadm), "join", "--config",
+                     kubeadm::kKubeadmConfigPath},
+                    StrCat("kubeadm-", node.name), absl::Minutes(5));
+    if (!ran.ok()) return ran;
+    setup_.say(StrCat("kubeadm join --control-plane on ", node.name, ": ",
+                      absl::FormatDuration(absl::Trunc(absl::Now() - join_started,
+                                                       absl::Milliseconds(100)))));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KubeadmCluster::WriteSettings() {
+  FileInfo info;
+  info.mode = 0644;
+  return AtomicReplace(
+      *fs_, StrCat(setup_.dir, "/settings.yaml"),
+      StrCat("# handoffctl sandbox --cluster kubeadm: the rollout's settings, sent with every "
+             "move.\n"
+             "kubernetesVersion: ", kVersionNext, "\n"
+             "# The downtime path checks each instance's kubernetes.io/cluster/<clusterId> tag.\n"
+             "clusterId: ", real::kSandboxClusterId, "\n"
+             "cloudControllerManager:\n"
+             "  image: ", kCcmImage, "\n"),
+      info);
+}
+
+absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/) {
+  absl::Status status = CheckHost();
+  if (!status.ok()) return status;
+  for (const std::string& line : kubeadm::CleanStaleRuns(setup_.say)) setup_.say(line);
+  absl::StatusOr<kubeadm::HostChanges> changes =
+      kubeadm::HostChanges::Begin(setup_.dir, setup_.keep);
+  if (!changes.ok()) return changes.status();
+  changes_ = *std::move(changes);
+  const std::string scratch = Log("versions");
+  for (const std::vector<std::string>& argv :
+       {std::vector<std::string>{OnPath("containerd"), "--version"},
+        std::vector<std::string>{OnPath("runc"), "--version"},
+        std::vector<std::string>{OnPath("haproxy"), "-v"}}) {
+    versions_.push_back(FirstLineOf(argv, scratch));
+  }
+
+  status = MakeBridge();
+  if (!status.ok()) return status;
+  absl::StatusOr<Node> lb = BootNode("api-lb", StrCat(setup_.dir, "/lb"), /*services=*/false);
+  if (!lb.ok()) return lb.status();
+  lb_ = *std::move(lb);
+  status = Connect(lb_, kEndpointIp, 0);
+  if (!status.ok()) return status;
+
+  status = changes_->WillStartKubelets();
+  if (!status.ok()) return status;
+  for (size_t i = 0; i < setup_.nodes.size(); ++i) {
+    const ClusterNode& cluster_node = setup_.nodes[i];
+    // What the node's first process finds in its /etc (the overlay's upper directory, written
+    // before the overlay is mounted).
+    const std::string etc = StrCat(cluster_node.root, "/etc");
+    for (const auto& [path, text] :
+         std::vector<std::pair<std::string, std::string>>{
+             {"/hostname", StrCat(cluster_node.spec.name, "\n")},
+             {"/hosts", kubeadm::HostsFile(plan_)},
+             // Nothing the node looks up leaves it.
+             {"/resolv.conf", "nameserver 127.0.0.1\n"},
+             {"/containerd/config.toml", kubeadm::ContainerdConfig(plan_)}}) {
+      absl::Status made =
+          EnsureDirectory(*fs_, std::filesystem::path(etc + path).parent_path(), 0755);
+      FileInfo info;
+      info.mode = 0644;
+      if (made.ok()) made = AtomicReplace(*fs_, etc + path, text, info);
+      if (!made.ok()) return made;
+    }
+    const std::string& cgroup_root = plan_.nodes[i].cgroup_root;
+    status = changes_->WillFillCgroupRoot(cgroup_root);
+    if (!status.ok()) return status;
+    for (const std::string& dir : kubeadm::CgroupRootDirs("/sys/fs/cgroup", cgroup_root)) {
+      std::error_code error;
+      std::filesystem::create_directories(dir, error);
+      if (error) return absl::InternalError(StrCat("cannot create ", dir, ": ", error.message()));
+    }
+    absl::StatusOr<Node> node =
+        BootNode(cluster_node.spec.name, cluster_node.root, /*services=*/true);
+    if (!node.ok()) return node.status();
+    node->ip = cluster_node.spec.ip;
+    nodes_.push_back(*std::move(node));
+    status = Connect(nodes_.back(), cluster_node.spec.ip, static_cast<int>(i) + 1);
+    if (!status.ok()) return status;
+  }
+  setup_.say(StrCat(nodes_.size(), " nodes up (namespaces, containerd, a bridge ", bridge_,
+                    " with no route out), the API endpoint ", kEndpointIp, ":",
+                    kubeadm::kApiServerPort, " (haproxy)"));
+
+  // From now on every manager process of a node is seen, from its start to its exit.
+  std::vector<WatchedNode> watched;
+  for (const Node& node : nodes_) watched.push_back({node.name, node.netns});
+  watcher_ = std::make_unique<ManagerProcessWatcher>(
+      StrCat(setup_.dir, "/records"), std::move(watched), NewProcfsProcessTable("/proc"));
+
+  status = StartFakeAws();
+  if (!status.ok()) return status;
+  status = StartLoadBalancer();
+  if (!status.ok()) return status;
+  status = ImportImages();
+  if (!status.ok()) return status;
+  setup_.say("every image imported on every node from the components' archive (nothing pulled)");
+
+  status = RunKubeadm();
+  if (!status.ok()) return status;
+  status = WriteSettings();
+  if (!status.ok()) return status;
+  absl::StatusOr<kube::ClusterCredentials> credentials =
+      kube::LoadKubeconfig(*fs_, StrCat(setup_.dir, "/admin.conf"), "");
+  if (!credentials.ok()) return credentials.status();
+  absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport =
+      kube::NewCurlTransport(*credentials);
+  if (!transport.ok()) return transport.status();
+  leases_.SetClient(std::make_unique<kube::KubeClient>(*std::move(transport), *clock_,
+                                                       kube::ClientOptionsFor(*credentials)));
+  setup_.say(StrCat("API server on https://", kEndpointIp, ":", kubeadm::kApiServerPort,
+                    " (kubeadm's kube-system objects, Nodes registered by their kubelets with "
+                    "the in-tree AWS provider)"));
+  return absl::OkStatus();
+}
+
+void KubeadmCluster::FollowNewPodLogs(absl::Time /*now*/) {
+  for (const Node& node : nodes_) {
+    const std::string pods = StrCat(node.dir, "/var/log/pods");
+    std::error_code error;
+    for (const auto& pod : std::filesystem::directory_iterator(pods, error)) {
+      const std::string name = pod.path().filename();
+      for (const char* component : {"kube-controller-manager", "cloud-controller-manager"}) {
+        // kube-system_<component>-<node>_<uid>: the static pod's mirror name and UID.
+        if (!StartsWith(name, StrCat("kube-system_", component, "-", node.name, "_"))) continue;
+        std::error_code inner;
+        for (const auto& file :
+             std::filesystem::directory_iterator(pod.path() / component, inner)) {
+          const std::string path = file.path();
+          if (!EndsWith(path, ".log") || !followed_logs_.insert(path).second) continue;
+          const bool kcm = std::string_view(component) == "kube-controller-manager";
+          ManagerLogSource source;
+          source.node = node.name;
+          source.component = kcm ? leadermigration::Component::kKubeControllerManager
+                                 : leadermigration::Component::kCloudControllerManager;
+          source.version = kcm ? KubeVersion{1, 26, 13} : KubeVersion{1, 27, 2};
+          source.path = path;
+          source.cri = true;
+          // The host pid of the process that logged its start then; one the watcher never saw
+          // (gone within its poll interval) gets a pid of its own, so that its records are no
+          // other process's.
+          source.pid_at = [this, node_name = node.name, component](int64_t t_ns) {
+            std::optional<int64_t> pid = watcher_->ProcessAt(node_name, component, t_ns);
+            return pid ? *pid : 1000000000 + ++unknown_pids_;
+          };
+          pump_.AddSource(std::move(source));
+        }
+      }
+    }
+  }
+}
+
+std::vector<std::string> KubeadmCluster::ComponentLines() const {
+  std::vector<std::string> lines;
+  for (const real::ComponentVersion& component : components_.versions) {
+    lines.push_back(StrCat(component.name, " ", component.version, " (", component.source, ")"));
+  }
+  for (const std::string& version : versions_) {
+    if (!version.empty()) lines.push_back(StrCat(version, " (Debian)"));
+  }
+  lines.push_back(StrCat("nodes: real kubelets ", kVersionN, " on containerd, built by kubeadm ",
+                         kVersionN, "; control plane ", kVersionN, " → ", kVersionNext,
+                         "; kube-proxy and CoreDNS skipped (their images hold the pause "
+                         "program, never run)"));
+  return lines;
+}
+
+std::vector<std::string> KubeadmCluster::SummaryLines() const {
+  if (!watcher_) return {};
+  // Per node and component: each time one process ended and the next had not started yet.
+  std::map<std::pair<std::string, std::string>, std::vector<WatchedProcess>> by_component;
+  for (WatchedProcess& process : watcher_->History()) {
+    by_component[{process.node, process.component}].push_back(std::move(process));
+  }
+  std::vector<std::string> lines = {
+      "down while the kubelet restarted it (from each process's exit to the next one's start, "
+      "as /proc shows them):"};
+  std::string node_line;
+  std::string current;
+  for (const auto& [key, processes] : by_component) {
+    std::vector<std::string> gaps;
+    for (size_t i = 0; i + 1 < processes.size(); ++i) {
+      if (!processes[i].exited_ns) continue;
+      const int64_t gap = processes[i + 1].started_ns - *processes[i].exited_ns;
+      gaps.push_back(absl::FormatDuration(absl::Trunc(absl::Nanoseconds(std::max<int64_t>(gap, 0)),
+                                                      absl::Milliseconds(100))));
+    }
+    if (gaps.empty()) continue;
+    if (key.first != current) {
+      if (!node_line.empty()) lines.push_back(node_line);
+      current = key.first;
+      node_line = StrCat("  ", current, ":");
+    } else {
+      node_line += ";";
+    }
+    StrAppend(&node_line, " ", key.second, " ", StrJoin(gaps, ", "));
+  }
+  if (!node_line.empty()) lines.push_back(node_line);
+  if (lines.size() == 1) lines.push_back("  no component was restarted");
+  return lines;
+}
+
+void KubeadmCluster::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  leases_.SetClient(nullptr);
+  watcher_.reset();
+  if (haproxy_) haproxy_->Stop(SIGTERM, absl::Seconds(5));
+  if (fake_aws_) fake_aws_->Stop(SIGTERM, absl::Seconds(5));
+  if (changes_) {
+    std::vector<std::string> failures =
+        changes_->Undo([this](const std::string& line) { setup_.say(StrCat("cleanup: ", line)); });
+    for (const std::string& failure : failures) setup_.say(StrCat("cleanup FAILED: ", failure));
+  }
+  // The boot processes exit with their nodes.
+  for (Node* node : {&lb_}) {
+    if (node->boot) node->boot->WaitFor(absl::Seconds(10), nullptr);
+  }
+  for (Node& node : nodes_) {
+    if (node.boot) node.boot->WaitFor(absl::Seconds(10), nullptr);
+  }
+}
+
+}  // namespace
+
+SandboxNode MakeKubeadmNode(int index) {
+  const int zone = (index - 1) % 3;
+  const int in_zone = (index - 1) / 3;
+  SandboxNode node;
+  // Each zone's nodes in a /28 of their own: 172.31.250.10+, 74+, 138+.
+  const int last = 64 * zone + 10 + in_zone;
+  node.ip = StrCat(kSubnet, last);
+  node.name = StrCat("ip-172-31-250-", last, ".ec2.internal");
+  node.zone = StrCat(kRegion, std::string(1, kZones[zone]));
+  return node;
+}
+
+LeaseTiming KubeadmManagerTiming() {
+  LeaseTiming timing;
+  timing.lease_duration = absl::Seconds(15);
+  timing.renew_deadline = absl::Seconds(10);
+  timing.retry_period = absl::Seconds(2);
+  return timing;
+}
+
+absl::StatusOr<std::unique_ptr<SandboxCluster>> NewKubeadmCluster(const ClusterSetup& setup) {
+  if (::geteuid() != 0) {
+    return absl::FailedPreconditionError(
+        "--cluster kubeadm makes each node a set of namespaces with its own containerd and "
+        "kubelet, and a bridge between them: run it as root (or use --cluster model)");
+  }
+  absl::StatusOr<real::Components> components = real::FindComponents(
+      real::ProcessEnvironment(),
+      {real::kKubelet, real::kKubeadm, real::kCrictl, real::kFakeAws, real::kImagesArchive});
+  if (!components.ok()) return components.status();
+  return std::unique_ptr<SandboxCluster>(
+      std::make_unique<KubeadmCluster>(setup, *std::move(components)));
+}
+
+}  // namespace handoff::sandbox

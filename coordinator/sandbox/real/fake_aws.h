@@ -1,0 +1,52 @@
+// The fake AWS (tests/real/fake_aws.py, installed as <components>/bin/handoff-fake-aws) as the
+// real clusters under the sandbox start it: moto's EC2 API and one instance metadata endpoint per
+// node, described in the JSON file it writes once everything serves.
+#ifndef HANDOFF_COORDINATOR_SANDBOX_REAL_FAKE_AWS_H_
+#define HANDOFF_COORDINATOR_SANDBOX_REAL_FAKE_AWS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "coordinator/sandbox/process.h"
+
+namespace handoff::sandbox::real {
+
+// The cluster's id in the instances' tag kubernetes.io/cluster/<id> and the cloud config.
+inline constexpr char kSandboxClusterId[] = "handoff-sandbox";
+
+// What the fake AWS wrote in its ready file.
+struct FakeAws {
+  std::string ec2_url;
+  std::string region;
+  int imds_port = 0;
+  struct Instance {
+    std::string name, ip, instance_id, zone, private_dns_name, provider_id;
+  };
+  std::vector<Instance> instances;
+
+  const Instance* Find(const std::string& name) const;
+};
+
+// InvalidArgument naming `path` when `text` is not a ready file with an ec2_url, a region, an
+// imds_port and nodes each with a name, an instance_id and a provider_id. Pure.
+absl::StatusOr<FakeAws> ParseFakeAwsReadyFile(const std::string& text, const std::string& path);
+
+struct RunningFakeAws {
+  std::unique_ptr<Process> process;
+  FakeAws aws;
+};
+
+// Starts `argv` (handoff-fake-aws with its flags, --ready-file `ready` among them) with its
+// output in `log`, and waits up to `timeout` for the ready file (moto takes seconds to import).
+// An error, with the log's last lines, when it exits first or the time runs out; the process is
+// stopped then.
+absl::StatusOr<RunningFakeAws> StartFakeAws(const std::vector<std::string>& argv,
+                                            const std::string& ready, const std::string& log,
+                                            absl::Duration timeout = absl::Seconds(90));
+
+}  // namespace handoff::sandbox::real
+
+#endif  // HANDOFF_COORDINATOR_SANDBOX_REAL_FAKE_AWS_H_
