@@ -82,4 +82,8 @@ bool IsDowntimeState(NodeState state) {
   return state == NodeState::kStopped || state == NodeState::kExternal;
 }
 
+bool RunsCloudControllerManager(NodeState state) {
+  return state == NodeState::kMigrated || state == NodeState::kFinalized;
+}
+
 }  // namespace handoff

@@ -37,6 +37,9 @@ bool AreAdjacent(NodeState from, NodeState to);
 bool IsForward(NodeState from, NodeState to);
 // Whether the state lies on the downtime path only (stopped, external).
 bool IsDowntimeState(NodeState state);
+// Whether a node in `state` runs a cloud-controller-manager (migrated, finalized): from then on no
+// in-tree kube-controller-manager may run without Leader Migration anywhere (R1, R3).
+bool RunsCloudControllerManager(NodeState state);
 // How many steps from in-tree the state lies along its path: in-tree 0, prepared and stopped 1,
 // migrated and external 2, finalized 3; -1 for inconsistent.
 int StepsFromInTree(NodeState state);

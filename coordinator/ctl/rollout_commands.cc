@@ -59,6 +59,7 @@ struct PlanFlags : Flags {
 
 struct StartFlags : Flags {
   bool finalize = false;
+  bool prepare_only = false;
   std::string strategy = "leader-migration";
   std::vector<std::string> ignore_preflight;
 };
@@ -676,11 +677,17 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
   auto start_flags = std::make_shared<StartFlags>();
   CLI::App* start = AddChangeCommand(
       app, "start",
-      "Set the goal to migrated (or finalized with --finalize, or finalized along AWS's downtime "
-      "path with --strategy downtime) and begin moving the nodes one at a time. Also clears a "
-      "halt: starting is the operator's decision.");
+      "Set the goal to migrated (or prepared with --prepare-only, finalized with --finalize, or "
+      "finalized along AWS's downtime path with --strategy downtime) and begin moving the nodes "
+      "one at a time. Also clears a halt: starting is the operator's decision.");
   start->add_flag("--finalize", start_flags->finalize,
                   "Go on to finalized: Leader Migration off once every node is migrated");
+  start
+      ->add_flag("--prepare-only", start_flags->prepare_only,
+                 "Stop once every node is prepared: every kube-controller-manager runs with "
+                 "Leader Migration and no cloud-controller-manager has started (the first step "
+                 "of the upstream procedure, to check before `handoffctl start` goes on)")
+      ->excludes("--finalize");
   start->add_option("--strategy", start_flags->strategy,
                     "leader-migration (default: no controller stops for longer than a lease "
                     "handover) or downtime (AWS's path for clusters that accept a control-plane "
@@ -699,8 +706,11 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
     context.exit_code = Change(context, *start_flags, "start", [&](OperatorClient& client) {
       v1::StartRequest request;
       const bool downtime = start_flags->strategy == "downtime";
-      request.set_goal(start_flags->finalize || downtime ? v1::NODE_STATE_FINALIZED
-                                                         : v1::NODE_STATE_MIGRATED);
+      // --prepare-only with the downtime strategy is sent as asked: the coordinator refuses it
+      // (that path has no stop at prepared) and says so.
+      request.set_goal(start_flags->prepare_only           ? v1::NODE_STATE_PREPARED
+                       : start_flags->finalize || downtime ? v1::NODE_STATE_FINALIZED
+                                                           : v1::NODE_STATE_MIGRATED);
       if (downtime) request.set_strategy(v1::STRATEGY_DOWNTIME);
       for (const std::string& check : start_flags->ignore_preflight) {
         request.add_ignore_preflight(check);

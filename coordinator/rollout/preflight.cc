@@ -25,10 +25,6 @@ class Problems {
   std::vector<PreflightProblem> problems_;
 };
 
-bool RunsCloudControllerManager(NodeState state) {
-  return state == NodeState::kMigrated || state == NodeState::kFinalized;
-}
-
 void CheckAgents(const PreflightInput& input, Problems& problems) {
   for (const NodeStatus& node : input.nodes) {
     if (!node.connected) {

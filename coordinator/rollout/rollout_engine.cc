@@ -17,12 +17,6 @@ namespace {
 constexpr std::string_view kChain =
     "in-tree ⇄ prepared ⇄ migrated ⇄ finalized (or in-tree ⇄ stopped ⇄ external ⇄ finalized)";
 
-// A node whose cloud-controller-manager runs (migrated or finalized): from then on no in-tree
-// kube-controller-manager may run without Leader Migration anywhere (R1, R3).
-bool RunsCloudControllerManager(NodeState state) {
-  return state == NodeState::kMigrated || state == NodeState::kFinalized;
-}
-
 // Why one move may not be sent now. `needs_operator` tells NextStep whether the obstacle can clear
 // by itself (a result coming back, an agent reconnecting, the lease finding a holder: kWait) or
 // only by the operator's hand (kStuck).

@@ -672,18 +672,31 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::SetGoal(const std::string& 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
     const std::string& actor, NodeState goal, const std::vector<std::string>& ignore_preflight,
     rollout::Strategy strategy) {
-  if (goal != NodeState::kMigrated && goal != NodeState::kFinalized) {
+  if (goal != NodeState::kPrepared && goal != NodeState::kMigrated &&
+      goal != NodeState::kFinalized) {
     return absl::InvalidArgumentError(
-        "start takes the goal migrated or finalized; to go back use rollback --to");
+        "start takes the goal prepared, migrated or finalized; to go back use rollback --to");
   }
   if (strategy == rollout::Strategy::kDowntime && goal != NodeState::kFinalized) {
-    return absl::InvalidArgumentError(
-        "the downtime strategy has no stop at migrated: its goal is finalized");
+    return absl::InvalidArgumentError(StrCat("the downtime strategy has no stop at ",
+                                             NodeStateName(goal), ": its goal is finalized"));
   }
   if (absl::Status ignorable = rollout::CheckIgnorable(ignore_preflight); !ignorable.ok()) {
     return ignorable;
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (goal == NodeState::kPrepared) {
+    // Forward only: prepared as a goal from a node that runs a cloud-controller-manager would
+    // walk it back, which is the rollback's to do.
+    for (const Node& node : nodes_) {
+      if (RunsCloudControllerManager(node.state)) {
+        return absl::FailedPreconditionError(
+            StrCat(node.name, " is ", NodeStateName(node.state),
+                   ": start --prepare-only only moves nodes forward; `handoffctl rollback --to "
+                   "prepared` walks them back"));
+      }
+    }
+  }
   auto [refusing, ignored] = rollout::Judge(
       RunPreflight(View(), strategy == rollout::Strategy::kDowntime), ignore_preflight);
   if (!refusing.empty()) {

@@ -296,6 +296,13 @@ TEST_F(RolloutCommandsTest, StartRefusesAStrategyItDoesNotKnow) {
   EXPECT_THAT(script_.calls, IsEmpty());
 }
 
+TEST_F(RolloutCommandsTest, StartPrepareOnlyExcludesFinalize) {
+  Result result = Run({"start", "--prepare-only", "--finalize"});
+  EXPECT_EQ(result.code, kExitRefused);
+  EXPECT_THAT(result.err, HasSubstr("--prepare-only"));
+  EXPECT_THAT(script_.calls, IsEmpty());
+}
+
 TEST_F(RolloutCommandsTest, StatusBeforeAnyRollout) {
   script_.statuses = {IdleStatus()};
   Result result = Run({"status"});
@@ -361,6 +368,10 @@ TEST_F(RolloutCommandsTest, EachChangeSendsItsRequestAndPrintsTheStatus) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"start"}, "Start {goal: NODE_STATE_MIGRATED}"},
       {{"start", "--finalize"}, "Start {goal: NODE_STATE_FINALIZED}"},
+      {{"start", "--prepare-only"}, "Start {goal: NODE_STATE_PREPARED}"},
+      // Sent as asked: the coordinator refuses it (the downtime path has no stop at prepared).
+      {{"start", "--prepare-only", "--strategy", "downtime"},
+       "Start {goal: NODE_STATE_PREPARED strategy: STRATEGY_DOWNTIME}"},
       {{"start", "--ignore-preflight", "leases,rbac"},
        "Start {goal: NODE_STATE_MIGRATED ignore_preflight: \"leases\" ignore_preflight: "
        "\"rbac\"}"},

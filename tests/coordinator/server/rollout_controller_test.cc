@@ -180,6 +180,30 @@ TEST_F(RolloutControllerTest, FullRolloutPreparesAllThenMigratesOneByOne) {
   EXPECT_EQ(links_["cp-2"]->Commands().front().move().settings_yaml(), kSettings);
 }
 
+TEST_F(RolloutControllerTest, StartToPreparedStopsBeforeAnyCloudControllerManager) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kPrepared).ok());
+  EXPECT_EQ(RunToCompletion(),
+            (std::vector<std::string>{"cp-1:in-tree>prepared", "cp-2:in-tree>prepared",
+                                      "cp-3:in-tree>prepared"}));
+  EXPECT_EQ(controller_->Status().phase(), pb::RolloutStatus::DONE);
+  // From there a start goes on to migrated.
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  EXPECT_EQ(RunToCompletion(),
+            (std::vector<std::string>{"cp-1:prepared>migrated", "cp-2:prepared>migrated",
+                                      "cp-3:prepared>migrated"}));
+}
+
+TEST_F(RolloutControllerTest, StartToPreparedNeverWalksANodeBack) {
+  ConnectAll(NodeState::kMigrated);
+  absl::StatusOr<pb::RolloutStatus> refused = controller_->Start("alice", NodeState::kPrepared);
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused.status()));
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::HasSubstr("`handoffctl rollback --to prepared` walks them back"));
+  EXPECT_FALSE(controller_->Status().has_in_flight());
+  EXPECT_TRUE(absl::IsInvalidArgument(controller_->Start("alice", NodeState::kInTree).status()));
+}
+
 TEST_F(RolloutControllerTest, TheNodesWhoseManagersHoldTheLeasesMoveLastInTheirPhase) {
   FactsReport facts;
   facts.rbac_ready = true;
@@ -425,6 +449,10 @@ TEST_F(RolloutControllerTest, TheDowntimeStrategyHasNoStopAtMigrated) {
   absl::StatusOr<pb::RolloutStatus> refused =
       controller_->Start("alice", NodeState::kMigrated, {}, rollout::Strategy::kDowntime);
   EXPECT_TRUE(absl::IsInvalidArgument(refused.status()));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("no stop at migrated"));
+  refused = controller_->Start("alice", NodeState::kPrepared, {}, rollout::Strategy::kDowntime);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status()));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("no stop at prepared"));
   EXPECT_FALSE(controller_->Status().has_in_flight());
 }
 
