@@ -226,8 +226,8 @@ absl::Status Applier::VerifyComponent(const std::string& component,
   if (component == kKubelet) {
     absl::StatusOr<KubeletFlagsFile> flags = KubeletFlagsFile::Parse(content.value_or(""), path);
     if (!flags.ok()) return flags.status();
-    check = CheckForKubelet(flags->flags().items(), KubeletHealth(settings_),
-                            settings_.kubelet.settle);
+    check =
+        CheckForKubelet(flags->flags().items(), KubeletHealth(settings_), settings_.kubelet.settle);
   } else if (content) {
     absl::StatusOr<StaticPod> pod = StaticPod::Parse(*content, path);
     if (!pod.ok()) return pod.status();

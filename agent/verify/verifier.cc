@@ -184,8 +184,8 @@ HealthEndpoint DefaultKubeletHealth() {
   return health;
 }
 
-ComponentCheck CheckForKubelet(const std::vector<std::string>& flags,
-                               const HealthEndpoint& health, absl::Duration settle) {
+ComponentCheck CheckForKubelet(const std::vector<std::string>& flags, const HealthEndpoint& health,
+                               absl::Duration settle) {
   ComponentCheck check;
   check.component = "kubelet";
   check.binaries = {"kubelet"};
@@ -242,8 +242,8 @@ absl::Status Verifier::Wait(const ComponentCheck& check,
         passing_since = looked;
       }
       if (passing && looked - passing_since >= check.settle) return absl::OkStatus();
-      reason = StrCat("healthy for ", absl::FormatDuration(looked - passing_since),
-                      " of the ", absl::FormatDuration(check.settle), " it must settle");
+      reason = StrCat("healthy for ", absl::FormatDuration(looked - passing_since), " of the ",
+                      absl::FormatDuration(check.settle), " it must settle");
     } else {
       passing.reset();
     }

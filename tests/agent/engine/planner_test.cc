@@ -401,9 +401,9 @@ TEST(PlannerDowntimeTest, EveryMoveInItsOrderAndBackToTheSameBytes) {
 
   StepInOrder(fs, NodeState::kExternal, {"cloud-controller-manager"});
   // The kubelet last, as in every move.
-  StepInOrder(fs, NodeState::kStopped,
-              {"kube-scheduler", kParked, "kube-controller-manager", "kube-apiserver", "kubelet",
-               kRecord});
+  StepInOrder(
+      fs, NodeState::kStopped,
+      {"kube-scheduler", kParked, "kube-controller-manager", "kube-apiserver", "kubelet", kRecord});
   EXPECT_EQ(*fs.ReadFile(kParked), kcm);
   StepInOrder(fs, NodeState::kInTree, {"kube-controller-manager", kParked});
   EXPECT_EQ(fs.files(), start);
