@@ -15,13 +15,23 @@ struct SandboxFlags {
   std::string timeout = "5m";
   std::string lease_release = "on";
   std::string strategy = "leader-migration";
+  std::string goal = "migrated";
+  bool cleanup = false;
 };
 
 int Run(CommandContext& context, SandboxFlags& flags) {
-  if (!sandbox::ParseFault(flags.fault, &flags.options.fault)) {
+  if (flags.cleanup) return sandbox::CleanUpSandboxes(context.out(), context.err());
+  if (!sandbox::ParseFaults(flags.fault, &flags.options.faults)) {
     context.err() << "handoffctl sandbox: --fault \"" << flags.fault
-                  << "\" is not one of agent-kill, coordinator-kill, unhealthy, stray-backup, "
-                     "kubelet-kill\n";
+                  << "\" is not a list of distinct faults of agent-kill, coordinator-kill, "
+                     "unhealthy, stray-backup, kubelet-kill\n";
+    return kExitRefused;
+  }
+  flags.options.goal =
+      flags.goal == "prepared" ? sandbox::SandboxGoal::kPrepared : sandbox::SandboxGoal::kMigrated;
+  if (flags.goal == "prepared" && flags.strategy == "downtime") {
+    context.err() << "handoffctl sandbox: --goal prepared is a Leader Migration state; the "
+                     "downtime strategy goes to finalized\n";
     return kExitRefused;
   }
   if (!sandbox::ParseClusterKind(flags.cluster, &flags.options.cluster)) {
@@ -87,7 +97,9 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context) {
                     "nodes/ (each node's files and backups), coordinator/ (its database)");
   command->add_option(
       "--fault", flags->fault,
-      "Inject a fault; the invariant must still hold: agent-kill (kill -9 an agent mid-move, "
+      "Inject a fault, or several (comma-separated: each in a rollout and rollback of its own, "
+      "one after another on the same cluster); the invariant must still hold: agent-kill (kill -9 "
+      "an agent mid-move, "
       "restart it), coordinator-kill (kill -9 the coordinator mid-rollout, restart it), "
       "unhealthy (a cloud-controller-manager never gets healthy: the agent rolls its node back, "
       "the rollout halts, the sandbox rolls everything back), stray-backup (a stray "
@@ -117,11 +129,24 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context) {
                       "the cloud-controller-manager started everywhere) and its rollback; the "
                       "summary reports the outage the coordinator measured")
       ->check(CLI::IsMember({"leader-migration", "downtime"}));
+  command
+      ->add_option("--goal", flags->goal,
+                   "How far each rollout goes before the rollback: migrated (default: every "
+                   "node on the cloud-controller-manager) or prepared (every "
+                   "kube-controller-manager with Leader Migration: one move per node each "
+                   "way, the shortest path a fault can hit; --fault unhealthy still goes to "
+                   "migrated)")
+      ->check(CLI::IsMember({"migrated", "prepared"}));
   command->add_option("--bin-dir", flags->options.bin_dir,
                       "Where handoff-coordinator, handoff-agent, handoff-standin and "
                       "handoff-sandbox-kubelet are (default: beside handoffctl, the helpers there or, as the "
                       "package installs them, in ../lib/handoff)");
   command->add_option("--timeout", flags->timeout, "Give up after this long (default 5m)");
+  command->add_flag("--cleanup", flags->cleanup,
+                    "Only undo what earlier --cluster kubeadm runs that died (SIGKILL, a crash) "
+                    "left on this host (their nodes' processes, network interfaces, cgroups, the "
+                    "kubelet's sysctls, their directories unless kept), as the next kubeadm run "
+                    "does before it starts, and exit (root)");
   // Test-only: the unsafe order the coordinator forbids, to prove the monitor can fail.
   command->add_flag("--unsafe-order-for-tests", flags->options.unsafe_order)->group("");
   command->callback([&context, flags] { context.exit_code = Run(context, *flags); });

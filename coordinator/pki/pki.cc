@@ -566,8 +566,8 @@ absl::StatusOr<std::string> PublicKeyPin(const std::string& pem) {
   if (length <= 0) return OpenSslError("encoding the certificate's public key");
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int digest_length = 0;
-  const int hashed = EVP_Digest(der, static_cast<size_t>(length), digest, &digest_length,
-                                EVP_sha256(), nullptr);
+  const int hashed =
+      EVP_Digest(der, static_cast<size_t>(length), digest, &digest_length, EVP_sha256(), nullptr);
   OPENSSL_free(der);
   if (hashed != 1) return OpenSslError("hashing the certificate's public key");
   std::string hex = "sha256:";

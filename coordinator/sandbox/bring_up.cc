@@ -134,7 +134,10 @@ absl::StatusOr<std::unique_ptr<Process>> SandboxRun::SpawnOwned(
     const std::vector<std::string>& argv, const std::string& log) {
   std::lock_guard<std::mutex> lock(owned_mu_);
   absl::StatusOr<std::unique_ptr<Process>> process = Process::Spawn(argv, log);
-  if (process.ok()) owned_.insert((*process)->pid());
+  if (process.ok()) {
+    owned_.insert((*process)->pid());
+    if (cluster_) cluster_->StartedOnHost((*process)->pid());
+  }
   return process;
 }
 
@@ -231,10 +234,11 @@ absl::Status SandboxRun::Setup() {
   setup.spawn = [this](const std::vector<std::string>& argv, const std::string& log) {
     return SpawnOwned(argv, log);
   };
+  setup.interrupted = interrupted_;
   for (int i = 1; i <= options_.nodes; ++i) {
     NodeRun node;
-    node.node.spec = options_.cluster == ClusterKind::kKubeadm ? MakeKubeadmNode(i)
-                                                                 : MakeSandboxNode(i);
+    node.node.spec =
+        options_.cluster == ClusterKind::kKubeadm ? MakeKubeadmNode(i) : MakeSandboxNode(i);
     node.node.root = Path(StrCat("nodes/", node.spec().name));
     absl::Status made = EnsureDirectory(*fs_, node.root(), 0755);
     if (!made.ok()) return made;
@@ -292,8 +296,8 @@ absl::Status SandboxRun::MakeCertificates() {
   }
 
   // handoff's CA and identities, made as an operator makes them: with `handoffctl certs`.
-  std::vector<std::string> coordinator = {"issue", "--coordinator", "--dns",
-                                           kCoordinatorServerName, "--ip", "127.0.0.1"};
+  std::vector<std::string> coordinator = {"issue", "--coordinator", "--dns", kCoordinatorServerName,
+                                          "--ip",  "127.0.0.1"};
   if (!cluster_->CoordinatorAltIp().empty()) {
     coordinator.insert(coordinator.end(), {"--ip", cluster_->CoordinatorAltIp()});
   }
@@ -450,12 +454,11 @@ absl::Status SandboxRun::StartAgent(NodeRun& node) {
     keys.emplace_back("settings", in("/etc/handoff/agent-settings.yaml"));
   }
   if (!host.proc_root.empty()) keys.emplace_back("proc-root", host.proc_root);
-  keys.insert(keys.end(),
-              {{"timeout", host.timeout},
-               {"reconnect-max", "500ms"},
-               {"kubelet-restart-command", host.kubelet_restart_command},
-               {"metrics-listen", StrCat(host.metrics_host, ":", node.metrics_port)},
-               {"log-format", "text"}});
+  keys.insert(keys.end(), {{"timeout", host.timeout},
+                           {"reconnect-max", "500ms"},
+                           {"kubelet-restart-command", host.kubelet_restart_command},
+                           {"metrics-listen", StrCat(host.metrics_host, ":", node.metrics_port)},
+                           {"log-format", "text"}});
   absl::Status written = WriteNodeFile(
       host, "/etc/handoff/agent.yaml",
       DaemonConfig(StrCat("handoff-agent run on ", name, " in this sandbox, started with --config"),

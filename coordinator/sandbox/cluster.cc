@@ -9,8 +9,9 @@
 namespace handoff::sandbox {
 
 bool ParseClusterKind(const std::string& name, ClusterKind* kind) {
-  static const std::map<std::string, ClusterKind> kKinds = {
-      {"model", ClusterKind::kModel}, {"real", ClusterKind::kReal}, {"kubeadm", ClusterKind::kKubeadm}};
+  static const std::map<std::string, ClusterKind> kKinds = {{"model", ClusterKind::kModel},
+                                                            {"real", ClusterKind::kReal},
+                                                            {"kubeadm", ClusterKind::kKubeadm}};
   auto found = kKinds.find(name);
   if (found == kKinds.end()) return false;
   *kind = found->second;

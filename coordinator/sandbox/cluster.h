@@ -47,7 +47,7 @@ struct ClusterSetup {
   std::string bin_dir;  // where handoff-standin, handoff-sandbox-kubelet, ... are
   LeaseTiming timing;   // every manager's leader-election timing
   std::vector<ClusterNode> nodes;
-  bool keep = false;    // --keep: the directory stays after the run
+  bool keep = false;  // --keep: the directory stays after the run
   // A progress line for the operator ("[12.3s] ..." is added by the sandbox).
   std::function<void(const std::string&)> say;
   // Starts a process with its output appended to `log`, as the sandbox's own child (it reaps
@@ -55,6 +55,8 @@ struct ClusterSetup {
   std::function<absl::StatusOr<std::unique_ptr<Process>>(const std::vector<std::string>& argv,
                                                          const std::string& log)>
       spawn;
+  // True once the operator interrupted the run (SIGINT, SIGTERM): a long bring-up stops early.
+  std::function<bool()> interrupted = [] { return false; };
 };
 
 // The credentials the sandbox made before the cluster starts (MakeCertificates): the simulated
@@ -122,6 +124,10 @@ class SandboxCluster {
     return absl::UnimplementedError(StrCat("--fault kubelet-kill needs --cluster kubeadm: ",
                                            node.spec.name, "'s kubelet is a simulated one"));
   }
+
+  // The sandbox started `pid` on the host (the coordinator, a command): a cluster that must
+  // leave the host as it found it even when the sandbox dies keeps track of it.
+  virtual void StartedOnHost(pid_t /*pid*/) {}
 
   // The invariant monitor, brought up to `now`: which cloud controller ran in which manager,
   // and whether one ever ran in two at once. The reference stays valid until the next Poll. A

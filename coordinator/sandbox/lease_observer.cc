@@ -14,8 +14,7 @@ void LeaseObserver::Observe(absl::Time now) {
   absl::StatusOr<kube::LeaseSet> leases = kube::ReadLeases(*client_, kube::LeaseNames{});
   if (!leases.ok()) return;
   for (const std::optional<kube::LeaseInfo>* lease :
-       {&leases->kube_controller_manager, &leases->cloud_controller_manager,
-        &leases->migration}) {
+       {&leases->kube_controller_manager, &leases->cloud_controller_manager, &leases->migration}) {
     if (!lease->has_value()) continue;
     const kube::LeaseInfo& info = **lease;
     std::string& seen = holders_[info.name];
@@ -25,8 +24,8 @@ void LeaseObserver::Observe(absl::Time now) {
     note.event = kMonitorNote;
     note.node = kube::HostnameOfIdentity(info.holder_identity);
     note.message = StrCat("API server: lease ", info.ns, "/", info.name, " held by ",
-                          info.holder_identity.empty() ? "nobody" : info.holder_identity,
-                          " (was ", seen.empty() ? "nobody" : seen, ")");
+                          info.holder_identity.empty() ? "nobody" : info.holder_identity, " (was ",
+                          seen.empty() ? "nobody" : seen, ")");
     if (AppendRunRecord(StrCat(records_dir_, "/leases.jsonl"), note).ok()) {
       seen = info.holder_identity;
       LeaseHolderChange observed;

@@ -4,9 +4,9 @@
 
 #include "agent/base/strings.h"
 #include "agent/fs/file_system.h"
-#include "coordinator/sandbox/monitor/run_record.h"
 #include "coordinator/fakeapi/api_store.h"
 #include "coordinator/fakeapi/fake_api_server.h"
+#include "coordinator/sandbox/monitor/run_record.h"
 #include "coordinator/sandbox/simulated_cluster.h"
 
 namespace handoff::sandbox {

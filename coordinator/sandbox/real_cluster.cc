@@ -16,6 +16,7 @@
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/lease.h"
 #include "coordinator/kube/resource.h"
+#include "coordinator/sandbox/lease_observer.h"
 #include "coordinator/sandbox/monitor/klog_scanner.h"
 #include "coordinator/sandbox/monitor/monitor.h"
 #include "coordinator/sandbox/monitor/run_record.h"
@@ -24,7 +25,6 @@
 #include "coordinator/sandbox/real/control_plane.h"
 #include "coordinator/sandbox/real/fake_aws.h"
 #include "coordinator/sandbox/real/kubeadm_objects.h"
-#include "coordinator/sandbox/lease_observer.h"
 #include "coordinator/sandbox/simulated_cluster.h"
 
 namespace handoff::sandbox {

@@ -2,14 +2,17 @@
 // (scenario.cc), the summary (report.h).
 #include "coordinator/sandbox/sandbox.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
-#include <string_view>
 #include <ostream>
+#include <string_view>
 
 #include "agent/base/strings.h"
 #include "agent/system/health_checker.h"
+#include "coordinator/sandbox/kubeadm/host_changes.h"
+#include "coordinator/sandbox/monitor/run_record.h"
 #include "coordinator/sandbox/report.h"
 #include "coordinator/sandbox/sandbox_run.h"
 #include "coordinator/sandbox/timeline_svg.h"
@@ -137,8 +140,15 @@ int SandboxRun::Run() {
     return kSandboxSetupFailed;
   }
   Say("in-tree: one kube-controller-manager holds its lease and runs the cloud controllers");
-  // Handovers from here on are the rehearsal's; those before were the cluster coming up.
-  cluster_->CountGapsFrom(absl::Now());
+  // Handovers from here on are the rehearsal's; those before were the cluster coming up. Noted
+  // in the records too, for whoever reads them later (bench/handover).
+  const absl::Time begins = absl::Now();
+  cluster_->CountGapsFrom(begins);
+  RunRecord note;
+  note.t_ns = absl::ToUnixNanos(begins);
+  note.event = kMonitorNote;
+  note.message = kRehearsalBegins;
+  (void)AppendRunRecord(Path("records/sandbox.jsonl"), note);
   // RBAC first in either case: the unsafe order is about the order of the moves, and a real
   // cloud-controller-manager without the lease rules would run nothing at all.
   status = ApplyRbac();
@@ -168,7 +178,9 @@ int SandboxRun::Run() {
   return options_.unsafe_order ? RunUnsafeOrder() : RunRollout();
 }
 
-bool ParseFault(const std::string& name, Fault* fault) {
+namespace {
+
+const std::map<std::string, Fault>& Faults() {
   static const std::map<std::string, Fault> kFaults = {
       {"", Fault::kNone},
       {"agent-kill", Fault::kAgentKill},
@@ -176,10 +188,56 @@ bool ParseFault(const std::string& name, Fault* fault) {
       {"unhealthy", Fault::kUnhealthy},
       {"stray-backup", Fault::kStrayBackup},
       {"kubelet-kill", Fault::kKubeletKill}};
-  auto found = kFaults.find(name);
-  if (found == kFaults.end()) return false;
+  return kFaults;
+}
+
+}  // namespace
+
+bool ParseFault(const std::string& name, Fault* fault) {
+  auto found = Faults().find(name);
+  if (found == Faults().end()) return false;
   *fault = found->second;
   return true;
+}
+
+bool ParseFaults(const std::string& list, std::vector<Fault>* faults) {
+  std::vector<Fault> parsed;
+  for (std::string_view name : StrSplit(list, ",", true)) {
+    Fault fault = Fault::kNone;
+    if (!ParseFault(std::string(StripWhitespace(name)), &fault) || fault == Fault::kNone ||
+        std::find(parsed.begin(), parsed.end(), fault) != parsed.end()) {
+      return false;
+    }
+    parsed.push_back(fault);
+  }
+  *faults = std::move(parsed);
+  return true;
+}
+
+std::string FaultName(Fault fault) {
+  for (const auto& [name, value] : Faults()) {
+    if (value == fault) return name;
+  }
+  return "";
+}
+
+int CleanUpSandboxes(std::ostream& out, std::ostream& err) {
+  int cleaned = 0;
+  std::vector<std::string> lines = kubeadm::CleanStaleRuns([&](const std::string& line) {
+    out << line << "\n";
+    ++cleaned;
+  });
+  bool failed = false;
+  for (const std::string& line : lines) {
+    if (StartsWith(line, "cleaned up after")) {
+      out << line << "\n";
+    } else {
+      err << "handoffctl sandbox --cleanup: " << line << "\n";
+      failed = true;
+    }
+  }
+  if (cleaned == 0 && lines.empty()) out << "nothing left by an earlier run to clean up\n";
+  return failed ? 1 : 0;
 }
 
 int RunSandbox(const SandboxOptions& options, std::ostream& out, std::ostream& err,

@@ -14,6 +14,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "coordinator/sandbox/cluster.h"
@@ -31,11 +32,19 @@ namespace handoff::sandbox {
 //                     starts it again after its restart delay
 enum class Fault { kNone, kAgentKill, kCoordinatorKill, kUnhealthy, kStrayBackup, kKubeletKill };
 
+// How far each rollout of a Leader Migration rehearsal goes before it is rolled back: migrated
+// (every node on the cloud-controller-manager), or prepared (every kube-controller-manager with
+// Leader Migration: one move per node each way, the shortest path a fault can hit).
+enum class SandboxGoal { kMigrated, kPrepared };
+
 struct SandboxOptions {
   int nodes = 3;
   std::string dir;  // "" = a new directory under $TMPDIR (or /tmp)
   bool keep = false;
-  Fault fault = Fault::kNone;
+  // The scenarios, one after another on the same cluster, each a rollout with its fault and the
+  // rollback to in-tree; none = one rollout without a fault.
+  std::vector<Fault> faults;
+  SandboxGoal goal = SandboxGoal::kMigrated;
   ClusterKind cluster = ClusterKind::kModel;
   // Where handoff-coordinator, handoff-agent, handoff-standin and handoff-sandbox-kubelet are;
   // "" = the directory of the running handoffctl, the helpers there or in ../lib/handoff
@@ -60,6 +69,11 @@ inline constexpr int kSandboxHeld = 0;    // the rollout and rollback completed,
 inline constexpr int kSandboxBroken = 1;  // the invariant broke, or a step did not complete
 inline constexpr int kSandboxSetupFailed = 2;
 
+// Undoes what earlier kubeadm sandbox runs that died (SIGKILL, a crash) left on this host (their
+// records in /run/handoff-sandbox), which the next kubeadm run also does before it starts. Says a
+// line per run cleaned on `out`; 0 when nothing is left, 1 when something could not be undone.
+int CleanUpSandboxes(std::ostream& out, std::ostream& err);
+
 // Runs the rehearsal, printing progress and the summary on `out`, problems on `err`. Polls
 // `interrupted` (SIGINT/SIGTERM) and tears everything down when it turns true.
 int RunSandbox(const SandboxOptions& options, std::ostream& out, std::ostream& err,
@@ -67,6 +81,11 @@ int RunSandbox(const SandboxOptions& options, std::ostream& out, std::ostream& e
 
 // "agent-kill", ... ; std::nullopt-like kNone for "" and false for an unknown name.
 bool ParseFault(const std::string& name, Fault* fault);
+// "agent-kill,coordinator-kill": every fault of a comma-separated list, in order ("" = none);
+// false when one is unknown or repeated.
+bool ParseFaults(const std::string& list, std::vector<Fault>* faults);
+// The name ParseFault reads ("" for kNone).
+std::string FaultName(Fault fault);
 
 }  // namespace handoff::sandbox
 

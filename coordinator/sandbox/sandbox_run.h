@@ -108,12 +108,29 @@ class SandboxRun {
   // Each daemon's /metrics, saved in metrics/ (coordinator.prom, agent-<node>.prom); the
   // summary's lines about them.
   std::vector<std::string> ScrapeMetrics();
-  absl::Status KillAgentMidMove(NodeRun& node);
-  absl::Status KillKubeletMidMove(NodeRun& node);
-  // Waits until `node`'s move to the state that restarts the most components (migrated, or
-  // external on the downtime path) is under way on the node; the move's command id.
-  absl::StatusOr<std::string> AwaitMoveUnderWay(NodeRun& node);
-  absl::Status KillAndRestartCoordinator();
+  // The state each rollout goes to (SandboxOptions::goal; finalized on the downtime path).
+  v1::NodeState Goal() const;
+  // One scenario: the rollout with `fault` injected on the way, the check of the nodes'
+  // providerIDs, and the rollback to in-tree, until a kube-controller-manager runs the cloud
+  // controllers again.
+  absl::Status RunScenario(Fault fault);
+  absl::Status StartRollout(v1::NodeState goal);
+  absl::Status InjectStrayBackup(NodeRun& target);
+  // The node whose move to `goal` the coordinator's plan sends first (the second node if the plan
+  // cannot be had).
+  NodeRun& FirstToMove(v1::NodeState goal);
+  // Waits for the rollout to be done with every node at `goal`, then checks what it must show
+  // there (the measured outage of a downtime rollout, the providerIDs after a cloud-controller-
+  // manager ran).
+  absl::Status AwaitAllDone(v1::NodeState goal);
+  absl::Status RunUnhealthyScenario();
+  absl::Status NoteDowntime(const v1::RolloutStatus& done);
+  absl::Status RollBackToInTree();
+  // Waits until `node`'s move to `to` is under way on the node; the move's command id.
+  absl::StatusOr<std::string> AwaitMoveUnderWay(NodeRun& node, v1::NodeState to);
+  // agent-kill, kubelet-kill, coordinator-kill: kill -9 the process during `node`'s move to `to`
+  // (and start the agent or the coordinator again; the kubelet's service manager restarts it).
+  absl::Status KillMidMove(Fault fault, NodeRun& node, v1::NodeState to);
   absl::Status CheckProviderIds();
   // An operator call, "handoffctl <what>", said when it succeeds; its error names `what`.
   absl::Status Call(const std::string& what,

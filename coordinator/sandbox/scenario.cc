@@ -21,6 +21,17 @@
 namespace handoff::sandbox {
 namespace {
 
+std::string NodeStateText(v1::NodeState state) {
+  switch (state) {
+    case v1::NODE_STATE_PREPARED:
+      return "prepared";
+    case v1::NODE_STATE_FINALIZED:
+      return "finalized";
+    default:
+      return "migrated";
+  }
+}
+
 bool AllAt(const v1::RolloutStatus& status, v1::NodeState state) {
   if (status.nodes_size() == 0) return false;
   for (const v1::NodeProgress& node : status.nodes()) {
@@ -86,9 +97,13 @@ absl::Status SandboxRun::CheckProviderIds() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> SandboxRun::AwaitMoveUnderWay(NodeRun& node) {
-  // The move that restarts the most components: to migrated, or (downtime) to external.
-  const v1::NodeState to = options_.downtime ? v1::NODE_STATE_EXTERNAL : v1::NODE_STATE_MIGRATED;
+v1::NodeState SandboxRun::Goal() const {
+  if (options_.downtime) return v1::NODE_STATE_FINALIZED;
+  return options_.goal == SandboxGoal::kPrepared ? v1::NODE_STATE_PREPARED
+                                                 : v1::NODE_STATE_MIGRATED;
+}
+
+absl::StatusOr<std::string> SandboxRun::AwaitMoveUnderWay(NodeRun& node, v1::NodeState to) {
   absl::StatusOr<v1::RolloutStatus> moving = Await(
       StrCat("a move of ", node.spec().name),
       [&](const v1::RolloutStatus& s) {
@@ -99,8 +114,8 @@ absl::StatusOr<std::string> SandboxRun::AwaitMoveUnderWay(NodeRun& node) {
   if (!moving.ok()) return moving.status();
   // Once the agent has recorded the move as started, it is under way on the node.
   const std::string id = moving->in_flight().command_id();
-  std::string record = StrCat(cluster_->AgentHostOf(node.node).files,
-                              "/var/lib/handoff/commands/", id, ".json");
+  std::string record =
+      StrCat(cluster_->AgentHostOf(node.node).files, "/var/lib/handoff/commands/", id, ".json");
   absl::Time deadline = absl::Now() + absl::Seconds(20);
   while (!fs_->ReadFile(record).ok() && absl::Now() < deadline) {
     // The agent writes the record with nothing this process can wait on.
@@ -109,172 +124,117 @@ absl::StatusOr<std::string> SandboxRun::AwaitMoveUnderWay(NodeRun& node) {
   return id;
 }
 
-absl::Status SandboxRun::KillAgentMidMove(NodeRun& node) {
-  absl::StatusOr<std::string> id = AwaitMoveUnderWay(node);
+absl::Status SandboxRun::KillMidMove(Fault fault, NodeRun& node, v1::NodeState to) {
+  absl::StatusOr<std::string> id = AwaitMoveUnderWay(node, to);
   if (!id.ok()) return id.status();
-  Say(StrCat("fault: kill -9 the agent of ", node.spec().name, " during move ", *id));
-  return RestartAgent(node, /*kill=*/true);
+  switch (fault) {
+    case Fault::kAgentKill:
+      Say(StrCat("fault: kill -9 the agent of ", node.spec().name, " during move ", *id));
+      return RestartAgent(node, /*kill=*/true);
+    case Fault::kKubeletKill: {
+      absl::Status killed = cluster_->KillKubelet(node.node);
+      if (!killed.ok()) return killed;
+      Say(StrCat("fault: kill -9 the kubelet of ", node.spec().name, " during move ", *id,
+                 "; its service manager starts it again"));
+      return absl::OkStatus();
+    }
+    case Fault::kCoordinatorKill: {
+      coordinator_->Stop(SIGKILL, absl::ZeroDuration());
+      Say(StrCat("fault: kill -9 the coordinator during move ", *id));
+      absl::Status started = StartCoordinator();
+      if (started.ok()) {
+        Say("coordinator restarted: it resumes from its database once every agent has reported");
+      }
+      return started;
+    }
+    default:
+      return absl::InternalError("not a fault that kills a process");
+  }
 }
 
-absl::Status SandboxRun::KillKubeletMidMove(NodeRun& node) {
-  absl::StatusOr<std::string> id = AwaitMoveUnderWay(node);
-  if (!id.ok()) return id.status();
-  absl::Status killed = cluster_->KillKubelet(node.node);
-  if (!killed.ok()) return killed;
-  Say(StrCat("fault: kill -9 the kubelet of ", node.spec().name, " during move ", *id,
-             "; its service manager starts it again"));
+absl::Status SandboxRun::StartRollout(v1::NodeState goal) {
+  const bool downtime = options_.downtime;
+  return Call(downtime                          ? "start --strategy downtime"
+              : goal == v1::NODE_STATE_PREPARED ? "start --prepare-only"
+                                                : "start",
+              [downtime, goal](ctl::OperatorClient& client) {
+                v1::StartRequest request;
+                request.set_goal(goal);
+                if (downtime) request.set_strategy(v1::STRATEGY_DOWNTIME);
+                return client.Start(request).status();
+              });
+}
+
+absl::Status SandboxRun::InjectStrayBackup(NodeRun& target) {
+  const AgentHost host = cluster_->AgentHostOf(target.node);
+  const std::string stray = "/etc/kubernetes/manifests/kube-controller-manager.yaml.bak";
+  std::unique_ptr<FileSystem> node_fs = NewPosixFileSystem(host.files);
+  absl::StatusOr<std::string> kcm =
+      node_fs->ReadFile("/etc/kubernetes/manifests/kube-controller-manager.yaml");
+  absl::Status status = kcm.ok() ? WriteNodeFile(host, stray, *kcm) : kcm.status();
+  if (status.ok()) status = RestartAgent(target, /*kill=*/false);
+  if (!status.ok()) return status;
+  Say(StrCat("fault: a stray kube-controller-manager.yaml.bak in ", target.spec().name,
+             "'s manifest dir"));
+  const std::string name = target.spec().name;
+  status = Await(
+               StrCat(name, "'s agent to report the stray file"),
+               [name](const v1::RolloutStatus& s) {
+                 for (const v1::NodeProgress& node : s.nodes()) {
+                   if (node.name() == name) {
+                     return node.connected() && node.state() == v1::NODE_STATE_INCONSISTENT;
+                   }
+                 }
+                 return false;
+               },
+               absl::Seconds(30))
+               .status();
+  if (!status.ok()) return status;
+  // The preflight refuses to start beside an inconsistent node, and says which and why.
+  absl::Status refused = StartRollout(Goal());
+  if (refused.ok() || !absl::IsFailedPrecondition(refused)) {
+    return absl::InternalError(
+        StrCat("the start beside an inconsistent node was not refused by the preflight: ",
+               refused.ok() ? "it started" : refused.message()));
+  }
+  Say(StrCat("refused as it must be: ", refused.message()));
+  status = DurableRemove(*node_fs, stray);
+  if (status.ok()) status = RestartAgent(target, /*kill=*/false);
+  if (!status.ok()) return status;
+  Say(StrCat("operator: removed the stray file, restarted ", target.spec().name, "'s agent"));
+  return Await(
+             "every agent to report its node in-tree again",
+             [](const v1::RolloutStatus& s) { return AllAt(s, v1::NODE_STATE_IN_TREE); },
+             absl::Seconds(30))
+      .status();
+}
+
+absl::Status SandboxRun::NoteDowntime(const v1::RolloutStatus& done) {
+  if (!done.has_downtime() || done.downtime().cloud_controllers_back_unix_ms() == 0) {
+    return absl::InternalError(
+        "the downtime rollout is done but the coordinator reports no measured outage");
+  }
+  const v1::Downtime& measured = done.downtime();
+  downtime_ = StrCat("no kube-controller-manager for ",
+                     FormatSeconds(absl::Milliseconds(measured.controller_manager_ms())),
+                     ", no cloud controllers for ",
+                     FormatSeconds(absl::Milliseconds(measured.cloud_controllers_ms())),
+                     " (measured by the coordinator from the agents' verified results)");
+  if (measured.observed_cloud_controllers_ms() != 0) {
+    StrAppend(&downtime_, "; the managers' /healthz showed no runner of ",
+              measured.observed_controller(), " for ",
+              FormatSeconds(absl::Milliseconds(measured.observed_cloud_controllers_ms())));
+  }
+  Say(StrCat("downtime: ", downtime_));
   return absl::OkStatus();
 }
 
-absl::Status SandboxRun::KillAndRestartCoordinator() {
-  absl::StatusOr<v1::RolloutStatus> moving = Await(
-      "the third move",
-      [](const v1::RolloutStatus& s) {
-        return s.has_in_flight() && EndsWith(s.in_flight().command_id(), "-3");
-      },
-      ForMoves(3));
-  if (!moving.ok()) return moving.status();
-  coordinator_->Stop(SIGKILL, absl::ZeroDuration());
-  Say(StrCat("fault: kill -9 the coordinator during move ", moving->in_flight().command_id()));
-  absl::Status started = StartCoordinator();
-  if (started.ok()) {
-    Say("coordinator restarted: it resumes from its database once every agent has reported");
-  }
-  return started;
-}
-
-int SandboxRun::RunRollout() {
-  NodeRun& target = nodes_.size() > 1 ? nodes_[1] : nodes_[0];
-  const AgentHost target_host = cluster_->AgentHostOf(target.node);
-  const std::string manifests = "/etc/kubernetes/manifests/";
-  std::unique_ptr<FileSystem> target_fs = NewPosixFileSystem(target_host.files);
-  absl::Status status;
-  if (options_.fault == Fault::kStrayBackup) {
-    absl::StatusOr<std::string> kcm =
-        target_fs->ReadFile(manifests + "kube-controller-manager.yaml");
-    status =
-        kcm.ok() ? WriteNodeFile(target_host, manifests + "kube-controller-manager.yaml.bak", *kcm)
-                 : kcm.status();
-    if (status.ok()) status = RestartAgent(target, /*kill=*/false);
-    if (status.ok()) {
-      Say(StrCat("fault: a stray kube-controller-manager.yaml.bak in ", target.spec().name,
-                 "'s manifest dir"));
-      const std::string name = target.spec().name;
-      status = Await(
-                   StrCat(name, "'s agent to report the stray file"),
-                   [name](const v1::RolloutStatus& s) {
-                     for (const v1::NodeProgress& node : s.nodes()) {
-                       if (node.name() == name) {
-                         return node.connected() && node.state() == v1::NODE_STATE_INCONSISTENT;
-                       }
-                     }
-                     return false;
-                   },
-                   absl::Seconds(30))
-                   .status();
-    }
-  }
-  if (status.ok() && options_.fault == Fault::kUnhealthy) {
-    status = cluster_->SetCloudControllerManagerUnhealthy(target.node, true);
-    Say(StrCat("fault: ", target.spec().name, "'s cloud-controller-manager will never be healthy"));
-  }
-  const bool downtime = options_.downtime;
-  auto start = [this, downtime] {
-    return Call(downtime ? "start --strategy downtime" : "start",
-                [downtime](ctl::OperatorClient& client) {
-                  v1::StartRequest request;
-                  if (downtime) {
-                    request.set_goal(v1::NODE_STATE_FINALIZED);
-                    request.set_strategy(v1::STRATEGY_DOWNTIME);
-                  }
-                  return client.Start(request).status();
-                });
-  };
-  if (status.ok() && options_.fault == Fault::kStrayBackup) {
-    // The preflight refuses to start beside an inconsistent node, and says which and why.
-    absl::Status refused = start();
-    if (refused.ok() || !absl::IsFailedPrecondition(refused)) {
-      status = absl::InternalError(StrCat(
-          "the start beside an inconsistent node was not refused by the preflight: ",
-          refused.ok() ? "it started" : refused.message()));
-    } else {
-      Say(StrCat("refused as it must be: ", refused.message()));
-      status = DurableRemove(*target_fs, manifests + "kube-controller-manager.yaml.bak");
-      if (status.ok()) status = RestartAgent(target, /*kill=*/false);
-      if (status.ok()) {
-        Say(StrCat("operator: removed the stray file, restarted ", target.spec().name,
-                   "'s agent"));
-        status = Await(
-                     "every agent to report its node in-tree again",
-                     [](const v1::RolloutStatus& s) {
-                       for (const v1::NodeProgress& node : s.nodes()) {
-                         if (!node.connected() || node.state() != v1::NODE_STATE_IN_TREE) {
-                           return false;
-                         }
-                       }
-                       return s.nodes_size() > 0;
-                     },
-                     absl::Seconds(30))
-                     .status();
-      }
-    }
-  }
-  if (status.ok()) status = start();
-  if (status.ok() && options_.fault == Fault::kAgentKill) status = KillAgentMidMove(target);
-  if (status.ok() && options_.fault == Fault::kKubeletKill) status = KillKubeletMidMove(target);
-  if (status.ok() && options_.fault == Fault::kCoordinatorKill) {
-    status = KillAndRestartCoordinator();
-  }
-  if (status.ok() && options_.fault == Fault::kUnhealthy) {
-    absl::StatusOr<v1::RolloutStatus> halted = Await(
-        "the rollout to halt",
-        [](const v1::RolloutStatus& s) { return s.phase() == v1::RolloutStatus::HALTED; },
-        ForMoves(static_cast<int>(nodes_.size()) + 2));
-    status = halted.status();
-    if (status.ok()) {
-      Say(StrCat("halted as it must be: ", halted->halt_reason()));
-      status = cluster_->SetCloudControllerManagerUnhealthy(target.node, false);
-    }
-  } else if (status.ok()) {
-    // Leader Migration stops at migrated; the downtime path goes on to finalized.
-    const v1::NodeState goal = downtime ? v1::NODE_STATE_FINALIZED : v1::NODE_STATE_MIGRATED;
-    absl::StatusOr<v1::RolloutStatus> done = Await(
-        downtime ? "every node to be finalized" : "every node to be migrated",
-        [goal](const v1::RolloutStatus& s) {
-          return s.phase() == v1::RolloutStatus::DONE && AllAt(s, goal);
-        },
-        ForMoves(2 * static_cast<int>(nodes_.size())));
-    status = done.status();
-    if (status.ok()) Say("rollout done: every node runs the cloud-controller-manager (1.27)");
-    if (status.ok() && downtime) {
-      if (!done->has_downtime() || done->downtime().cloud_controllers_back_unix_ms() == 0) {
-        status = absl::InternalError(
-            "the downtime rollout is done but the coordinator reports no measured outage");
-      } else {
-        const v1::Downtime& measured = done->downtime();
-        downtime_ = StrCat(
-            "no kube-controller-manager for ",
-            FormatSeconds(absl::Milliseconds(measured.controller_manager_ms())),
-            ", no cloud controllers for ",
-            FormatSeconds(absl::Milliseconds(measured.cloud_controllers_ms())),
-            " (measured by the coordinator from the agents' verified results)");
-        if (measured.observed_cloud_controllers_ms() != 0) {
-          StrAppend(&downtime_, "; the managers' /healthz showed no runner of ",
-                    measured.observed_controller(), " for ",
-                    FormatSeconds(absl::Milliseconds(measured.observed_cloud_controllers_ms())));
-        }
-        Say(StrCat("downtime: ", downtime_));
-      }
-    }
-    if (status.ok()) status = CheckProviderIds();
-  }
-  if (status.ok()) {
-    status = Call("rollback --to in-tree", [](ctl::OperatorClient& client) {
-      v1::RollbackRequest request;
-      request.set_to(v1::NODE_STATE_IN_TREE);
-      return client.Rollback(request).status();
-    });
-  }
+absl::Status SandboxRun::RollBackToInTree() {
+  absl::Status status = Call("rollback --to in-tree", [](ctl::OperatorClient& client) {
+    v1::RollbackRequest request;
+    request.set_to(v1::NODE_STATE_IN_TREE);
+    return client.Rollback(request).status();
+  });
   if (status.ok()) {
     status = Await(
                  "every node to be back in-tree",
@@ -284,24 +244,135 @@ int SandboxRun::RunRollout() {
                  ForMoves(2 * static_cast<int>(nodes_.size())))
                  .status();
   }
-  if (status.ok()) Say("rollback done: every node runs the in-tree cloud provider (1.26) again");
+  if (!status.ok()) return status;
+  Say("rollback done: every node runs the in-tree cloud provider (1.26) again");
   // The coordinator is done once every node runs its old manifests, but the agents prove health,
   // not leadership: the last handover (a successor waiting out the lease of a manager that is
   // gone, twice for a kube-controller-manager) may still be under way. Wait for it, so that its
   // gap is measured and a rollback that leaves no manager running the controllers is caught.
-  if (status.ok()) {
-    status = WaitForCloudControllers(absl::Seconds(30) + 4 * timing_.lease_duration);
-  }
+  status = WaitForCloudControllers(absl::Seconds(30) + 4 * timing_.lease_duration);
   if (status.ok()) {
     Say("in-tree again: a kube-controller-manager holds its lease and runs the cloud controllers");
   }
-  if (!status.ok()) {
-    err_ << "handoffctl sandbox: " << status.message() << "\n";
-    return Summarise(false, StrCat("did not complete: ", status.message()));
+  return status;
+}
+
+SandboxRun::NodeRun& SandboxRun::FirstToMove(v1::NodeState goal) {
+  NodeRun& fallback = nodes_.size() > 1 ? nodes_[1] : nodes_[0];
+  v1::PlanRolloutRequest request;
+  request.set_goal(goal);
+  absl::StatusOr<v1::PlanRolloutResponse> plan = ConnectOperator()->Plan(request);
+  if (!plan.ok()) return fallback;
+  for (const v1::PlannedStep& step : plan->steps()) {
+    if (step.to() != goal) continue;
+    for (NodeRun& node : nodes_) {
+      if (node.spec().name == step.node()) return node;
+    }
   }
-  return Summarise(true, downtime ? "rollout to 1.27 by the downtime strategy and rollback to "
-                                    "1.26 completed"
-                                  : "rollout to 1.27 and rollback to 1.26 completed");
+  return fallback;
+}
+
+absl::Status SandboxRun::AwaitAllDone(v1::NodeState goal) {
+  absl::StatusOr<v1::RolloutStatus> done = Await(
+      StrCat("every node to be ", NodeStateText(goal)),
+      [goal](const v1::RolloutStatus& s) {
+        return s.phase() == v1::RolloutStatus::DONE && AllAt(s, goal);
+      },
+      ForMoves(2 * static_cast<int>(nodes_.size())));
+  if (!done.ok()) return done.status();
+  Say(goal == v1::NODE_STATE_PREPARED
+          ? "rollout done: every node's kube-controller-manager runs with Leader Migration"
+          : "rollout done: every node runs the cloud-controller-manager (1.27)");
+  absl::Status status;
+  if (options_.downtime) status = NoteDowntime(*done);
+  if (status.ok() && goal != v1::NODE_STATE_PREPARED) status = CheckProviderIds();
+  return status;
+}
+
+absl::Status SandboxRun::RunUnhealthyScenario() {
+  // A cloud-controller-manager that never gets healthy needs a move that starts one. With Leader
+  // Migration every node is prepared first (as an operator would, with --prepare-only): from
+  // there the plan's first move to migrated is the one the coordinator sends next (no manager
+  // restarts before it to move the leases), so the fault is put on that node and the halt comes
+  // on the first move that starts a cloud-controller-manager. On a real node each move to
+  // migrated and back takes a minute.
+  const v1::NodeState goal = options_.downtime ? Goal() : v1::NODE_STATE_MIGRATED;
+  absl::Status status;
+  if (!options_.downtime) {
+    status = StartRollout(v1::NODE_STATE_PREPARED);
+    if (status.ok()) status = AwaitAllDone(v1::NODE_STATE_PREPARED);
+  }
+  NodeRun& target =
+      options_.downtime ? (nodes_.size() > 1 ? nodes_[1] : nodes_[0]) : FirstToMove(goal);
+  if (status.ok()) status = cluster_->SetCloudControllerManagerUnhealthy(target.node, true);
+  if (!status.ok()) return status;
+  Say(StrCat("fault: ", target.spec().name, "'s cloud-controller-manager will never be healthy"));
+  status = StartRollout(goal);
+  if (!status.ok()) return status;
+  absl::StatusOr<v1::RolloutStatus> halted = Await(
+      "the rollout to halt",
+      [](const v1::RolloutStatus& s) { return s.phase() == v1::RolloutStatus::HALTED; },
+      ForMoves(static_cast<int>(nodes_.size()) + 2));
+  if (!halted.ok()) return halted.status();
+  Say(StrCat("halted as it must be: ", halted->halt_reason()));
+  status = cluster_->SetCloudControllerManagerUnhealthy(target.node, false);
+  if (status.ok()) status = RollBackToInTree();
+  return status;
+}
+
+absl::Status SandboxRun::RunScenario(Fault fault) {
+  if (fault == Fault::kUnhealthy) return RunUnhealthyScenario();
+  const v1::NodeState goal = Goal();
+  NodeRun& target = nodes_.size() > 1 ? nodes_[1] : nodes_[0];
+  absl::Status status;
+  if (fault == Fault::kStrayBackup) status = InjectStrayBackup(target);
+  if (status.ok()) status = StartRollout(goal);
+  if (!status.ok()) return status;
+  switch (fault) {
+    case Fault::kAgentKill:
+    case Fault::kKubeletKill:
+    case Fault::kCoordinatorKill:
+      // The target's move to the goal: the one that restarts the most components.
+      status = KillMidMove(fault, target, goal);
+      break;
+    default:
+      break;
+  }
+  if (status.ok()) status = AwaitAllDone(goal);
+  if (status.ok()) status = RollBackToInTree();
+  return status;
+}
+
+int SandboxRun::RunRollout() {
+  std::vector<Fault> scenarios = options_.faults;
+  if (scenarios.empty()) scenarios.push_back(Fault::kNone);
+  std::vector<std::string> done;
+  for (Fault fault : scenarios) {
+    if (scenarios.size() > 1) {
+      Say(StrCat("== scenario ", done.size() + 1, " of ", scenarios.size(), ": ",
+                 fault == Fault::kNone ? "no fault" : FaultName(fault)));
+    }
+    absl::Status status = RunScenario(fault);
+    if (!status.ok()) {
+      err_ << "handoffctl sandbox: " << status.message() << "\n";
+      return Summarise(false, StrCat("did not complete",
+                                     done.empty() ? "" : " (completed: ", StrJoin(done, ", "),
+                                     done.empty() ? "" : ")", ": ", status.message()));
+    }
+    const bool held = cluster_->Poll(absl::Now()).invariant_held;
+    done.push_back(fault == Fault::kNone ? "no fault" : FaultName(fault));
+    if (scenarios.size() > 1) {
+      Say(StrCat("scenario ", FaultName(fault), " completed; invariant ",
+                 held ? "held so far" : "BROKEN"));
+    }
+  }
+  const std::string to = options_.downtime ? "1.27 by the downtime strategy"
+                         : options_.goal == SandboxGoal::kPrepared
+                             ? "prepared (1.26, Leader Migration)"
+                             : "1.27";
+  std::string outcome = StrCat("rollout to ", to, " and rollback to 1.26 completed");
+  if (!options_.faults.empty()) StrAppend(&outcome, " with each fault: ", StrJoin(done, ", "));
+  return Summarise(true, outcome);
 }
 
 int SandboxRun::RunUnsafeOrder() {
@@ -334,9 +405,10 @@ int SandboxRun::RunUnsafeOrder() {
     err_ << "handoffctl sandbox: " << status.message() << "\n";
     return Summarise(false, StrCat("unsafe order (test-only) not set up: ", status.message()));
   }
-  // A node still in-tree, and not the one whose kube-controller-manager holds the main lease:
-  // that one, gone external, would keep the lease and no in-tree manager would run the
-  // controllers beside the CCM.
+  // A node not yet on a cloud-controller-manager (in-tree, else prepared), and not the one whose
+  // kube-controller-manager holds the main lease: that one, gone external, would keep the lease
+  // and no in-tree manager would run the controllers beside the CCM. The holder runs them
+  // without Leader Migration (in-tree) either way.
   std::string holder;
   for (const ControllerStats& stats : cluster_->Poll(absl::Now()).controllers) {
     if (!stats.runs.empty() && stats.runs.back().end == RunEnd::kStillRunning) {
@@ -344,19 +416,18 @@ int SandboxRun::RunUnsafeOrder() {
     }
   }
   const NodeRun* chosen = nullptr;
-  for (const NodeRun& candidate : nodes_) {
-    bool in_tree = false;
-    for (const v1::NodeProgress& node : paused->nodes()) {
-      if (node.name() == candidate.spec().name) in_tree = node.state() == v1::NODE_STATE_IN_TREE;
-    }
-    if (in_tree && candidate.spec().name != holder) {
-      chosen = &candidate;
-      break;
+  for (v1::NodeState wanted : {v1::NODE_STATE_IN_TREE, v1::NODE_STATE_PREPARED}) {
+    for (const NodeRun& candidate : nodes_) {
+      bool fits = false;
+      for (const v1::NodeProgress& node : paused->nodes()) {
+        if (node.name() == candidate.spec().name) fits = node.state() == wanted;
+      }
+      if (fits && candidate.spec().name != holder && chosen == nullptr) chosen = &candidate;
     }
   }
   if (chosen == nullptr) {
-    err_ << "handoffctl sandbox: the unsafe order needs an in-tree node that does not hold the "
-            "lease: run it with --nodes 3 or more\n";
+    err_ << "handoffctl sandbox: the unsafe order needs a node in-tree or prepared that does not "
+            "hold the lease: run it with --nodes 2 or more\n";
     return kSandboxSetupFailed;
   }
   const NodeRun& node = *chosen;
@@ -375,7 +446,8 @@ int SandboxRun::RunUnsafeOrder() {
                  StrCat(host.agent_prefix, "/etc/handoff/rollout-settings.yaml"), "--no-verify",
                  "--kubelet-restart-command", host.kubelet_restart_command});
     if (!host.root.empty()) argv.insert(argv.end(), {"--root", host.root});
-    absl::StatusOr<std::unique_ptr<Process>> apply = SpawnOwned(argv, Path("logs/unsafe-order.log"));
+    absl::StatusOr<std::unique_ptr<Process>> apply =
+        SpawnOwned(argv, Path("logs/unsafe-order.log"));
     if (!apply.ok()) return kSandboxSetupFailed;
     (*apply)->WaitFor(cluster_->MoveBudget(), nullptr);
   }
@@ -408,12 +480,12 @@ int SandboxRun::RunUnsafeOrder() {
 void SandboxRun::ShowOperatorStatus() {
   // What an operator sees, from the CLI itself: this program.
   const std::string log = Path("logs/handoffctl-status.txt");
-  absl::StatusOr<std::unique_ptr<Process>> shown = SpawnOwned(
-      {Handoffctl(), "status", "--coordinator",
-       StrCat(cluster_->CoordinatorHost(), ":", coordinator_port_),
-       "--server-name", kCoordinatorServerName, "--ca", Path("pki/handoff/ca.crt"), "--cert",
-       Path("pki/operator.crt"), "--key", Path("pki/operator.key")},
-      log);
+  absl::StatusOr<std::unique_ptr<Process>> shown =
+      SpawnOwned({Handoffctl(), "status", "--coordinator",
+                  StrCat(cluster_->CoordinatorHost(), ":", coordinator_port_), "--server-name",
+                  kCoordinatorServerName, "--ca", Path("pki/handoff/ca.crt"), "--cert",
+                  Path("pki/operator.crt"), "--key", Path("pki/operator.key")},
+                 log);
   if (!shown.ok()) return;
   (*shown)->WaitFor(absl::Seconds(30), nullptr);
   absl::StatusOr<std::string> text = fs_->ReadFile(log);

@@ -76,8 +76,8 @@ absl::Status SimulatedCluster::Start(const ApiServerCertificates& certificates) 
     // The real kubelet's retry back-off for a changed pod (10 s), scaled as this cluster scales
     // the managers' leases (15 s by default), so that a restart takes as long against a lease
     // here as on a real node.
-    const absl::Duration restart_delay = absl::Seconds(10) * absl::FDivDuration(
-                                             setup_.timing.lease_duration, absl::Seconds(15));
+    const absl::Duration restart_delay =
+        absl::Seconds(10) * absl::FDivDuration(setup_.timing.lease_duration, absl::Seconds(15));
     argv.insert(argv.end(), {"--pod-restart-delay", GoDuration(restart_delay)});
     for (std::string& arg : KubeletArgs(node)) argv.push_back(std::move(arg));
     const std::string log = StrCat(setup_.dir, "/logs/kubelet-", node.spec.name, ".log");
@@ -110,9 +110,8 @@ AgentHost SimulatedCluster::AgentHostOf(const ClusterNode& node) const {
   // instance metadata on a port of its own.
   // The simulated kubelet takes a static pod's change from its first moment: no settling after
   // its restart (a real kubelet needs kubelet.settle's default).
-  host.local_settings =
-      StrCat("kubelet:\n  healthzUrl: http://", node.spec.ip, ":", kSimulatedKubeletHealthzPort,
-             "/healthz\n  settle: 0s\n");
+  host.local_settings = StrCat("kubelet:\n  healthzUrl: http://", node.spec.ip, ":",
+                               kSimulatedKubeletHealthzPort, "/healthz\n  settle: 0s\n");
   if (imds != imds_.end()) {
     StrAppend(&host.local_settings, "instanceMetadata:\n  endpoint: ", imds->second->endpoint(),
               "\n");
@@ -128,7 +127,8 @@ absl::Status SimulatedCluster::SetCloudControllerManagerUnhealthy(const ClusterN
     absl::Status removed = fs_->RemoveFile(marker);
     return absl::IsNotFound(removed) ? absl::OkStatus() : removed;
   }
-  return WriteFile(marker, "the sandbox's cloud-controller-manager on this node never gets healthy\n");
+  return WriteFile(marker,
+                   "the sandbox's cloud-controller-manager on this node never gets healthy\n");
 }
 
 void SimulatedCluster::StopKubelets() {

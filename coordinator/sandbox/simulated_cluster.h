@@ -32,15 +32,13 @@ class SimulatedCluster : public SandboxCluster {
   AgentHost AgentHostOf(const ClusterNode& node) const override;
   // A marker file the simulated kubelet reads: the node's cloud-controller-manager never answers
   // its health check while it is there.
-  absl::Status SetCloudControllerManagerUnhealthy(const ClusterNode& node,
-                                                  bool unhealthy) override;
+  absl::Status SetCloudControllerManagerUnhealthy(const ClusterNode& node, bool unhealthy) override;
 
  protected:
   explicit SimulatedCluster(const ClusterSetup& setup);
 
   // Starts the API server with the cluster's objects; its URL ("https://127.0.0.1:PORT").
-  virtual absl::StatusOr<std::string> StartApiServer(
-      const ApiServerCertificates& certificates) = 0;
+  virtual absl::StatusOr<std::string> StartApiServer(const ApiServerCertificates& certificates) = 0;
   // The cluster's part of `node`'s layout (the pod environment and cloud config its managers
   // need). The API server URL, the CA, the client and the timing are set already.
   virtual absl::Status AddLayoutInputs(const ClusterNode& node, LayoutInputs& inputs) = 0;
@@ -56,8 +54,7 @@ class SimulatedCluster : public SandboxCluster {
   std::unique_ptr<FileSystem> fs_;  // rooted at "/"
 
  private:
-  absl::Status WriteFile(const std::string& path, const std::string& content,
-                         unsigned mode = 0644);
+  absl::Status WriteFile(const std::string& path, const std::string& content, unsigned mode = 0644);
   std::string Kubelet() const;
 
   std::map<std::string, std::unique_ptr<FakeImds>> imds_;  // by node name

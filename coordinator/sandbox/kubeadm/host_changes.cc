@@ -69,8 +69,7 @@ absl::Status RemoveCgroupTree(const std::string& dir) {
   dirs.push_back(dir);
   for (const std::string& path : dirs) {
     if (::rmdir(path.c_str()) != 0 && errno != ENOENT) {
-      return absl::FailedPreconditionError(
-          StrCat("rmdir ", path, ": ", std::strerror(errno)));
+      return absl::FailedPreconditionError(StrCat("rmdir ", path, ": ", std::strerror(errno)));
     }
   }
   return absl::OkStatus();
@@ -80,8 +79,8 @@ absl::Status RemoveCgroupTree(const std::string& dir) {
 
 const std::vector<std::string>& KubeletSysctls() {
   static const std::vector<std::string> kSysctls = {
-      "vm.overcommit_memory",     "vm.panic_on_oom",          "kernel.panic",
-      "kernel.panic_on_oops",     "kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes"};
+      "vm.overcommit_memory", "vm.panic_on_oom",          "kernel.panic",
+      "kernel.panic_on_oops", "kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes"};
   return kSysctls;
 }
 
@@ -191,7 +190,8 @@ std::vector<std::string> UndoHostChanges(const HostChangeRecord& record,
   }
   if (!running.empty()) {
     AwaitGone(running, absl::Seconds(10));
-    say(StrCat("stopped ", running.size(), " process(es) of the run (a node's with everything "
+    say(StrCat("stopped ", running.size(),
+               " process(es) of the run (a node's with everything "
                "in it)"));
   }
   for (auto link = record.links.rbegin(); link != record.links.rend(); ++link) {

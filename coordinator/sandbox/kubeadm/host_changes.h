@@ -1,10 +1,10 @@
 // What a kubeadm sandbox run changes on the host, written down before each change and undone at
 // its end, or at the next run's start when the run died (SIGKILL, a crash, a power cut of the
 // sandbox process): the nodes' first processes (with them every process of the node dies), the
-// bridge (with it the veths), the helpers it started on the host, the cgroup roots the kubelets filled, the sysctls a kubelet changes
-// at start (vm.overcommit_memory, kernel.panic, ... : not namespaced), and the run's directory
-// unless kept. Mounts need no undoing: every mount of a node lives in the node's own mount
-// namespace, which goes with its last process.
+// bridge (with it the veths), the helpers it started on the host, the cgroup roots the kubelets
+// filled, the sysctls a kubelet changes at start (vm.overcommit_memory, kernel.panic, ... : not
+// namespaced), and the run's directory unless kept. Mounts need no undoing: every mount of a node
+// lives in the node's own mount namespace, which goes with its last process.
 //
 // The record is one JSON file per run in kRecordsDir, replaced atomically at each change (write
 // ahead: a change is recorded before it is made, so an undo may find a change that never
@@ -42,16 +42,16 @@ HostProcess CurrentProcess(int64_t pid);
 bool StillRuns(const HostProcess& process);
 
 struct HostChangeRecord {
-  HostProcess owner;            // the sandbox process that made the changes
-  std::string dir;              // the run's directory
-  bool keep = false;            // leave `dir` in place
+  HostProcess owner;  // the sandbox process that made the changes
+  std::string dir;    // the run's directory
+  bool keep = false;  // leave `dir` in place
   // Network interfaces made on the host, in order (the bridge, then each veth's host end). A
   // node's veth usually goes with its network namespace, but a namespace outlives its last
   // process while orphaned TCP sockets of the node time out (a minute or more), and its veth
   // with it: each is deleted by name.
   std::vector<std::string> links;
-  std::vector<std::string> cgroup_roots;           // "/hs-1234-1": in every hierarchy
-  std::map<std::string, std::string> sysctls;      // name → value before the run
+  std::vector<std::string> cgroup_roots;       // "/hs-1234-1": in every hierarchy
+  std::map<std::string, std::string> sysctls;  // name → value before the run
   // What the run started that must not outlive it: the nodes' first processes (the kernel kills
   // each node's other processes with its first), the fake AWS, the coordinator.
   std::vector<HostProcess> processes;
@@ -68,8 +68,9 @@ std::vector<std::string> CgroupRootDirs(const std::string& cgroup_fs, const std:
 
 // Undoes `record`, step by step, whatever fails (each failure is described in the result, which is
 // empty when everything was undone): kills the node processes that still run and waits for them,
-// deletes the network interfaces (the last made first), removes the cgroup roots (depth first), restores each sysctl that differs,
-// removes the directory unless kept. `say` gets a line per thing undone.
+// deletes the network interfaces (the last made first), removes the cgroup roots (depth first),
+// restores each sysctl that differs, removes the directory unless kept. `say` gets a line per thing
+// undone.
 std::vector<std::string> UndoHostChanges(const HostChangeRecord& record,
                                          const std::function<void(const std::string&)>& say);
 

@@ -196,8 +196,8 @@ class KubeadmCluster : public SandboxCluster {
                                                            kCcmImage, kHeldCcmImage},
                                                           {"ctr", "-n", "k8s.io", "images", "rm",
                                                            kCcmImage}}
-                  : std::vector<std::vector<std::string>>{{"ctr", "-n", "k8s.io", "images", "tag",
-                                                           kHeldCcmImage, kCcmImage}};
+                  : std::vector<std::vector<std::string>>{
+                        {"ctr", "-n", "k8s.io", "images", "tag", kHeldCcmImage, kCcmImage}};
     for (const std::vector<std::string>& step : steps) {
       absl::Status ran = RunOnNode(*node, step, StrCat("ctr-", node->name), absl::Seconds(30));
       if (!ran.ok()) return ran;
@@ -208,9 +208,9 @@ class KubeadmCluster : public SandboxCluster {
   absl::Status KillKubelet(const ClusterNode& cluster_node) override {
     const Node* node = Find(cluster_node.spec.name);
     if (node == nullptr) return absl::NotFoundError(cluster_node.spec.name);
-    absl::StatusOr<std::string> answer = node::SendControl(
-        StrCat("/proc/", node->init_pid, "/root", node::kControlSocket), "kill-kubelet",
-        absl::Seconds(10));
+    absl::StatusOr<std::string> answer =
+        node::SendControl(StrCat("/proc/", node->init_pid, "/root", node::kControlSocket),
+                          "kill-kubelet", absl::Seconds(10));
     if (!answer.ok()) return answer.status();
     if (!StartsWith(*answer, "ok")) return absl::UnavailableError(*answer);
     return absl::OkStatus();
@@ -236,11 +236,14 @@ class KubeadmCluster : public SandboxCluster {
     std::vector<LeaseHolderChange> changes;
     if (records.ok()) changes = LeaseHolderChangesFromRecords(*std::move(records));
     changes.insert(changes.end(), leases_.observed().begin(), leases_.observed().end());
-    std::stable_sort(changes.begin(), changes.end(),
-                     [](const LeaseHolderChange& a, const LeaseHolderChange& b) {
-                       return a.t_ns < b.t_ns;
-                     });
+    std::stable_sort(
+        changes.begin(), changes.end(),
+        [](const LeaseHolderChange& a, const LeaseHolderChange& b) { return a.t_ns < b.t_ns; });
     return changes;
+  }
+
+  void StartedOnHost(pid_t pid) override {
+    if (changes_) (void)changes_->Started(kubeadm::CurrentProcess(pid));
   }
 
   std::vector<std::string> ComponentLines() const override;
@@ -257,11 +260,13 @@ class KubeadmCluster : public SandboxCluster {
   }
   std::string NodeBinary() const { return StrCat(setup_.bin_dir, "/handoff-sandbox-node"); }
   std::string NodePath() const {
-    return StrCat(components_.dir, "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    return StrCat(components_.dir,
+                  "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
   }
   std::vector<std::string> EnterPrefix(int64_t pid) const {
-    return {NodeBinary(), "enter", "--pid", std::to_string(pid), "--env",
-            StrCat("PATH=", NodePath()), "--"};
+    return {
+        NodeBinary(), "enter", "--pid", std::to_string(pid), "--env", StrCat("PATH=", NodePath()),
+        "--"};
   }
   std::string Log(const std::string& name) const {
     return StrCat(setup_.dir, "/logs/", name, ".log");
@@ -282,6 +287,8 @@ class KubeadmCluster : public SandboxCluster {
   absl::Status StartLoadBalancer();
   absl::Status ImportImages();
   absl::Status RunKubeadm();
+  // Cancelled once the operator interrupted the run.
+  absl::Status Interrupted() const;
   absl::Status WriteSettings();
   // Follows each manager's pod log that appeared since the last poll, once the process that
   // wrote it is known.
@@ -354,7 +361,8 @@ absl::Status KubeadmCluster::WriteNodeFile(const Node& node, const std::string& 
                                            const std::string& text, unsigned mode) {
   // Through the node's own mounts (its /etc is an overlay): /proc/<pid>/root is its "/", and
   // paths are resolved inside it as the node resolves them.
-  std::unique_ptr<FileSystem> node_fs = NewPosixFileSystem(StrCat("/proc/", node.init_pid, "/root"));
+  std::unique_ptr<FileSystem> node_fs =
+      NewPosixFileSystem(StrCat("/proc/", node.init_pid, "/root"));
   absl::Status made = EnsureDirectory(*node_fs, std::filesystem::path(path).parent_path(), 0755);
   if (!made.ok()) return made;
   FileInfo info;
@@ -363,8 +371,8 @@ absl::Status KubeadmCluster::WriteNodeFile(const Node& node, const std::string& 
 }
 
 absl::Status KubeadmCluster::CheckHost() {
-  for (const char* program : {"containerd", "containerd-shim-runc-v2", "runc", "ctr", "haproxy",
-                              "ip"}) {
+  for (const char* program :
+       {"containerd", "containerd-shim-runc-v2", "runc", "ctr", "haproxy", "ip"}) {
     if (OnPath(program).empty()) {
       return absl::FailedPreconditionError(
           StrCat("--cluster kubeadm needs ", program,
@@ -388,9 +396,8 @@ absl::Status KubeadmCluster::CheckHost() {
   }
   if (std::optional<std::string> user = SubnetInUse()) {
     return absl::FailedPreconditionError(
-        StrCat("the kubeadm sandbox's network ", kSubnet, "0/", kPrefixLength,
-               " is in use here (", *user,
-               "): another kubeadm sandbox runs, or the network is someone else's"));
+        StrCat("the kubeadm sandbox's network ", kSubnet, "0/", kPrefixLength, " is in use here (",
+               *user, "): another kubeadm sandbox runs, or the network is someone else's"));
   }
   return absl::OkStatus();
 }
@@ -401,8 +408,8 @@ absl::Status KubeadmCluster::MakeBridge() {
   if (!recorded.ok()) return recorded;
   for (const std::vector<std::string>& step :
        {std::vector<std::string>{"ip", "link", "add", bridge_, "type", "bridge"},
-        std::vector<std::string>{"ip", "addr", "add", StrCat(kBridgeIp, "/", kPrefixLength),
-                                 "dev", bridge_},
+        std::vector<std::string>{"ip", "addr", "add", StrCat(kBridgeIp, "/", kPrefixLength), "dev",
+                                 bridge_},
         std::vector<std::string>{"ip", "link", "set", bridge_, "up"}}) {
     absl::Status ran = RunOnHost(step);
     if (!ran.ok()) return ran;
@@ -440,11 +447,12 @@ absl::StatusOr<Node> KubeadmCluster::BootNode(const std::string& name, const std
     int status = 0;
     if (node.boot->WaitFor(absl::Milliseconds(50), &status)) {
       return absl::UnavailableError(StrCat("node ", name, " did not boot (",
-                                           DescribeWaitStatus(status), "); its log is ", log,
-                                           ":\n", real::LogTail(log)));
+                                           DescribeWaitStatus(status), "); its log is ", log, ":\n",
+                                           real::LogTail(log)));
     }
     if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(StrCat("node ", name, " did not boot within 30s; see ", log));
+      return absl::DeadlineExceededError(
+          StrCat("node ", name, " did not boot within 30s; see ", log));
     }
   }
   absl::Status recorded = changes_->Started(kubeadm::CurrentProcess(node.init_pid));
@@ -508,8 +516,7 @@ absl::Status KubeadmCluster::StartFakeAws() {
                 {"--node", StrCat(nodes_[i].name, "=", nodes_[i].ip, "@", plan_.nodes[i].zone),
                  "--imds-netns", StrCat(nodes_[i].name, "=/proc/", nodes_[i].init_pid, "/ns/net")});
   }
-  absl::StatusOr<real::RunningFakeAws> started =
-      real::StartFakeAws(argv, ready, Log("fake-aws"));
+  absl::StatusOr<real::RunningFakeAws> started = real::StartFakeAws(argv, ready, Log("fake-aws"));
   if (!started.ok()) return started.status();
   fake_aws_ = std::move(started->process);
   aws_ = std::move(started->aws);
@@ -574,9 +581,9 @@ absl::Status KubeadmCluster::RunKubeadm() {
                                 kubeadm::kKubeadmConfigPath, "--upload-certs"},
                                StrCat("kubeadm-", first.name), absl::Minutes(5));
   if (!ran.ok()) return ran;
-  setup_.say(StrCat("kubeadm init on ", first.name, ": ",
-                    absl::FormatDuration(absl::Trunc(absl::Now() - init_started,
-                                                     absl::Milliseconds(100)))));
+  setup_.say(StrCat(
+      "kubeadm init on ", first.name, ": ",
+      absl::FormatDuration(absl::Trunc(absl::Now() - init_started, absl::Milliseconds(100)))));
   // The admin's kubeconfig names the load balancer, which the host reaches on the bridge.
   absl::StatusOr<std::string> admin =
       fs_->ReadFile(StrCat("/proc/", first.init_pid, "/root/etc/kubernetes/admin.conf"));
@@ -592,19 +599,19 @@ absl::Status KubeadmCluster::RunKubeadm() {
   if (!pin.ok()) return pin.status();
   // One at a time: a stacked etcd grows by one member per join.
   for (size_t i = 1; i < nodes_.size(); ++i) {
+    if (absl::Status interrupted = Interrupted(); !interrupted.ok()) return interrupted;
     const Node& node = nodes_[i];
     written = WriteNodeFile(node, kubeadm::kKubeadmConfigPath,
                             kubeadm::JoinConfiguration(plan_, i, *pin), 0600);
     if (!written.ok()) return written;
     const absl::Time join_started = absl::Now();
-    ran = RunOnNode(node,
-                    {components_.Binary(real::kKubeadm), "join", "--config",
-                     kubeadm::kKubeadmConfigPath},
-                    StrCat("kubeadm-", node.name), absl::Minutes(5));
+    ran = RunOnNode(
+        node, {components_.Binary(real::kKubeadm), "join", "--config", kubeadm::kKubeadmConfigPath},
+        StrCat("kubeadm-", node.name), absl::Minutes(5));
     if (!ran.ok()) return ran;
-    setup_.say(StrCat("kubeadm join --control-plane on ", node.name, ": ",
-                      absl::FormatDuration(absl::Trunc(absl::Now() - join_started,
-                                                       absl::Milliseconds(100)))));
+    setup_.say(StrCat(
+        "kubeadm join --control-plane on ", node.name, ": ",
+        absl::FormatDuration(absl::Trunc(absl::Now() - join_started, absl::Milliseconds(100)))));
   }
   return absl::OkStatus();
 }
@@ -616,12 +623,21 @@ absl::Status KubeadmCluster::WriteSettings() {
       *fs_, StrCat(setup_.dir, "/settings.yaml"),
       StrCat("# handoffctl sandbox --cluster kubeadm: the rollout's settings, sent with every "
              "move.\n"
-             "kubernetesVersion: ", kVersionNext, "\n"
+             "kubernetesVersion: ",
+             kVersionNext,
+             "\n"
              "# The downtime path checks each instance's kubernetes.io/cluster/<clusterId> tag.\n"
-             "clusterId: ", real::kSandboxClusterId, "\n"
+             "clusterId: ",
+             real::kSandboxClusterId,
+             "\n"
              "cloudControllerManager:\n"
-             "  image: ", kCcmImage, "\n"),
+             "  image: ",
+             kCcmImage, "\n"),
       info);
+}
+
+absl::Status KubeadmCluster::Interrupted() const {
+  return setup_.interrupted() ? absl::CancelledError("interrupted") : absl::OkStatus();
 }
 
 absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/) {
@@ -655,8 +671,7 @@ absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/
     // What the node's first process finds in its /etc (the overlay's upper directory, written
     // before the overlay is mounted).
     const std::string etc = StrCat(cluster_node.root, "/etc");
-    for (const auto& [path, text] :
-         std::vector<std::pair<std::string, std::string>>{
+    for (const auto& [path, text] : std::vector<std::pair<std::string, std::string>>{
              {"/hostname", StrCat(cluster_node.spec.name, "\n")},
              {"/hosts", kubeadm::HostsFile(plan_)},
              // Nothing the node looks up leaves it.
@@ -695,14 +710,22 @@ absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/
   watcher_ = std::make_unique<ManagerProcessWatcher>(
       StrCat(setup_.dir, "/records"), std::move(watched), NewProcfsProcessTable("/proc"));
 
+  if (status.ok()) status = Interrupted();
+  if (!status.ok()) return status;
   status = StartFakeAws();
   if (!status.ok()) return status;
+  if (status.ok()) status = Interrupted();
+  if (!status.ok()) return status;
   status = StartLoadBalancer();
+  if (!status.ok()) return status;
+  if (status.ok()) status = Interrupted();
   if (!status.ok()) return status;
   status = ImportImages();
   if (!status.ok()) return status;
   setup_.say("every image imported on every node from the components' archive (nothing pulled)");
 
+  if (status.ok()) status = Interrupted();
+  if (!status.ok()) return status;
   status = RunKubeadm();
   if (!status.ok()) return status;
   status = WriteSettings();
@@ -789,8 +812,8 @@ std::vector<std::string> KubeadmCluster::SummaryLines() const {
     for (size_t i = 0; i + 1 < processes.size(); ++i) {
       if (!processes[i].exited_ns) continue;
       const int64_t gap = processes[i + 1].started_ns - *processes[i].exited_ns;
-      gaps.push_back(absl::FormatDuration(absl::Trunc(absl::Nanoseconds(std::max<int64_t>(gap, 0)),
-                                                      absl::Milliseconds(100))));
+      gaps.push_back(absl::FormatDuration(
+          absl::Trunc(absl::Nanoseconds(std::max<int64_t>(gap, 0)), absl::Milliseconds(100))));
     }
     if (gaps.empty()) continue;
     if (key.first != current) {

@@ -5,32 +5,47 @@
 namespace handoff::sandbox::kubeadm {
 namespace {
 
-std::string PreflightList() {
-  return StrCat("[", StrJoin(IgnoredPreflightErrors(), ", "), "]");
-}
+std::string PreflightList() { return StrCat("[", StrJoin(IgnoredPreflightErrors(), ", "), "]"); }
 
 // nodeRegistration, shared by init and join: the in-tree AWS provider for the kubelet (with the
 // cloud config), the node's own cgroup root and address.
 std::string NodeRegistration(const PlannedNode& node) {
-  return StrCat("nodeRegistration:\n"
-                "  name: ", node.name, "\n"
-                "  criSocket: ", kCriSocket, "\n"
-                "  ignorePreflightErrors: ", PreflightList(), "\n"
-                "  kubeletExtraArgs:\n"
-                "    cloud-provider: aws\n"
-                "    cloud-config: ", kCloudConfigPath, "\n"
-                "    cgroup-root: ", node.cgroup_root, "\n"
-                "    node-ip: ", node.ip, "\n");
+  return StrCat(
+      "nodeRegistration:\n"
+      "  name: ",
+      node.name,
+      "\n"
+      "  criSocket: ",
+      kCriSocket,
+      "\n"
+      "  ignorePreflightErrors: ",
+      PreflightList(),
+      "\n"
+      "  kubeletExtraArgs:\n"
+      "    cloud-provider: aws\n"
+      "    cloud-config: ",
+      kCloudConfigPath,
+      "\n"
+      "    cgroup-root: ",
+      node.cgroup_root,
+      "\n"
+      "    node-ip: ",
+      node.ip, "\n");
 }
 
 // The cloud config as a read-only hostPath volume of a control-plane component.
 std::string CloudConfigVolume() {
-  return StrCat("  extraVolumes:\n"
-                "  - name: cloud-config\n"
-                "    hostPath: ", kCloudConfigPath, "\n"
-                "    mountPath: ", kCloudConfigPath, "\n"
-                "    readOnly: true\n"
-                "    pathType: File\n");
+  return StrCat(
+      "  extraVolumes:\n"
+      "  - name: cloud-config\n"
+      "    hostPath: ",
+      kCloudConfigPath,
+      "\n"
+      "    mountPath: ",
+      kCloudConfigPath,
+      "\n"
+      "    readOnly: true\n"
+      "    pathType: File\n");
 }
 
 }  // namespace
@@ -48,33 +63,48 @@ const std::vector<std::string>& IgnoredPreflightErrors() {
 std::string InitConfiguration(const ClusterPlan& plan) {
   const PlannedNode& first = plan.nodes.front();
   return StrCat(
-      "# kubeadm init --config ", kKubeadmConfigPath, " --upload-certs\n"
+      "# kubeadm init --config ", kKubeadmConfigPath,
+      " --upload-certs\n"
       "apiVersion: kubeadm.k8s.io/v1beta3\n"
       "kind: InitConfiguration\n"
       "bootstrapTokens:\n"
-      "- token: ", plan.bootstrap_token, "\n"
+      "- token: ",
+      plan.bootstrap_token,
+      "\n"
       "  ttl: 2h\n"
-      "certificateKey: ", plan.certificate_key, "\n"
+      "certificateKey: ",
+      plan.certificate_key,
+      "\n"
       "localAPIEndpoint:\n"
-      "  advertiseAddress: ", first.ip, "\n"
-      "  bindPort: ", kApiServerPort, "\n",
-      NodeRegistration(first),
+      "  advertiseAddress: ",
+      first.ip,
+      "\n"
+      "  bindPort: ",
+      kApiServerPort, "\n", NodeRegistration(first),
       "skipPhases: [addon/coredns, addon/kube-proxy]\n"
       "---\n"
       "apiVersion: kubeadm.k8s.io/v1beta3\n"
       "kind: ClusterConfiguration\n"
-      "kubernetesVersion: ", plan.kubernetes_version, "\n"
-      "clusterName: ", plan.cluster_name, "\n"
-      "controlPlaneEndpoint: ", plan.endpoint_ip, ":", kApiServerPort, "\n"
+      "kubernetesVersion: ",
+      plan.kubernetes_version,
+      "\n"
+      "clusterName: ",
+      plan.cluster_name,
+      "\n"
+      "controlPlaneEndpoint: ",
+      plan.endpoint_ip, ":", kApiServerPort,
+      "\n"
       "apiServer:\n"
       "  extraArgs:\n"
       "    cloud-provider: aws\n"
-      "    cloud-config: ", kCloudConfigPath, "\n",
-      CloudConfigVolume(),
+      "    cloud-config: ",
+      kCloudConfigPath, "\n", CloudConfigVolume(),
       "controllerManager:\n"
       "  extraArgs:\n"
       "    cloud-provider: aws\n"
-      "    cloud-config: ", kCloudConfigPath, "\n"
+      "    cloud-config: ",
+      kCloudConfigPath,
+      "\n"
       // kubeadm on AWS with the VPC CNI: no routes for the cloud to configure.
       "    configure-cloud-routes: \"false\"\n",
       CloudConfigVolume(),
@@ -92,21 +122,30 @@ std::string InitConfiguration(const ClusterPlan& plan) {
 std::string JoinConfiguration(const ClusterPlan& plan, size_t index,
                               const std::string& ca_cert_hash) {
   const PlannedNode& node = plan.nodes.at(index);
-  return StrCat(
-      "# kubeadm join --config ", kKubeadmConfigPath, "\n"
-      "apiVersion: kubeadm.k8s.io/v1beta3\n"
-      "kind: JoinConfiguration\n"
-      "discovery:\n"
-      "  bootstrapToken:\n"
-      "    apiServerEndpoint: ", plan.endpoint_ip, ":", kApiServerPort, "\n"
-      "    token: ", plan.bootstrap_token, "\n"
-      "    caCertHashes: [\"", ca_cert_hash, "\"]\n",
-      NodeRegistration(node),
-      "controlPlane:\n"
-      "  localAPIEndpoint:\n"
-      "    advertiseAddress: ", node.ip, "\n"
-      "    bindPort: ", kApiServerPort, "\n"
-      "  certificateKey: ", plan.certificate_key, "\n");
+  return StrCat("# kubeadm join --config ", kKubeadmConfigPath,
+                "\n"
+                "apiVersion: kubeadm.k8s.io/v1beta3\n"
+                "kind: JoinConfiguration\n"
+                "discovery:\n"
+                "  bootstrapToken:\n"
+                "    apiServerEndpoint: ",
+                plan.endpoint_ip, ":", kApiServerPort,
+                "\n"
+                "    token: ",
+                plan.bootstrap_token,
+                "\n"
+                "    caCertHashes: [\"",
+                ca_cert_hash, "\"]\n", NodeRegistration(node),
+                "controlPlane:\n"
+                "  localAPIEndpoint:\n"
+                "    advertiseAddress: ",
+                node.ip,
+                "\n"
+                "    bindPort: ",
+                kApiServerPort,
+                "\n"
+                "  certificateKey: ",
+                plan.certificate_key, "\n");
 }
 
 std::string ContainerdConfig(const ClusterPlan& plan) {
@@ -123,7 +162,9 @@ std::string ContainerdConfig(const ClusterPlan& plan) {
       "  address = \"/run/containerd/containerd.sock\"\n"
       "\n"
       "[plugins.\"io.containerd.grpc.v1.cri\"]\n"
-      "  sandbox_image = \"", plan.pause_image, "\"\n"
+      "  sandbox_image = \"",
+      plan.pause_image,
+      "\"\n"
       "  # runc sets every container's oom_score_adj; root here may only raise it.\n"
       "  restrict_oom_score_adj = true\n"
       "  [plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
@@ -167,7 +208,9 @@ std::string HaproxyConfig(const ClusterPlan& plan) {
       "  timeout server 1h\n"
       "  timeout check 5s\n"
       "frontend apiserver\n"
-      "  bind ", plan.endpoint_ip, ":", kApiServerPort, "\n"
+      "  bind ",
+      plan.endpoint_ip, ":", kApiServerPort,
+      "\n"
       "  default_backend apiserver\n"
       "backend apiserver\n"
       "  option httpchk\n"

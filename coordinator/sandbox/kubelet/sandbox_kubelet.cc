@@ -438,8 +438,8 @@ void Kubelet::HandleExit(const std::string& name, Pod& pod) {
     // Stopped for a change of its manifest: the next manifest's pod waits out the real
     // kubelet's retry back-off, jittered as flowcontrol jitters it.
     std::uniform_real_distribution<double> jitter(0.0, options_.pod_restart_jitter);
-    const auto delay = std::chrono::duration_cast<SteadyDuration>(
-        options_.pod_restart_delay * (1.0 + jitter(random_)));
+    const auto delay = std::chrono::duration_cast<SteadyDuration>(options_.pod_restart_delay *
+                                                                  (1.0 + jitter(random_)));
     pod.status.restart_not_before = std::chrono::steady_clock::now() + delay;
     pod.status.stopped_hash = pod.status.running_hash;
   }

@@ -117,9 +117,9 @@ std::optional<CriLogLine> ParseCriLogLine(std::string_view line) {
   const std::string_view stream = line.substr(time_end + 1, stream_end - time_end - 1);
   if (stream != "stdout" && stream != "stderr") return std::nullopt;
   const size_t tags_end = line.find(' ', stream_end + 1);
-  const std::string_view tags = line.substr(
-      stream_end + 1, tags_end == std::string_view::npos ? std::string_view::npos
-                                                         : tags_end - stream_end - 1);
+  const std::string_view tags =
+      line.substr(stream_end + 1, tags_end == std::string_view::npos ? std::string_view::npos
+                                                                     : tags_end - stream_end - 1);
   const std::string_view first_tag = tags.substr(0, tags.find(':'));
   if (first_tag != "P" && first_tag != "F") return std::nullopt;
   CriLogLine out;

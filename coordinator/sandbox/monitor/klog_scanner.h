@@ -144,7 +144,7 @@ class PodLogScanner {
   std::set<std::string> migration_listed_;  // controllerLeaders[].name, as the manager spells them
   int64_t offset_ = 0;
   std::string head_;  // the file's first bytes as first read, to recognise a replaced file
-  std::string partial_;  // a CRI line's text so far, while the runtime marks it partial
+  std::string partial_;         // a CRI line's text so far, while the runtime marks it partial
   std::optional<int64_t> pid_;  // with pid_at: the host pid of the process writing now
   std::map<int64_t, ProcessState> processes_;
 };

@@ -166,14 +166,13 @@ std::vector<WatchedProcess> ManagerProcessWatcher::History() const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [key, watched] : watched_) {
-      history.push_back({watched.node, watched.component, watched.pid, watched.started_ns,
-                         watched.exited_ns});
+      history.push_back(
+          {watched.node, watched.component, watched.pid, watched.started_ns, watched.exited_ns});
     }
   }
-  std::sort(history.begin(), history.end(),
-            [](const WatchedProcess& a, const WatchedProcess& b) {
-              return a.started_ns < b.started_ns;
-            });
+  std::sort(history.begin(), history.end(), [](const WatchedProcess& a, const WatchedProcess& b) {
+    return a.started_ns < b.started_ns;
+  });
   return history;
 }
 

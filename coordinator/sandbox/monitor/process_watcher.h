@@ -4,12 +4,13 @@
 //
 // Every control-plane process on the machine (ControlPlaneComponentOf) whose network namespace is
 // one of the nodes' (hostNetwork pods share their node's) is a process of that node; the
-// managers' are the monitor's, the others' tell how long each component was down. Its start comes from /proc/<pid>/stat (clock ticks after boot: to 10 ms); its exit
-// from a pidfd that a thread of the watcher waits on, so that the exit is timed to the
-// millisecond whatever the poll interval: a successor that takes a released lease 100 ms after
-// the old manager died must not look like an overlap. Each start and exit is appended as a run
-// record (process-start, process-exit with status "unknown": the process is not the sandbox's
-// child) to <records dir>/<node>.processes.jsonl, with the host pid.
+// managers' are the monitor's, the others' tell how long each component was down. Its start comes
+// from /proc/<pid>/stat (clock ticks after boot: to 10 ms); its exit from a pidfd that a thread of
+// the watcher waits on, so that the exit is timed to the millisecond whatever the poll interval: a
+// successor that takes a released lease 100 ms after the old manager died must not look like an
+// overlap. Each start and exit is appended as a run record (process-start, process-exit with status
+// "unknown": the process is not the sandbox's child) to <records dir>/<node>.processes.jsonl, with
+// the host pid.
 //
 // The managers log their container's own pid (1); the records use the host pid, which
 // ProcessAt finds for a pod log's first line.
@@ -102,7 +103,7 @@ class ManagerProcessWatcher {
   const std::string proc_root_;
   const absl::Duration poll_interval_;
   UniqueFd epoll_;
-  UniqueFd wake_;  // an eventfd: the thread's stop signal
+  UniqueFd wake_;       // an eventfd: the thread's stop signal
   std::mutex poll_mu_;  // one Poll at a time (the thread's and a caller's)
   mutable std::mutex mu_;
   // By (pid, start ticks): one process even across pid reuse.

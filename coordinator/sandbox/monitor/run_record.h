@@ -41,6 +41,9 @@ inline constexpr char kLeaseLost[] = "lease-lost";
 inline constexpr char kProcessStart[] = "process-start";
 inline constexpr char kProcessExit[] = "process-exit";
 inline constexpr char kMonitorNote[] = "monitor-note";
+// The message of the monitor-note the sandbox writes when its rehearsal begins: handovers before
+// it were the cluster coming up.
+inline constexpr char kRehearsalBegins[] = "the rehearsal begins: handovers from here count";
 
 // The values of RunRecord::lock.
 inline constexpr char kMainLock[] = "main";

@@ -82,14 +82,13 @@ absl::Status Mount(const NodeMount& mount) {
       return absl::OkStatus();
     }
     case NodeMount::Kind::kTmpfs:
-      if (::mount("tmpfs", mount.target.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") !=
-          0) {
+      if (::mount("tmpfs", mount.target.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) {
         return Errno(StrCat("mount tmpfs on ", mount.target));
       }
       return absl::OkStatus();
     case NodeMount::Kind::kBind:
-      if (::mount(mount.source.c_str(), mount.target.c_str(), nullptr, MS_BIND | MS_REC,
-                  nullptr) != 0) {
+      if (::mount(mount.source.c_str(), mount.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) !=
+          0) {
         return Errno(StrCat("bind ", mount.source, " on ", mount.target));
       }
       return absl::OkStatus();
@@ -141,9 +140,9 @@ struct Service {
   std::string log;
   absl::Duration restart_delay;
   pid_t pid = -1;
-  bool restarting = false;               // stopped on request: start again as soon as it exits
+  bool restarting = false;  // stopped on request: start again as soon as it exits
   absl::Time not_before = absl::InfinitePast();
-  std::vector<int> waiting;              // control clients to answer once it runs again
+  std::vector<int> waiting;  // control clients to answer once it runs again
 };
 
 class NodeInit {
@@ -304,9 +303,9 @@ void NodeInit::Handle(int client) {
   }
   const std::string command(StripWhitespace(line));
   if (command == "status") {
-    Answer(client, StrCat("kubelet ", kubelet_.pid > 0 ? std::to_string(kubelet_.pid) : "-",
-                          " containerd ",
-                          containerd_.pid > 0 ? std::to_string(containerd_.pid) : "-"));
+    Answer(client,
+           StrCat("kubelet ", kubelet_.pid > 0 ? std::to_string(kubelet_.pid) : "-", " containerd ",
+                  containerd_.pid > 0 ? std::to_string(containerd_.pid) : "-"));
   } else if (command == "restart-kubelet") {
     Log("restart-kubelet requested");
     kubelet_.waiting.push_back(client);
@@ -376,8 +375,7 @@ int NodeInit::Run() {
     }
     if (spec_.services && kubelet_.pid <= 0) wait = std::min(wait, absl::Milliseconds(200));
     pollfd events[2] = {{signals_.get(), POLLIN, 0}, {listener_.get(), POLLIN, 0}};
-    const int wait_ms = static_cast<int>(
-        std::max<int64_t>(0, absl::ToInt64Milliseconds(wait)));
+    const int wait_ms = static_cast<int>(std::max<int64_t>(0, absl::ToInt64Milliseconds(wait)));
     if (::poll(events, 2, wait_ms) < 0 && errno != EINTR) {
       Log(StrCat("poll: ", std::strerror(errno)));
       return 1;

@@ -43,8 +43,8 @@ std::vector<NodeMount> NodeMounts(const BootSpec& spec) {
     overlay.lower = std::string(path);
     // /etc's upper is the node's own etc/, so that its /etc/kubernetes and
     // /etc/leadermigration.conf are where an observer on the host looks for them.
-    overlay.upper = path == "/etc" ? StrCat(spec.dir, "/etc")
-                                   : StrCat(spec.dir, "/.node/upper/", Key(path));
+    overlay.upper =
+        path == "/etc" ? StrCat(spec.dir, "/etc") : StrCat(spec.dir, "/.node/upper/", Key(path));
     overlay.work = StrCat(spec.dir, "/.node/work/", Key(path));
     mounts.push_back(std::move(overlay));
   }
@@ -118,8 +118,8 @@ absl::StatusOr<BootSpec> ParseBootArgs(const std::vector<std::string>& args) {
     const std::string& value = args[i + 1];
     if (flag == "--name") {
       if (!IsHostname(value)) {
-        return absl::InvalidArgumentError(
-            StrCat("--name \"", value, "\" is not a hostname (lower-case letters, digits, '-', '.')"));
+        return absl::InvalidArgumentError(StrCat(
+            "--name \"", value, "\" is not a hostname (lower-case letters, digits, '-', '.')"));
       }
       spec.name = value;
     } else if (flag == "--path") {
@@ -184,10 +184,9 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseEnvironmen
 absl::StatusOr<std::vector<std::string>> KubeletCommand(const std::string& kubelet,
                                                         std::string_view kubeadm_flags,
                                                         std::string_view kubelet_defaults) {
-  std::vector<std::string> argv = {kubelet,
-                                   "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
-                                   "--kubeconfig=/etc/kubernetes/kubelet.conf",
-                                   StrCat("--config=", kKubeletConfig)};
+  std::vector<std::string> argv = {
+      kubelet, "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
+      "--kubeconfig=/etc/kubernetes/kubelet.conf", StrCat("--config=", kKubeletConfig)};
   std::map<std::string, std::string> environment;
   for (const auto& [text, source] : {std::pair{kubeadm_flags, kKubeadmFlagsFile},
                                      std::pair{kubelet_defaults, kKubeletDefaultsFile}}) {

@@ -44,11 +44,11 @@ inline constexpr char kKubeletDefaultsFile[] = "/etc/default/kubelet";
 inline constexpr char kContainerdConfig[] = "/etc/containerd/config.toml";
 
 struct BootSpec {
-  std::string name;         // the node's name and hostname
-  std::string dir;          // its directory on the host (absolute)
-  std::string log_dir;      // containerd-<name>.log and kubelet-<name>.log go here (absolute)
-  std::string containerd;   // the containerd binary (absolute)
-  std::string kubelet;      // the kubelet binary (absolute)
+  std::string name;        // the node's name and hostname
+  std::string dir;         // its directory on the host (absolute)
+  std::string log_dir;     // containerd-<name>.log and kubelet-<name>.log go here (absolute)
+  std::string containerd;  // the containerd binary (absolute)
+  std::string kubelet;     // the kubelet binary (absolute)
   // $PATH of the node's services: where containerd finds runc and its shim, the kubelet
   // mount, nsenter and the like.
   std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -64,8 +64,8 @@ struct BootSpec {
 struct NodeMount {
   enum class Kind { kOverlay, kBind, kTmpfs };
   Kind kind = Kind::kBind;
-  std::string target;  // inside the node
-  std::string source;  // kBind: the host directory
+  std::string target;              // inside the node
+  std::string source;              // kBind: the host directory
   std::string lower, upper, work;  // kOverlay
 };
 

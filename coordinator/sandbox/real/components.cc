@@ -31,9 +31,7 @@ std::string Components::Binary(std::string_view name) const {
   return StrCat(dir, "/bin/", name);
 }
 
-std::string Components::File(std::string_view relative) const {
-  return StrCat(dir, "/", relative);
-}
+std::string Components::File(std::string_view relative) const { return StrCat(dir, "/", relative); }
 
 std::vector<std::string> Components::VersionsOf(std::string_view name) const {
   std::vector<std::string> found;

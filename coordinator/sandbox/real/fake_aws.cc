@@ -40,8 +40,10 @@ absl::StatusOr<FakeAws> ParseFakeAwsReadyFile(const std::string& text, const std
     if (!node.is_object()) {
       return absl::InvalidArgumentError(StrCat(path, ": a node that is not an object"));
     }
-    FakeAws::Instance instance{text_field(node, "name"),        text_field(node, "ip"),
-                               text_field(node, "instance_id"), text_field(node, "zone"),
+    FakeAws::Instance instance{text_field(node, "name"),
+                               text_field(node, "ip"),
+                               text_field(node, "instance_id"),
+                               text_field(node, "zone"),
                                text_field(node, "private_dns_name"),
                                text_field(node, "provider_id")};
     if (instance.name.empty() || instance.instance_id.empty() || instance.provider_id.empty()) {

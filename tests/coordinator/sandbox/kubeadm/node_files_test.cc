@@ -64,8 +64,7 @@ TEST(NodeFilesTest, JoinConfigurationJoinsTheControlPlaneThroughTheEndpoint) {
   const YAML::Node discovery = docs[0]["discovery"]["bootstrapToken"];
   EXPECT_EQ(discovery["apiServerEndpoint"].as<std::string>(), "172.31.250.2:6443");
   EXPECT_EQ(discovery["caCertHashes"][0].as<std::string>(), "sha256:" + std::string(64, 'b'));
-  EXPECT_EQ(docs[0]["nodeRegistration"]["name"].as<std::string>(),
-            "ip-172-31-250-74.ec2.internal");
+  EXPECT_EQ(docs[0]["nodeRegistration"]["name"].as<std::string>(), "ip-172-31-250-74.ec2.internal");
   EXPECT_EQ(docs[0]["nodeRegistration"]["kubeletExtraArgs"]["cgroup-root"].as<std::string>(),
             "/hs-1-2");
   EXPECT_EQ(docs[0]["controlPlane"]["localAPIEndpoint"]["advertiseAddress"].as<std::string>(),
@@ -82,7 +81,8 @@ TEST(NodeFilesTest, ContainerdRunsPodsWithRuncOnCgroupfsAndThePauseImage) {
 }
 
 TEST(NodeFilesTest, CloudConfigPointsEc2AndElbAtTheFakeAws) {
-  const std::string config = CloudConfig("handoff-sandbox", "us-east-1", "http://172.31.250.1:8700");
+  const std::string config =
+      CloudConfig("handoff-sandbox", "us-east-1", "http://172.31.250.1:8700");
   EXPECT_THAT(config, HasSubstr("KubernetesClusterID = handoff-sandbox"));
   EXPECT_THAT(config, HasSubstr("[ServiceOverride \"1\"]\nService = ec2\nRegion = us-east-1\n"
                                 "URL = http://172.31.250.1:8700\nSigningRegion = us-east-1\n"));

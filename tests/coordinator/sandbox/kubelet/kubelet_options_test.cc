@@ -20,6 +20,32 @@ TEST(KubeletOptionsTest, DefaultsAreTheKubelets) {
   EXPECT_EQ(options->records, "");
   EXPECT_EQ(options->node_name, "cp-1");
   EXPECT_EQ(options->file_check_frequency, std::chrono::seconds(1));
+  // A changed static pod: 10 s plus up to half of it, as a real v1.26 kubelet retries it.
+  EXPECT_EQ(options->pod_restart_delay, std::chrono::seconds(10));
+  EXPECT_EQ(options->pod_restart_jitter, 0.5);
+}
+
+TEST(KubeletOptionsTest, TheChangedPodsRestartDelayCanBeShortenedOrTurnedOff) {
+  absl::StatusOr<KubeletOptions> options = ParseKubeletOptions(
+      {"--root=/n", "--standin=/s", "--pod-restart-delay=700ms", "--pod-restart-jitter=0.25"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->pod_restart_delay, std::chrono::milliseconds(700));
+  EXPECT_EQ(options->pod_restart_jitter, 0.25);
+  options = ParseKubeletOptions({"--root=/n", "--standin=/s", "--pod-restart-delay=0s"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->pod_restart_delay, std::chrono::milliseconds(0));
+  for (const char* bad :
+       {"--pod-restart-jitter=1.5", "--pod-restart-jitter=-0.1", "--pod-restart-jitter=half"}) {
+    EXPECT_THAT(
+        std::string(ParseKubeletOptions({"--root=/n", "--standin=/s", bad}).status().message()),
+        HasSubstr("--pod-restart-jitter must be a fraction from 0 to 1"))
+        << bad;
+  }
+  EXPECT_THAT(
+      std::string(ParseKubeletOptions({"--root=/n", "--standin=/s", "--pod-restart-delay=soon"})
+                      .status()
+                      .message()),
+      HasSubstr("--pod-restart-delay must be a duration"));
 }
 
 TEST(KubeletOptionsTest, LastOccurrenceWinsAndUnknownFlagsAreIgnored) {

@@ -108,5 +108,30 @@ TEST(PodSyncTest, PodStoppedOnPurposeIsNotHeldBack) {
   EXPECT_EQ(DecidePod(&spec, status, kT0 + seconds(1)).action, Action::kStart);
 }
 
+// A real v1.26 kubelet starts a changed static pod's new process only on its pod worker's retry,
+// 10 s (jittered) after the old one stopped: the new manifest waits out `restart_not_before`.
+TEST(PodSyncTest, AChangedPodStartsOnlyOnceTheRestartDelayHasPassed) {
+  const PodSpec changed = Spec("h2");
+  PodStatus status;
+  status.stopped_hash = "h1";
+  status.restart_not_before = kT0 + seconds(12);
+  PodDecision decision = DecidePod(&changed, status, kT0 + seconds(1));
+  EXPECT_EQ(decision.action, Action::kNothing);
+  ASSERT_TRUE(decision.wake_at);
+  EXPECT_EQ(*decision.wake_at, kT0 + seconds(12));
+  EXPECT_EQ(DecidePod(&changed, status, kT0 + seconds(12)).action, Action::kStart);
+}
+
+// The delay holds back a replacing manifest only: the same manifest back (a move undone before
+// the new pod started) starts at once. That is the simulated kubelet's rule; the real kubelet's
+// timing for it was not measured.
+TEST(PodSyncTest, TheSameManifestBackIsNotHeldByTheRestartDelay) {
+  const PodSpec same = Spec("h1");
+  PodStatus status;
+  status.stopped_hash = "h1";
+  status.restart_not_before = kT0 + seconds(12);
+  EXPECT_EQ(DecidePod(&same, status, kT0 + seconds(1)).action, Action::kStart);
+}
+
 }  // namespace
 }  // namespace handoff::sandbox

@@ -727,22 +727,22 @@ TEST(PodLogScannerCriTest, JoinsPartialLinesAndNamesEachProcessByItsHostPid) {
     return t_ns < UtcNs(2024, 3, 10, 12, 1, 0) ? 4100 : 5200;
   };
   PodLogScanner scanner(source);
-  const std::string log = Lines(
-      {Cri("2024-03-10T12:00:01.000000000Z",
-           "I0310 12:00:01.000000       1 serving.go:348] Generated self-signed cert"),
-       Cri("2024-03-10T12:00:01.100000000Z",
-           "I0310 12:00:01.100000       1 controllermanager.go:182] Version: v1.26.13"),
-       Cri("2024-03-10T12:00:02.000000000Z",
-           "I0310 12:00:02.000000       1 leaderelection.go:258] successfully acquired lease "
-           "kube-sys",
-           "P"),
-       Cri("2024-03-10T12:00:02.000000000Z", "tem/kube-controller-manager"),
-       Cri("2024-03-10T12:00:02.500000000Z",
-           R"(I0310 12:00:02.500000       1 controllermanager.go:622] Started "service")"),
-       Cri("2024-03-10T12:05:00.000000000Z",
-           "I0310 12:05:00.000000       1 controllermanager.go:182] Version: v1.26.13"),
-       Cri("2024-03-10T12:05:03.000000000Z",
-           R"(I0310 12:05:03.000000       1 controllermanager.go:622] Started "service")")});
+  const std::string log =
+      Lines({Cri("2024-03-10T12:00:01.000000000Z",
+                 "I0310 12:00:01.000000       1 serving.go:348] Generated self-signed cert"),
+             Cri("2024-03-10T12:00:01.100000000Z",
+                 "I0310 12:00:01.100000       1 controllermanager.go:182] Version: v1.26.13"),
+             Cri("2024-03-10T12:00:02.000000000Z",
+                 "I0310 12:00:02.000000       1 leaderelection.go:258] successfully acquired lease "
+                 "kube-sys",
+                 "P"),
+             Cri("2024-03-10T12:00:02.000000000Z", "tem/kube-controller-manager"),
+             Cri("2024-03-10T12:00:02.500000000Z",
+                 R"(I0310 12:00:02.500000       1 controllermanager.go:622] Started "service")"),
+             Cri("2024-03-10T12:05:00.000000000Z",
+                 "I0310 12:05:00.000000       1 controllermanager.go:182] Version: v1.26.13"),
+             Cri("2024-03-10T12:05:03.000000000Z",
+                 R"(I0310 12:05:03.000000       1 controllermanager.go:622] Started "service")")});
   EXPECT_THAT(Briefs(scanner.Scan(log, Utc(2024, 3, 10, 12, 10, 0))),
               ElementsAre("lease-acquired pid 4100 kube-system/kube-controller-manager",
                           "controller-start pid 4100 service/main",
@@ -757,11 +757,11 @@ TEST(PodLogScannerCriTest, HoldsBackLinesTooYoungForTheWriterToBeKnown) {
   source.cri = true;
   source.hold_back = absl::Seconds(1);
   PodLogScanner scanner(source);
-  const std::string log = Lines(
-      {Cri("2024-03-10T12:00:00.000000000Z",
-           R"(I0310 12:00:00.000000       1 controllermanager.go:622] Started "service")"),
-       Cri("2024-03-10T12:00:00.800000000Z",
-           R"(I0310 12:00:00.800000       1 controllermanager.go:622] Started "route")")});
+  const std::string log =
+      Lines({Cri("2024-03-10T12:00:00.000000000Z",
+                 R"(I0310 12:00:00.000000       1 controllermanager.go:622] Started "service")"),
+             Cri("2024-03-10T12:00:00.800000000Z",
+                 R"(I0310 12:00:00.800000       1 controllermanager.go:622] Started "route")")});
   EXPECT_THAT(Briefs(scanner.Scan(log, Utc(2024, 3, 10, 12, 0, 1, 500000))),
               ElementsAre("controller-start pid 1 service/main"));
   // The younger line is read once it is old enough, and only once.

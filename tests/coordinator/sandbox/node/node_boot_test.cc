@@ -86,9 +86,10 @@ class NodeBootTest : public ::testing::Test {
 };
 
 TEST_F(NodeBootTest, ACommandOnTheNodeSeesTheNodesNameMountsAndProcessesOnly) {
-  auto [code, out] = Enter({"sh", "-c", "hostname; ls /proc | grep -c '^[0-9]'; "
-                                        "grep -c ' /run ' /proc/self/mounts; "
-                                        "cat /proc/1/cmdline | tr '\\0' ' '"});
+  auto [code, out] = Enter({"sh", "-c",
+                            "hostname; ls /proc | grep -c '^[0-9]'; "
+                            "grep -c ' /run ' /proc/self/mounts; "
+                            "cat /proc/1/cmdline | tr '\\0' ' '"});
   EXPECT_EQ(code, 0) << out;
   std::vector<std::string_view> lines = StrSplit(out, "\n", true);
   ASSERT_GE(lines.size(), 4u) << out;

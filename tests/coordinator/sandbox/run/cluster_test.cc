@@ -76,9 +76,9 @@ TEST_F(ModelClusterTest, ItsAgentsRunOnTheHostRootedAtTheirNodes) {
   EXPECT_EQ(host.agent_prefix, dir_ + "/nodes/cp-2");
   EXPECT_EQ(host.root, dir_ + "/nodes/cp-2");
   EXPECT_EQ(host.proc_root, dir_ + "/nodes/cp-2/run/sandbox-proc");
-  EXPECT_EQ(host.kubelet_restart_command,
-            std::string(HANDOFF_SANDBOX_HELPERS_DIR) + "/handoff-sandbox-kubelet restart --root " +
-                dir_ + "/nodes/cp-2");
+  EXPECT_EQ(host.kubelet_restart_command, std::string(HANDOFF_SANDBOX_HELPERS_DIR) +
+                                              "/handoff-sandbox-kubelet restart --root " + dir_ +
+                                              "/nodes/cp-2");
   // The simulated kubelet takes a change from its first moment: no settling.
   EXPECT_THAT(host.local_settings, ::testing::HasSubstr("settle: 0s"));
   EXPECT_THAT(cluster->ComponentLines(), ElementsAre("model: fake API server, stand-in managers"));

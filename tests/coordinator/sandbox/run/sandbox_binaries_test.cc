@@ -91,8 +91,8 @@ TEST_F(SandboxBinariesTest, HelpersSplitBetweenTheTwoPlacesAreRefused) {
   ASSERT_FALSE(found.ok());
   EXPECT_THAT(found.status().message(),
               HasSubstr("handoff-standin, handoff-sandbox-kubelet and handoff-sandbox-node are not "
-                        "all in " + root_ +
-                        "/usr/bin or " + root_ + "/usr/lib/handoff"));
+                        "all in " +
+                        root_ + "/usr/bin or " + root_ + "/usr/lib/handoff"));
 }
 
 TEST_F(SandboxBinariesTest, AFileThatIsNotExecutableDoesNotCount) {

@@ -1,0 +1,272 @@
+// `handoffctl sandbox --cluster kubeadm` as the operator runs it: a kubeadm-built HA control plane
+// of real kubelets on containerd, the real 1.26 and 1.27 components, the agents on the nodes.
+// Needs root and the components (tests/real/components.sh): without them the cases skip, or fail
+// when HANDOFF_REQUIRE_REAL=1.
+//
+// A real move takes tens of seconds (the kubelet's 10 s retry back-off per restarted component,
+// the old kube-apiserver's 30 s grace), so the cases are few and each does much: the full
+// rollout and rollback on 3 nodes; every fault on 2 nodes, each on the shortest path that shows it
+// (--goal prepared: one move per node each way; unhealthy goes to migrated), one after another on
+// one cluster; the unsafe order; a run killed with SIGKILL and one interrupted with SIGINT. Each
+// checks that the host is left as it was found.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "agent/base/strings.h"
+#include "coordinator/sandbox/kubeadm/host_changes.h"
+#include "coordinator/sandbox/real/components.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/coordinator/sandbox/run/handoffctl_sandbox.h"
+
+namespace handoff::sandbox {
+namespace {
+
+using ::testing::ContainsRegex;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+// Skips (or fails under HANDOFF_REQUIRE_REAL=1) when this machine cannot run the kubeadm cluster.
+bool CanRunKubeadmCluster() {
+  absl::StatusOr<real::Components> components = real::FindComponents(
+      real::ProcessEnvironment(), {real::kKubelet, real::kKubeadm, real::kCrictl, real::kFakeAws,
+                                   real::kImagesArchive});
+  std::string missing;
+  if (!components.ok()) missing = std::string(components.status().message());
+  if (missing.empty() && geteuid() != 0) missing = "the kubeadm cluster needs root";
+  if (missing.empty()) return true;
+  const char* required = getenv("HANDOFF_REQUIRE_REAL");
+  if (required != nullptr && std::string(required) == "1") {
+    ADD_FAILURE() << missing;
+  } else {
+    GTEST_LOG_(INFO) << "skipped: " << missing;
+  }
+  return false;
+}
+
+// What a kubeadm sandbox could leave on the host, read the way an operator would look.
+struct HostSnapshot {
+  std::set<std::string> mount_points;  // /proc/self/mountinfo: the host's mount table
+  std::set<std::string> links;         // /sys/class/net
+  std::set<std::string> cgroup_roots;  // <hierarchy>/<top-level dir> under /sys/fs/cgroup
+  std::vector<std::string> sysctls;    // the kubelet's, "name=value"
+  std::set<std::string> records;       // /run/handoff-sandbox
+  // Processes of the kind a node runs, with their namespaces: any left is a node left behind.
+  std::set<std::string> node_processes;
+};
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::set<std::string> Entries(const std::string& dir) {
+  std::set<std::string> entries;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    entries.insert(entry.path().filename());
+  }
+  return entries;
+}
+
+HostSnapshot Capture() {
+  HostSnapshot snapshot;
+  for (std::string_view line : StrSplit(ReadText("/proc/self/mountinfo"), "\n", true)) {
+    std::vector<std::string_view> fields = StrSplit(line, " ");
+    if (fields.size() > 4) snapshot.mount_points.insert(std::string(fields[4]));
+  }
+  snapshot.links = Entries("/sys/class/net");
+  for (const std::string& hierarchy : Entries("/sys/fs/cgroup")) {
+    const std::string dir = "/sys/fs/cgroup/" + hierarchy;
+    if (std::filesystem::is_symlink(dir) || !std::filesystem::is_directory(dir)) continue;
+    for (const std::string& entry : Entries(dir)) {
+      if (std::filesystem::is_directory(dir + "/" + entry)) {
+        snapshot.cgroup_roots.insert(hierarchy + "/" + entry);
+      }
+    }
+  }
+  for (const std::string& name : kubeadm::KubeletSysctls()) {
+    std::string path = "/proc/sys/" + name;
+    std::replace(path.begin() + 10, path.end(), '.', '/');
+    snapshot.sysctls.push_back(name + "=" + std::string(StripWhitespace(ReadText(path))));
+  }
+  snapshot.records = Entries(kubeadm::kRecordsDir);
+  static const std::set<std::string> kNodeCommands = {
+      "containerd", "containerd-shim-runc-v2", "kubelet", "kube-apiserver",
+      "kube-controller-manager", "kube-scheduler", "etcd", "aws-cloud-controller-manager",
+      "haproxy", "pause", "handoff-agent", "handoff-sandbox-node", "handoff-fake-aws"};
+  for (const std::string& pid : Entries("/proc")) {
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string comm(StripWhitespace(ReadText("/proc/" + pid + "/comm")));
+    const std::string cmdline = ReadText("/proc/" + pid + "/cmdline");
+    const std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
+    const std::string name = std::filesystem::path(argv0).filename();
+    if (kNodeCommands.count(name) == 0 && kNodeCommands.count(comm) == 0) continue;
+    std::error_code error;
+    snapshot.node_processes.insert(
+        StrCat(name, " (pid ", pid, ", ",
+               std::filesystem::read_symlink("/proc/" + pid + "/ns/net", error).string(), ")"));
+  }
+  return snapshot;
+}
+
+// The host as before: nothing of the run's left (other tests on the machine may add and remove
+// their own things meanwhile, so what was there before is compared, not the whole machine).
+void ExpectHostAsBefore(const HostSnapshot& before, const HostSnapshot& after) {
+  for (const std::string& point : after.mount_points) {
+    EXPECT_TRUE(before.mount_points.count(point) > 0 || point.find("/tmp/") == std::string::npos)
+        << "a mount left behind: " << point;
+    EXPECT_THAT(point, Not(HasSubstr("sandbox-run-"))) << "a mount of the run left behind";
+  }
+  for (const std::string& link : after.links) {
+    EXPECT_TRUE(before.links.count(link) > 0 || (link.rfind("hsb", 0) != 0 &&
+                                                 link.rfind("hsv", 0) != 0))
+        << "a network interface left behind: " << link;
+  }
+  for (const std::string& root : after.cgroup_roots) {
+    EXPECT_THAT(root, Not(HasSubstr("handoff-sandbox-"))) << "a cgroup left behind";
+  }
+  EXPECT_EQ(after.sysctls, before.sysctls) << "the kubelet's sysctls were not put back";
+  for (const std::string& record : after.records) {
+    EXPECT_TRUE(before.records.count(record) > 0) << "a host-change record left: " << record;
+  }
+  for (const std::string& process : after.node_processes) {
+    EXPECT_TRUE(before.node_processes.count(process) > 0)
+        << "a process of a node left running: " << process;
+  }
+}
+
+testing::SandboxOutcome Sandbox(const std::vector<std::string>& flags, absl::Duration timeout) {
+  std::vector<std::string> all = {"--cluster", "kubeadm"};
+  all.insert(all.end(), flags.begin(), flags.end());
+  return testing::RunHandoffctlSandbox(HANDOFFCTL_BIN, all, timeout);
+}
+
+TEST(KubeadmRunTest, ThreeNodesMoveToTheCloudControllerManagerAndBackOnRealKubelets) {
+  if (!CanRunKubeadmCluster()) return;
+  const HostSnapshot before = Capture();
+  testing::SandboxOutcome run = Sandbox({}, absl::Minutes(25));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("kubeadm init on ip-172-31-250-10.ec2.internal"));
+  EXPECT_THAT(run.output, HasSubstr("kubeadm join --control-plane on ip-172-31-250-138.ec2.internal"));
+  EXPECT_THAT(run.output, HasSubstr("rollout to 1.27 and rollback to 1.26 completed"));
+  EXPECT_THAT(run.output, HasSubstr("DONE:  ip-172-31-250-10.ec2.internal migrated  "
+                                    "ip-172-31-250-74.ec2.internal migrated  "
+                                    "ip-172-31-250-138.ec2.internal migrated"));
+  EXPECT_THAT(run.output, HasSubstr("DONE:  ip-172-31-250-10.ec2.internal in-tree  "
+                                    "ip-172-31-250-74.ec2.internal in-tree  "
+                                    "ip-172-31-250-138.ec2.internal in-tree"));
+  EXPECT_THAT(run.output, HasSubstr("node providerIDs: all 3 control-plane nodes"));
+  EXPECT_THAT(run.output, HasSubstr("steps: 12 moves carried out by the agents"));
+  EXPECT_THAT(run.output, HasSubstr("invariant held: no cloud controller ran in two processes"));
+  EXPECT_THAT(run.output, Not(HasSubstr("INVARIANT BROKEN")));
+  // Every component real and named with its version; nothing stands in for 1.27.
+  for (const char* component :
+       {"kube-apiserver v1.26.13", "kube-apiserver v1.27.16", "kube-controller-manager v1.27.16",
+        "kube-scheduler v1.27.16", "kubelet v1.26.13", "kubeadm v1.26.13",
+        "aws-cloud-controller-manager v1.27.2", "etcd v3.5.10", "crictl v1.34.0",
+        "containerd github.com/containerd/containerd 1.6", "runc version 1.1", "HAProxy version"}) {
+    EXPECT_THAT(run.output, HasSubstr(std::string("\n  ") + component)) << component;
+  }
+  EXPECT_THAT(run.output, Not(HasSubstr("binary, as no 1.27")));
+  // Each handover, and how long each component was down while the kubelet restarted it.
+  EXPECT_THAT(run.output, ContainsRegex("\n  service: [0-9]+ runs, longest gap "));
+  EXPECT_THAT(run.output, ContainsRegex("\n    \\+[0-9.]+s ip-172-31-250-[0-9]+\\.ec2\\.internal "
+                                        "kube-controller-manager [0-9]+ → ip-172-31-250-[0-9]+\\."
+                                        "ec2\\.internal cloud-controller-manager [0-9]+: gap "));
+  EXPECT_THAT(run.output, ContainsRegex("\n  ip-172-31-250-74\\.ec2\\.internal: kube-apiserver "
+                                        "[0-9.]+m?s"));
+  EXPECT_THAT(run.output, HasSubstr("cleanup: restored vm.overcommit_memory"));
+  ExpectHostAsBefore(before, Capture());
+}
+
+TEST(KubeadmRunTest, EveryFaultOnTwoNodesEndsWithTheInvariantHeld) {
+  if (!CanRunKubeadmCluster()) return;
+  const HostSnapshot before = Capture();
+  testing::SandboxOutcome run =
+      Sandbox({"--nodes", "2", "--goal", "prepared", "--fault",
+               "agent-kill,coordinator-kill,kubelet-kill,unhealthy"},
+              absl::Minutes(25));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the agent of ip-172-31-250-74.ec2.internal"));
+  EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the coordinator during move"));
+  EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the kubelet of ip-172-31-250-74.ec2.internal"));
+  EXPECT_THAT(run.output, HasSubstr("halted as it must be: "));
+  for (const char* fault : {"agent-kill", "coordinator-kill", "kubelet-kill", "unhealthy"}) {
+    EXPECT_THAT(run.output, HasSubstr(StrCat("scenario ", fault, " completed; invariant held so far")))
+        << fault;
+  }
+  EXPECT_THAT(run.output, HasSubstr("with each fault: agent-kill, coordinator-kill, "
+                                    "kubelet-kill, unhealthy"));
+  EXPECT_THAT(run.output, HasSubstr("invariant held: no cloud controller ran in two processes"));
+  ExpectHostAsBefore(before, Capture());
+}
+
+TEST(KubeadmRunTest, TheUnsafeOrderIsCaughtOnTheRealNode) {
+  if (!CanRunKubeadmCluster()) return;
+  const HostSnapshot before = Capture();
+  testing::SandboxOutcome run =
+      Sandbox({"--nodes", "2", "--unsafe-order-for-tests"}, absl::Minutes(15));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("unsafe order forced: "));
+  EXPECT_THAT(run.output, HasSubstr("coordinator halted the rollout: double run: "));
+  EXPECT_THAT(run.output, HasSubstr("INVARIANT BROKEN"));
+  ExpectHostAsBefore(before, Capture());
+}
+
+// A run killed with SIGKILL leaves its nodes to the kernel (each dies with the sandbox) and the
+// rest to the next run; one interrupted with SIGINT undoes everything itself.
+TEST(KubeadmRunTest, AKilledRunIsCleanedUpByTheNextAndAnInterruptedOneCleansUpItself) {
+  if (!CanRunKubeadmCluster()) return;
+  const HostSnapshot before = Capture();
+  for (int signal : {SIGKILL, SIGINT}) {
+    std::string dir = std::filesystem::path(::testing::TempDir()) / "sandbox-stop-XXXXXX";
+    ASSERT_NE(mkdtemp(dir.data()), nullptr);
+    absl::StatusOr<std::unique_ptr<Process>> run = Process::Spawn(
+        {HANDOFFCTL_BIN, "sandbox", "--cluster", "kubeadm", "--nodes", "1", "--dir", dir + "/run"},
+        dir + "/output.log");
+    ASSERT_TRUE(run.ok()) << run.status();
+    // The nodes are up once the run says so; it says nothing any other way.
+    const absl::Time deadline = absl::Now() + absl::Minutes(3);
+    while (ReadText(dir + "/output.log").find("nodes up") == std::string::npos &&
+           absl::Now() < deadline) {
+      ASSERT_FALSE((*run)->WaitFor(absl::Milliseconds(100), nullptr)) << ReadText(dir + "/output.log");
+    }
+    int status = (*run)->Stop(signal, absl::Minutes(2));
+    const std::string output = ReadText(dir + "/output.log");
+    if (signal == SIGINT) {
+      EXPECT_TRUE(WIFEXITED(status)) << output;
+      EXPECT_THAT(output, HasSubstr("cleanup: deleted the network interface hsb")) << output;
+      EXPECT_FALSE(std::filesystem::exists(dir + "/run")) << output;
+    } else {
+      // What the next kubeadm run does first, on its own.
+      absl::StatusOr<std::unique_ptr<Process>> cleanup =
+          Process::Spawn({HANDOFFCTL_BIN, "sandbox", "--cleanup"}, dir + "/cleanup.log");
+      ASSERT_TRUE(cleanup.ok()) << cleanup.status();
+      int cleaned = 0;
+      ASSERT_TRUE((*cleanup)->WaitFor(absl::Minutes(1), &cleaned));
+      const std::string said = ReadText(dir + "/cleanup.log");
+      EXPECT_TRUE(WIFEXITED(cleaned) && WEXITSTATUS(cleaned) == 0) << said;
+      EXPECT_THAT(said, HasSubstr("cleaning up after an earlier run that did not finish")) << said;
+      EXPECT_THAT(said, HasSubstr("cleaned up after the earlier run in " + dir + "/run"));
+      EXPECT_FALSE(std::filesystem::exists(dir + "/run"));
+    }
+    std::filesystem::remove_all(dir);
+  }
+  ExpectHostAsBefore(before, Capture());
+}
+
+}  // namespace
+}  // namespace handoff::sandbox
