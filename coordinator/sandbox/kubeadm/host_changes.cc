@@ -17,20 +17,14 @@
 #include "absl/time/clock.h"
 #include "agent/base/strings.h"
 #include "agent/system/command_runner.h"
+#include "coordinator/sandbox/node/text_file.h"
 #include "nlohmann/json.hpp"
 
 namespace handoff::sandbox::kubeadm {
 namespace {
 
 using Json = nlohmann::json;
-
-std::optional<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using node::ReadText;
 
 std::string SysctlPath(const std::string& name) {
   std::string path = StrCat("/proc/sys/", name);
@@ -257,18 +251,7 @@ absl::StatusOr<HostChanges> HostChanges::Begin(const std::string& dir, bool keep
   return changes;
 }
 
-absl::Status HostChanges::Save() {
-  const std::string tmp = StrCat(path_, ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << FormatHostChangeRecord(record_);
-    if (!out.flush()) return absl::InternalError(StrCat("cannot write ", tmp));
-  }
-  if (::rename(tmp.c_str(), path_.c_str()) != 0) {
-    return absl::InternalError(StrCat("cannot rename ", tmp, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
+absl::Status HostChanges::Save() { return node::WriteText(path_, FormatHostChangeRecord(record_)); }
 
 absl::Status HostChanges::WillCreateLink(const std::string& name) {
   record_.links.push_back(name);

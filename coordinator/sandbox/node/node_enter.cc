@@ -4,12 +4,8 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "agent/base/strings.h"
 #include "agent/base/unique_fd.h"
+#include "coordinator/sandbox/node/first_process.h"
 
 namespace handoff::sandbox::node {
 
@@ -95,29 +92,12 @@ int EnterNode(const EnterSpec& spec) {
     std::cerr << "handoff-sandbox-node enter: chdir /: " << std::strerror(errno) << "\n";
     return 125;
   }
-  sigset_t passed;
-  sigemptyset(&passed);
-  for (int signal : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&passed, signal);
-  ::sigprocmask(SIG_BLOCK, &passed, nullptr);
-  // The child cannot tell its parent's death from getppid() (the parent is outside its PID
-  // namespace: it reads 0): a pipe whose write end only the parent holds hangs up instead.
-  int alive[2];
-  if (::pipe2(alive, O_CLOEXEC) != 0) {
-    std::cerr << "handoff-sandbox-node enter: pipe: " << std::strerror(errno) << "\n";
-    return 125;
-  }
   // Only children join the PID namespace.
-  const pid_t child = ::fork();
-  if (child < 0) {
-    std::cerr << "handoff-sandbox-node enter: fork: " << std::strerror(errno) << "\n";
-    return 125;
-  }
-  if (child == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    ::close(alive[1]);
-    pollfd parent{alive[0], POLLIN, 0};
-    if (::poll(&parent, 1, 0) > 0 && (parent.revents & POLLHUP)) _exit(125);
-    ::sigprocmask(SIG_UNBLOCK, &passed, nullptr);
+  FirstProcess command;
+  command.who = "handoff-sandbox-node enter";
+  command.forwarded = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+  command.setup_failed = 125;
+  command.child = [&spec] {
     for (const std::string& env : spec.env) {
       const size_t equals = env.find('=');
       ::setenv(env.substr(0, equals).c_str(), env.substr(equals + 1).c_str(), 1);
@@ -128,26 +108,9 @@ int EnterNode(const EnterSpec& spec) {
     ::execvp(argv[0], argv.data());
     std::cerr << "handoff-sandbox-node enter: " << spec.argv[0] << ": " << std::strerror(errno)
               << "\n";
-    _exit(127);
-  }
-  ::close(alive[0]);
-  UniqueFd signals(::signalfd(-1, &passed, SFD_CLOEXEC));
-  UniqueFd exited(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
-  while (true) {
-    pollfd events[2] = {{signals.get(), POLLIN, 0}, {exited.get(), POLLIN, 0}};
-    if (::poll(events, 2, -1) < 0 && errno != EINTR) break;
-    if (events[0].revents & POLLIN) {
-      signalfd_siginfo info{};
-      if (::read(signals.get(), &info, sizeof(info)) == sizeof(info)) {
-        ::kill(child, static_cast<int>(info.ssi_signo));
-      }
-    }
-    if (events[1].revents & POLLIN) break;
-  }
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return 127;
+  };
+  return RunFirstProcess(command);
 }
 
 absl::StatusOr<std::string> SendControl(const std::string& socket, const std::string& command,

@@ -12,7 +12,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,13 +22,14 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/time/clock.h"
 #include "agent/base/strings.h"
 #include "agent/base/unique_fd.h"
+#include "coordinator/sandbox/node/first_process.h"
+#include "coordinator/sandbox/node/text_file.h"
 
 namespace handoff::sandbox::node {
 namespace {
@@ -41,25 +41,6 @@ absl::Status Errno(const std::string& what) {
 void Log(const std::string& line) {
   std::cerr << absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone())
             << " node-init: " << line << std::endl;
-}
-
-std::optional<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-absl::Status WriteText(const std::string& path, const std::string& text) {
-  const std::string tmp = StrCat(path, ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush()) return Errno(StrCat("write ", tmp));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Errno(StrCat("rename ", tmp));
-  return absl::OkStatus();
 }
 
 absl::Status MakeDirs(const std::string& path) {
@@ -419,57 +400,18 @@ int BootNode(const BootSpec& spec) {
               << " (needs root)\n";
     return 1;
   }
-  sigset_t passed;
-  sigemptyset(&passed);
-  sigaddset(&passed, SIGTERM);
-  sigaddset(&passed, SIGINT);
-  ::sigprocmask(SIG_BLOCK, &passed, nullptr);
-  // The first process cannot tell its parent's death from getppid() (the parent is outside its
-  // PID namespace, so it reads 0 either way): a pipe whose write end only the parent holds
-  // hangs up when the parent is gone.
-  int alive[2];
-  if (::pipe2(alive, O_CLOEXEC) != 0) {
-    std::cerr << "handoff-sandbox-node boot: pipe: " << std::strerror(errno) << "\n";
-    return 1;
-  }
-  const pid_t init = ::fork();
-  if (init < 0) {
-    std::cerr << "handoff-sandbox-node boot: fork: " << std::strerror(errno) << "\n";
-    return 1;
-  }
-  if (init == 0) {
-    // PID 1 of the node: the kernel kills the whole node when it exits.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    ::close(alive[1]);
-    pollfd parent{alive[0], POLLIN, 0};
-    if (::poll(&parent, 1, 0) > 0 && (parent.revents & POLLHUP)) _exit(1);
-    ::close(alive[0]);
-    ::sigprocmask(SIG_UNBLOCK, &passed, nullptr);
-    _exit(RunNodeInit(spec));
-  }
-  ::close(alive[0]);
-  if (absl::Status written = WriteText(PidFile(spec), StrCat(init, "\n")); !written.ok()) {
-    std::cerr << "handoff-sandbox-node boot: " << written.message() << "\n";
-    ::kill(init, SIGKILL);
-  }
-  UniqueFd signals(::signalfd(-1, &passed, SFD_CLOEXEC));
-  // Readable once the first process has exited.
-  UniqueFd exited(static_cast<int>(::syscall(SYS_pidfd_open, init, 0)));
-  while (true) {
-    pollfd events[2] = {{signals.get(), POLLIN, 0}, {exited.get(), POLLIN, 0}};
-    if (::poll(events, 2, -1) < 0 && errno != EINTR) break;
-    if (events[0].revents & POLLIN) {
-      signalfd_siginfo info{};
-      if (::read(signals.get(), &info, sizeof(info)) == sizeof(info)) {
-        ::kill(init, static_cast<int>(info.ssi_signo));
-      }
-    }
-    if (events[1].revents & POLLIN) break;
-  }
-  int status = 0;
-  while (::waitpid(init, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  FirstProcess init;
+  init.who = "handoff-sandbox-node boot";
+  init.forwarded = {SIGTERM, SIGINT};
+  init.setup_failed = 1;
+  // PID 1 of the node: the kernel kills the whole node when it exits.
+  init.child = [&spec] { return RunNodeInit(spec); };
+  init.started = [&spec](pid_t pid) {
+    absl::Status written = WriteText(PidFile(spec), StrCat(pid, "\n"));
+    if (!written.ok()) std::cerr << "handoff-sandbox-node boot: " << written.message() << "\n";
+    return written.ok();
+  };
+  return RunFirstProcess(init);
 }
 
 }  // namespace handoff::sandbox::node
