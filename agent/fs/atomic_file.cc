@@ -15,6 +15,17 @@ absl::Status Annotate(const absl::Status& cause, std::string_view context) {
 
 }  // namespace
 
+absl::Status AtomicReplaceCreatingParents(FileSystem& fs, const std::string& path,
+                                          std::string_view content, unsigned mode,
+                                          unsigned directory_mode) {
+  if (absl::Status made = EnsureDirectory(fs, ParentPath(path), directory_mode); !made.ok()) {
+    return made;
+  }
+  FileInfo info;
+  info.mode = mode;
+  return AtomicReplace(fs, path, content, info);
+}
+
 std::string TempPathFor(const std::string& path) {
   const std::string parent = ParentPath(path);
   const std::string name = StrCat(".", BaseName(path), ".handoff-tmp");

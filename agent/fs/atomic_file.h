@@ -38,6 +38,12 @@ absl::Status DurableRemove(FileSystem& fs, const std::string& path);
 // a run that died before syncing it. FailedPrecondition when a component is not a directory.
 absl::Status EnsureDirectory(FileSystem& fs, const std::string& path, unsigned mode = 0700);
 
+// EnsureDirectory(parent of `path`, `directory_mode`), then AtomicReplace with `mode`: a file
+// written where its directories may not exist yet (a fresh node's layout).
+absl::Status AtomicReplaceCreatingParents(FileSystem& fs, const std::string& path,
+                                          std::string_view content, unsigned mode,
+                                          unsigned directory_mode = 0755);
+
 // The name of the temp file AtomicReplace uses for `path` (".<name>.handoff-tmp" beside it), so
 // that recovery can clean up one left by a crash.
 std::string TempPathFor(const std::string& path);

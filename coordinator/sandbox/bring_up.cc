@@ -172,21 +172,13 @@ void SandboxRun::ReapOrphans() {
 
 absl::Status SandboxRun::WriteFile(const std::string& path, const std::string& content,
                                    unsigned mode) {
-  absl::Status made = EnsureDirectory(*fs_, std::filesystem::path(path).parent_path(), 0755);
-  if (!made.ok()) return made;
-  FileInfo info;
-  info.mode = mode;
-  return AtomicReplace(*fs_, path, content, info);
+  return AtomicReplaceCreatingParents(*fs_, path, content, mode);
 }
 
 absl::Status SandboxRun::WriteNodeFile(const AgentHost& host, const std::string& path,
                                        const std::string& content, unsigned mode) {
   std::unique_ptr<FileSystem> node_fs = NewPosixFileSystem(host.files);
-  absl::Status made = EnsureDirectory(*node_fs, std::filesystem::path(path).parent_path(), 0755);
-  if (!made.ok()) return made;
-  FileInfo info;
-  info.mode = mode;
-  return AtomicReplace(*node_fs, path, content, info);
+  return AtomicReplaceCreatingParents(*node_fs, path, content, mode);
 }
 
 absl::Status SandboxRun::Setup() {

@@ -80,4 +80,13 @@ std::vector<LeaseHolderChange> LeaseHolderChangesFromRecords(std::vector<RunReco
   return changes;
 }
 
+std::vector<LeaseHolderChange> WithObservedLeases(std::vector<LeaseHolderChange> from_records,
+                                                  const std::vector<LeaseHolderChange>& observed) {
+  from_records.insert(from_records.end(), observed.begin(), observed.end());
+  std::stable_sort(
+      from_records.begin(), from_records.end(),
+      [](const LeaseHolderChange& a, const LeaseHolderChange& b) { return a.t_ns < b.t_ns; });
+  return from_records;
+}
+
 }  // namespace handoff::sandbox

@@ -45,6 +45,11 @@ const char* LeaseHolderChangeKindName(LeaseHolderChange::Kind kind);
 // that process holds); other records are ignored.
 std::vector<LeaseHolderChange> LeaseHolderChangesFromRecords(std::vector<RunRecord> records);
 
+// `from_records` with the API server's `observed` marks among them, in time order (stably: a
+// change and a mark at the same time keep that order).
+std::vector<LeaseHolderChange> WithObservedLeases(std::vector<LeaseHolderChange> from_records,
+                                                  const std::vector<LeaseHolderChange>& observed);
+
 }  // namespace handoff::sandbox
 
 #endif  // HANDOFF_COORDINATOR_SANDBOX_LEASE_HOLDERS_H_

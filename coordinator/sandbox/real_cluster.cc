@@ -16,10 +16,8 @@
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/lease.h"
 #include "coordinator/kube/resource.h"
-#include "coordinator/sandbox/lease_observer.h"
+#include "coordinator/sandbox/manager_monitor.h"
 #include "coordinator/sandbox/monitor/klog_scanner.h"
-#include "coordinator/sandbox/monitor/monitor.h"
-#include "coordinator/sandbox/monitor/run_record.h"
 #include "coordinator/sandbox/process.h"
 #include "coordinator/sandbox/real/components.h"
 #include "coordinator/sandbox/real/control_plane.h"
@@ -53,14 +51,7 @@ class RealCluster : public SimulatedCluster {
       : SimulatedCluster(setup),
         components_(std::move(components)),
         clock_(NewRealClock()),
-        pump_(*fs_, StrCat(setup.dir, "/records")),
-        leases_(StrCat(setup.dir, "/records")) {
-    MonitorOptions options;
-    options.lease_duration = setup.timing.lease_duration;
-    options.retry_period = setup.timing.retry_period;
-    // kubeadm on AWS keeps --configure-cloud-routes=false, so route never runs.
-    options.controllers = {"service", "cloud-node-lifecycle"};
-    monitor_ = std::make_unique<LiveMonitor>(*fs_, StrCat(setup.dir, "/records"), options);
+        monitor_(*fs_, StrCat(setup.dir, "/records"), setup.timing) {
     for (const ClusterNode& node : setup.nodes) {
       const std::string logs = StrCat(node.root, "/var/log/pods/");
       ManagerLogSource kcm;
@@ -68,12 +59,12 @@ class RealCluster : public SimulatedCluster {
       kcm.component = leadermigration::Component::kKubeControllerManager;
       kcm.version = KubeVersion{1, 26, 13};
       kcm.path = logs + "kube-controller-manager.log";
-      pump_.AddSource(kcm);
+      monitor_.FollowLog(kcm);
       ManagerLogSource ccm = kcm;
       ccm.component = leadermigration::Component::kCloudControllerManager;
       ccm.version = KubeVersion{1, 27, 2};
       ccm.path = logs + "cloud-controller-manager.log";
-      pump_.AddSource(ccm);
+      monitor_.FollowLog(ccm);
     }
   }
   ~RealCluster() override { Stop(); }
@@ -106,8 +97,8 @@ class RealCluster : public SimulatedCluster {
     absl::StatusOr<std::unique_ptr<kube::KubeClient>> admin =
         control_plane_->Client(control_plane_->AdminCredentials(), *clock_);
     if (!admin.ok()) return admin.status();
-    leases_.SetClient(*std::move(admin));
-    absl::Status created = real::CreateKubeadmObjects(*leases_.client(), objects);
+    monitor_.leases().SetClient(*std::move(admin));
+    absl::Status created = real::CreateKubeadmObjects(*monitor_.leases().client(), objects);
     if (!created.ok()) return created;
     return control_plane_->url();
   }
@@ -150,27 +141,12 @@ class RealCluster : public SimulatedCluster {
   const MonitorReport& Poll(absl::Time now) override {
     // The managers' own logs become run records beside the kubelets' process records; a log
     // that cannot be read yet is read on the next poll.
-    (void)pump_.Poll(now);
-    leases_.Observe(now);
-    (void)monitor_->Poll(absl::ToUnixNanos(now));
-    return monitor_->report();
+    return monitor_.Poll(now);
   }
 
-  void CountGapsFrom(absl::Time t) override { monitor_->CountGapsFrom(absl::ToUnixNanos(t)); }
+  void CountGapsFrom(absl::Time t) override { monitor_.CountGapsFrom(t); }
   absl::Duration MoveBudget() const override { return absl::Seconds(60); }
-
-  std::vector<LeaseHolderChange> LeaseHolders() const override {
-    absl::StatusOr<std::vector<RunRecord>> records =
-        ReadRunRecords(*fs_, StrCat(setup_.dir, "/records"));
-    std::vector<LeaseHolderChange> changes;
-    if (records.ok()) changes = LeaseHolderChangesFromRecords(*std::move(records));
-    changes.insert(changes.end(), leases_.observed().begin(), leases_.observed().end());
-    std::stable_sort(changes.begin(), changes.end(),
-                     [](const LeaseHolderChange& a, const LeaseHolderChange& b) {
-                       return a.t_ns < b.t_ns;
-                     });
-    return changes;
-  }
+  std::vector<LeaseHolderChange> LeaseHolders() const override { return monitor_.LeaseHolders(); }
 
   std::vector<std::string> ComponentLines() const override {
     std::vector<std::string> lines;
@@ -187,7 +163,8 @@ class RealCluster : public SimulatedCluster {
 
   void Stop() override {
     StopKubelets();
-    leases_.SetClient(nullptr);  // no more lease reads once the API server is going away
+    // No more lease reads once the API server is going away.
+    monitor_.leases().SetClient(nullptr);
     if (control_plane_) control_plane_->Stop();
     if (fake_aws_) fake_aws_->Stop(SIGTERM, absl::Seconds(5));
   }
@@ -220,12 +197,10 @@ class RealCluster : public SimulatedCluster {
 
   const real::Components components_;
   std::unique_ptr<Clock> clock_;
-  LogRecordsPump pump_;
-  std::unique_ptr<LiveMonitor> monitor_;
+  ManagerMonitor monitor_;
   std::unique_ptr<Process> fake_aws_;
   FakeAws aws_;
   std::unique_ptr<real::RealControlPlane> control_plane_;
-  LeaseObserver leases_;
 };
 
 }  // namespace

@@ -2,7 +2,6 @@
 
 #include <sys/wait.h>
 
-#include <filesystem>
 #include <utility>
 
 #include "agent/base/strings.h"
@@ -15,11 +14,7 @@ SimulatedCluster::SimulatedCluster(const ClusterSetup& setup)
 
 absl::Status SimulatedCluster::WriteFile(const std::string& path, const std::string& content,
                                          unsigned mode) {
-  absl::Status made = EnsureDirectory(*fs_, std::filesystem::path(path).parent_path(), 0755);
-  if (!made.ok()) return made;
-  FileInfo info;
-  info.mode = mode;
-  return AtomicReplace(*fs_, path, content, info);
+  return AtomicReplaceCreatingParents(*fs_, path, content, mode);
 }
 
 std::string SimulatedCluster::Kubelet() const {

@@ -10,7 +10,6 @@
 // one cluster; the unsafe order; a run killed with SIGKILL and one interrupted with SIGINT. Each
 // checks that the host is left as it was found.
 #include <signal.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -27,6 +26,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/sandbox/run/handoffctl_sandbox.h"
+#include "tests/real/require_components.h"
 
 namespace handoff::sandbox {
 namespace {
@@ -36,22 +36,10 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-// Skips (or fails under HANDOFF_REQUIRE_REAL=1) when this machine cannot run the kubeadm cluster.
 bool CanRunKubeadmCluster() {
-  absl::StatusOr<real::Components> components = real::FindComponents(
-      real::ProcessEnvironment(), {real::kKubelet, real::kKubeadm, real::kCrictl, real::kFakeAws,
-                                   real::kImagesArchive});
-  std::string missing;
-  if (!components.ok()) missing = std::string(components.status().message());
-  if (missing.empty() && geteuid() != 0) missing = "the kubeadm cluster needs root";
-  if (missing.empty()) return true;
-  const char* required = getenv("HANDOFF_REQUIRE_REAL");
-  if (required != nullptr && std::string(required) == "1") {
-    ADD_FAILURE() << missing;
-  } else {
-    GTEST_LOG_(INFO) << "skipped: " << missing;
-  }
-  return false;
+  return testing::CanRunOnRealComponents(
+      {real::kKubelet, real::kKubeadm, real::kCrictl, real::kFakeAws, real::kImagesArchive},
+      "the kubeadm cluster");
 }
 
 // What a kubeadm sandbox could leave on the host, read the way an operator would look.

@@ -3,9 +3,6 @@
 // as the nodes' static pods against the fake AWS, the agents and the coordinator; the monitor
 // reads the managers' own logs. Needs root (mount namespaces) and the components
 // (tests/real/components.sh): without them the cases skip, or fail when HANDOFF_REQUIRE_REAL=1.
-#include <stdlib.h>
-#include <unistd.h>
-
 #include <string>
 #include <vector>
 
@@ -13,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/sandbox/run/handoffctl_sandbox.h"
+#include "tests/real/require_components.h"
 
 namespace handoff::sandbox {
 namespace {
@@ -21,23 +19,11 @@ using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Skips (or fails under HANDOFF_REQUIRE_REAL=1) when this machine cannot run the real cluster.
 bool CanRunRealCluster() {
-  absl::StatusOr<real::Components> components = real::FindComponents(
-      real::ProcessEnvironment(),
+  return testing::CanRunOnRealComponents(
       {real::kEtcd, real::kKubeApiserver, real::kKubeControllerManager,
-       real::kAwsCloudControllerManager, real::kFakeAws});
-  std::string missing;
-  if (!components.ok()) missing = std::string(components.status().message());
-  if (missing.empty() && geteuid() != 0) missing = "the real cluster needs root";
-  if (missing.empty()) return true;
-  const char* required = getenv("HANDOFF_REQUIRE_REAL");
-  if (required != nullptr && std::string(required) == "1") {
-    ADD_FAILURE() << missing;
-  } else {
-    GTEST_LOG_(INFO) << "skipped: " << missing;
-  }
-  return false;
+       real::kAwsCloudControllerManager, real::kFakeAws},
+      "the real cluster");
 }
 
 testing::SandboxOutcome Sandbox(const std::vector<std::string>& flags) {

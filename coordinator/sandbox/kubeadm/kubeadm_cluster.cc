@@ -8,12 +8,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
 #include <set>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,7 +27,7 @@
 #include "coordinator/pki/pki.h"
 #include "coordinator/sandbox/kubeadm/host_changes.h"
 #include "coordinator/sandbox/kubeadm/node_files.h"
-#include "coordinator/sandbox/lease_observer.h"
+#include "coordinator/sandbox/manager_monitor.h"
 #include "coordinator/sandbox/monitor/klog_scanner.h"
 #include "coordinator/sandbox/monitor/monitor.h"
 #include "coordinator/sandbox/monitor/process_watcher.h"
@@ -37,12 +35,15 @@
 #include "coordinator/sandbox/node/node_enter.h"
 #include "coordinator/sandbox/node/node_init.h"
 #include "coordinator/sandbox/node/node_spec.h"
+#include "coordinator/sandbox/node/text_file.h"
 #include "coordinator/sandbox/real/components.h"
 #include "coordinator/sandbox/real/control_plane.h"
 #include "coordinator/sandbox/real/fake_aws.h"
 
 namespace handoff::sandbox {
 namespace {
+
+using node::ReadText;
 
 // The run's network: a /24 of AWS's default VPC range, with each zone's nodes in a /28 of its own
 // (the fake AWS makes one subnet per zone).
@@ -62,14 +63,6 @@ constexpr char kCcmImage[] = "registry.k8s.io/provider-aws/cloud-controller-mana
 // Where the unhealthy fault keeps the node's cloud-controller-manager image meanwhile: a name
 // nothing asks for, so the kubelet finds no image to run and cannot pull one.
 constexpr char kHeldCcmImage[] = "handoff-sandbox.invalid/held/cloud-controller-manager:v1.27.2";
-
-std::optional<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Whether an interface of this machine has an address in the run's /24 (another kubeadm sandbox
 // runs, or the network is someone else's).
@@ -137,14 +130,7 @@ class KubeadmCluster : public SandboxCluster {
         components_(std::move(components)),
         fs_(NewPosixFileSystem("/")),
         clock_(NewRealClock()),
-        pump_(*fs_, StrCat(setup.dir, "/records")),
-        leases_(StrCat(setup.dir, "/records")) {
-    MonitorOptions options;
-    options.lease_duration = setup.timing.lease_duration;
-    options.retry_period = setup.timing.retry_period;
-    // kubeadm on AWS with --configure-cloud-routes=false: route never runs.
-    options.controllers = {"service", "cloud-node-lifecycle"};
-    monitor_ = std::make_unique<LiveMonitor>(*fs_, StrCat(setup.dir, "/records"), options);
+        monitor_(*fs_, StrCat(setup.dir, "/records"), setup.timing) {
     plan_.kubernetes_version = kVersionN;
     plan_.endpoint_ip = kEndpointIp;
     plan_.pause_image = kPauseImage;
@@ -219,28 +205,15 @@ class KubeadmCluster : public SandboxCluster {
   const MonitorReport& Poll(absl::Time now) override {
     // The watcher looks at /proc on its own thread.
     if (watcher_) FollowNewPodLogs(now);
-    (void)pump_.Poll(now);
-    leases_.Observe(now);
-    (void)monitor_->Poll(absl::ToUnixNanos(now));
-    return monitor_->report();
+    return monitor_.Poll(now);
   }
 
-  void CountGapsFrom(absl::Time t) override { monitor_->CountGapsFrom(absl::ToUnixNanos(t)); }
+  void CountGapsFrom(absl::Time t) override { monitor_.CountGapsFrom(t); }
   // A move that restarts the kube-apiserver (up to 45 s without one), three other components
   // (11-15 s each: the kubelet's backoff) and the kubelet (with its settle).
   absl::Duration MoveBudget() const override { return absl::Minutes(3); }
 
-  std::vector<LeaseHolderChange> LeaseHolders() const override {
-    absl::StatusOr<std::vector<RunRecord>> records =
-        ReadRunRecords(*fs_, StrCat(setup_.dir, "/records"));
-    std::vector<LeaseHolderChange> changes;
-    if (records.ok()) changes = LeaseHolderChangesFromRecords(*std::move(records));
-    changes.insert(changes.end(), leases_.observed().begin(), leases_.observed().end());
-    std::stable_sort(
-        changes.begin(), changes.end(),
-        [](const LeaseHolderChange& a, const LeaseHolderChange& b) { return a.t_ns < b.t_ns; });
-    return changes;
-  }
+  std::vector<LeaseHolderChange> LeaseHolders() const override { return monitor_.LeaseHolders(); }
 
   void StartedOnHost(pid_t pid) override {
     if (changes_) (void)changes_->Started(kubeadm::CurrentProcess(pid));
@@ -308,9 +281,7 @@ class KubeadmCluster : public SandboxCluster {
   std::unique_ptr<Process> fake_aws_;
   real::FakeAws aws_;
   std::unique_ptr<ManagerProcessWatcher> watcher_;
-  LogRecordsPump pump_;
-  std::unique_ptr<LiveMonitor> monitor_;
-  LeaseObserver leases_;
+  ManagerMonitor monitor_;
   std::set<std::string> followed_logs_;  // the managers' pod logs the pump follows
   int64_t unknown_pids_ = 0;
   std::vector<std::string> versions_;  // containerd, runc, haproxy
@@ -325,7 +296,19 @@ absl::Status KubeadmCluster::RunOnNode(const Node& node, const std::vector<std::
   absl::StatusOr<std::unique_ptr<Process>> run = setup_.spawn(full, log);
   if (!run.ok()) return run.status();
   int status = 0;
-  if (!(*run)->WaitFor(timeout, &status)) {
+  // In slices, so that an interrupt stops a command that waits minutes (kubeadm join waits up to
+  // 4 minutes for its node's static pods) at once.
+  const absl::Time deadline = absl::Now() + timeout;
+  bool exited = false;
+  while (!exited && absl::Now() < deadline) {
+    exited = (*run)->WaitFor(std::min(absl::Milliseconds(200), deadline - absl::Now()), &status);
+    if (!exited && setup_.interrupted()) {
+      (*run)->Stop(SIGTERM, absl::Seconds(5));
+      return absl::CancelledError(StrCat("interrupted while ", StrJoin(argv, " "), " ran on ",
+                                         node.name, "; its log is ", log));
+    }
+  }
+  if (!exited) {
     (*run)->Stop(SIGTERM, absl::Seconds(5));
     return absl::DeadlineExceededError(StrCat(StrJoin(argv, " "), " on ", node.name,
                                               " did not finish within ",
@@ -363,11 +346,7 @@ absl::Status KubeadmCluster::WriteNodeFile(const Node& node, const std::string& 
   // paths are resolved inside it as the node resolves them.
   std::unique_ptr<FileSystem> node_fs =
       NewPosixFileSystem(StrCat("/proc/", node.init_pid, "/root"));
-  absl::Status made = EnsureDirectory(*node_fs, std::filesystem::path(path).parent_path(), 0755);
-  if (!made.ok()) return made;
-  FileInfo info;
-  info.mode = mode;
-  return AtomicReplace(*node_fs, path, text, info);
+  return AtomicReplaceCreatingParents(*node_fs, path, text, mode);
 }
 
 absl::Status KubeadmCluster::CheckHost() {
@@ -677,11 +656,7 @@ absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/
              // Nothing the node looks up leaves it.
              {"/resolv.conf", "nameserver 127.0.0.1\n"},
              {"/containerd/config.toml", kubeadm::ContainerdConfig(plan_)}}) {
-      absl::Status made =
-          EnsureDirectory(*fs_, std::filesystem::path(etc + path).parent_path(), 0755);
-      FileInfo info;
-      info.mode = 0644;
-      if (made.ok()) made = AtomicReplace(*fs_, etc + path, text, info);
+      absl::Status made = AtomicReplaceCreatingParents(*fs_, etc + path, text, 0644);
       if (!made.ok()) return made;
     }
     const std::string& cgroup_root = plan_.nodes[i].cgroup_root;
@@ -736,8 +711,8 @@ absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/
   absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport =
       kube::NewCurlTransport(*credentials);
   if (!transport.ok()) return transport.status();
-  leases_.SetClient(std::make_unique<kube::KubeClient>(*std::move(transport), *clock_,
-                                                       kube::ClientOptionsFor(*credentials)));
+  monitor_.leases().SetClient(std::make_unique<kube::KubeClient>(
+      *std::move(transport), *clock_, kube::ClientOptionsFor(*credentials)));
   setup_.say(StrCat("API server on https://", kEndpointIp, ":", kubeadm::kApiServerPort,
                     " (kubeadm's kube-system objects, Nodes registered by their kubelets with "
                     "the in-tree AWS provider)"));
@@ -773,7 +748,7 @@ void KubeadmCluster::FollowNewPodLogs(absl::Time /*now*/) {
             std::optional<int64_t> pid = watcher_->ProcessAt(node_name, component, t_ns);
             return pid ? *pid : 1000000000 + ++unknown_pids_;
           };
-          pump_.AddSource(std::move(source));
+          monitor_.FollowLog(std::move(source));
         }
       }
     }
@@ -833,7 +808,7 @@ std::vector<std::string> KubeadmCluster::SummaryLines() const {
 void KubeadmCluster::Stop() {
   if (stopped_) return;
   stopped_ = true;
-  leases_.SetClient(nullptr);
+  monitor_.leases().SetClient(nullptr);
   watcher_.reset();
   if (haproxy_) haproxy_->Stop(SIGTERM, absl::Seconds(5));
   if (fake_aws_) fake_aws_->Stop(SIGTERM, absl::Seconds(5));

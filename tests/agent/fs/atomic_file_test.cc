@@ -184,6 +184,20 @@ TEST_F(PosixAtomicFileTest, EnsureDirectoryCreatesEveryMissingComponentWithTheMo
   EXPECT_TRUE(EnsureDirectory(*fs_, "/").ok());
 }
 
+TEST_F(PosixAtomicFileTest, ReplaceCreatingParentsMakesTheDirectoriesThenTheFile) {
+  ScopedUmask umask(0077);
+  ASSERT_TRUE(AtomicReplaceCreatingParents(*fs_, "/etc/handoff/pki/agent.crt", "cert", 0644).ok());
+  EXPECT_EQ(RealStat("/etc/handoff").st_mode & 07777, 0755u);
+  EXPECT_EQ(RealStat("/etc/handoff/pki").st_mode & 07777, 0755u);
+  EXPECT_EQ(RealStat("/etc/handoff/pki/agent.crt").st_mode & 07777, 0644u);
+  EXPECT_EQ(fs_->ReadFile("/etc/handoff/pki/agent.crt").value_or(""), "cert");
+  // Through a file: refused, nothing written.
+  WriteRealFile("/etc/handoff/file", "x", 0644);
+  EXPECT_EQ(AtomicReplaceCreatingParents(*fs_, "/etc/handoff/file/sub", "y", 0600).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(fs_->ReadFile("/etc/handoff/file").value_or(""), "x");
+}
+
 TEST_F(PosixAtomicFileTest, EnsureDirectoryThroughAFileFails) {
   WriteRealFile("/etc/kubernetes/file", "x", 0644);
   absl::Status status = EnsureDirectory(*fs_, "/etc/kubernetes/file/sub");

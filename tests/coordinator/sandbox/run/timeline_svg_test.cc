@@ -239,6 +239,28 @@ TEST(LeaseHoldersTest, EachAcquisitionLossAndHolderExitInTimeOrder) {
                         "120 kube-system/cloud-provider-extraction-migration holder exited cp-2"));
 }
 
+TEST(LeaseHoldersTest, TheApiServersMarksGoAmongTheChangesInTimeOrder) {
+  LeaseHolderChange observed;
+  observed.kind = LeaseHolderChange::Kind::kObserved;
+  observed.lease = "kube-system/kube-controller-manager";
+  observed.identity = "cp-3_0a1b";
+  std::vector<LeaseHolderChange> marks;
+  for (int64_t tenths : {0, 80, 130}) {
+    observed.t_ns = tenths * (kSecond / 10);
+    marks.push_back(observed);
+  }
+  std::vector<std::string> seen;
+  for (const LeaseHolderChange& change :
+       WithObservedLeases(LeaseHolderChangesFromRecords(Records()), marks)) {
+    seen.push_back(std::to_string(change.t_ns / (kSecond / 10)) + " " +
+                   LeaseHolderChangeKindName(change.kind));
+  }
+  // A mark at the time of a change comes after it.
+  EXPECT_THAT(seen, ::testing::ElementsAre("0 observed", "10 acquired", "50 holder exited",
+                                           "75 acquired", "80 acquired", "80 observed", "100 lost",
+                                           "120 holder exited", "130 observed"));
+}
+
 TEST(TimelineTest, TheModelHasALanePerControllerLeaseAndNode) {
   const Timeline timeline = BuildTimeline(Inputs());
   std::vector<std::string> lanes;
