@@ -116,7 +116,15 @@ std::string InitConfiguration(const ClusterPlan& plan) {
       "kind: KubeletConfiguration\n"
       // No systemd here to delegate cgroups to (kubeadm 1.26 defaults to the systemd driver).
       "cgroupDriver: cgroupfs\n"
-      "failSwapOn: false\n");
+      "failSwapOn: false\n"
+      // The nodes share the host's disk, whose fill is not theirs to manage: no eviction and no
+      // image garbage collection for disk pressure, which would delete the imported images that
+      // nothing can pull back (the kubelet's default imagefs threshold is 15% free).
+      "evictionHard:\n"
+      "  nodefs.available: \"0%\"\n"
+      "  nodefs.inodesFree: \"0%\"\n"
+      "  imagefs.available: \"0%\"\n"
+      "imageGCHighThresholdPercent: 100\n");
 }
 
 std::string JoinConfiguration(const ClusterPlan& plan, size_t index,

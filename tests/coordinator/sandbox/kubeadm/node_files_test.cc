@@ -54,6 +54,11 @@ TEST(NodeFilesTest, InitConfigurationIsKubeadmsWithTheInTreeProviderEverywhere) 
             "false");
   EXPECT_EQ(docs[2]["kind"].as<std::string>(), "KubeletConfiguration");
   EXPECT_EQ(docs[2]["cgroupDriver"].as<std::string>(), "cgroupfs");
+  // The host's disk fill evicts nothing and collects no imported image.
+  for (const char* signal : {"nodefs.available", "nodefs.inodesFree", "imagefs.available"}) {
+    EXPECT_EQ(docs[2]["evictionHard"][signal].as<std::string>(), "0%") << signal;
+  }
+  EXPECT_EQ(docs[2]["imageGCHighThresholdPercent"].as<int>(), 100);
 }
 
 TEST(NodeFilesTest, JoinConfigurationJoinsTheControlPlaneThroughTheEndpoint) {
