@@ -113,14 +113,19 @@ TEST_P(EndToEndTest, KillingTheCoordinatorAtEveryStepNeitherLosesNorRepeatsAMove
     return AllConnected(s) && AllNodesAt(s, pb::NODE_STATE_IN_TREE);
   });
   Start(cluster);
+  // Keyed by the move, not its command: a move that never reached its agent before a kill may be
+  // dropped by the restarted coordinator and sent again under a new command id.
+  const auto move_of = [](const pb::RolloutStatus& s) {
+    return s.in_flight().node() + " → " + pb::NodeState_Name(s.in_flight().to());
+  };
   std::set<std::string> killed_during;
   for (int round = 0; round < 4 * GetParam(); ++round) {
     pb::RolloutStatus status = cluster.WaitFor([&](const pb::RolloutStatus& s) {
       return DoneAt(s, pb::NODE_STATE_MIGRATED) ||
-             (s.has_in_flight() && killed_during.count(s.in_flight().command_id()) == 0);
+             (s.has_in_flight() && killed_during.count(move_of(s)) == 0);
     });
     if (!status.has_in_flight()) break;
-    killed_during.insert(status.in_flight().command_id());
+    killed_during.insert(move_of(status));
     cluster.KillCoordinator();
     cluster.StartCoordinator();
   }
