@@ -47,10 +47,22 @@ ctest --test-dir build --output-on-failure --label-regex '^(sandbox|real)$'
 
 kubeadm_log="$(mktemp)"
 stage "test: the kubeadm cluster's runs (label kubeadm), in the background: log in $kubeadm_log"
-ctest --test-dir build --output-on-failure --label-regex '^kubeadm$' > "$kubeadm_log" 2>&1 &
+# In a process group of its own (setsid): ctest neither passes a signal on to the test it runs
+# nor takes SIGINT in the background, so whatever ends this script stops the whole group, and
+# each sandbox takes SIGTERM as an interrupt and tears its cluster down before it exits.
+setsid ctest --test-dir build --output-on-failure --label-regex '^kubeadm$' > "$kubeadm_log" 2>&1 &
 kubeadm_pid=$!
-# Whatever ends this script, the kubeadm runs (and the clusters they bring up) go with it.
-trap 'kill -INT "$kubeadm_pid" 2> /dev/null || true' EXIT
+stop_kubeadm_runs() {
+  kill -TERM -- -"$kubeadm_pid" 2> /dev/null || return 0
+  echo "tests/run.sh: stopping the kubeadm runs (log: $kubeadm_log)" >&2
+  local waited
+  for waited in $(seq 120); do
+    kill -0 -- -"$kubeadm_pid" 2> /dev/null || return 0
+    sleep 1
+  done
+  echo "tests/run.sh: the kubeadm runs did not stop within ${waited}s" >&2
+}
+trap stop_kubeadm_runs EXIT
 
 stage "test: everything else"
 ctest --test-dir build --output-on-failure --parallel "$(nproc)" \
