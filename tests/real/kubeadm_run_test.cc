@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -49,8 +50,6 @@ struct HostSnapshot {
   std::set<std::string> cgroup_roots;  // <hierarchy>/<top-level dir> under /sys/fs/cgroup
   std::vector<std::string> sysctls;    // the kubelet's, "name=value"
   std::set<std::string> records;       // /run/handoff-sandbox
-  // Processes of the kind a node runs, with their namespaces: any left is a node left behind.
-  std::set<std::string> node_processes;
 };
 
 std::string ReadText(const std::string& path) {
@@ -91,23 +90,46 @@ HostSnapshot Capture() {
     snapshot.sysctls.push_back(name + "=" + std::string(StripWhitespace(ReadText(path))));
   }
   snapshot.records = Entries(kubeadm::kRecordsDir);
-  static const std::set<std::string> kNodeCommands = {
-      "containerd", "containerd-shim-runc-v2", "kubelet", "kube-apiserver",
-      "kube-controller-manager", "kube-scheduler", "etcd", "aws-cloud-controller-manager",
-      "haproxy", "pause", "handoff-agent", "handoff-sandbox-node", "handoff-fake-aws"};
+  return snapshot;
+}
+
+std::string CommandLine(const std::string& pid) {
+  std::string cmdline = ReadText("/proc/" + pid + "/cmdline");
+  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  return cmdline;
+}
+
+// The processes of the run in `dir` still alive: those that name the directory (the run's own on
+// the host: the fake AWS, the coordinator) and every process of a PID namespace whose first
+// process names it (a node's: containerd, the kubelet, the pods, the agent). Other tests may run
+// processes of the same kinds meanwhile (CI runs the kubeadm tests beside the rest), so nothing
+// else counts.
+std::set<std::string> ProcessesOfRun(const std::string& dir) {
+  std::map<std::string, std::string> first_process_of;  // PID namespace -> its PID 1's cmdline
+  std::map<std::string, std::string> namespace_of;      // pid -> its PID namespace
   for (const std::string& pid : Entries("/proc")) {
     if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string comm(StripWhitespace(ReadText("/proc/" + pid + "/comm")));
-    const std::string cmdline = ReadText("/proc/" + pid + "/cmdline");
-    const std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
-    const std::string name = std::filesystem::path(argv0).filename();
-    if (kNodeCommands.count(name) == 0 && kNodeCommands.count(comm) == 0) continue;
     std::error_code error;
-    snapshot.node_processes.insert(
-        StrCat(name, " (pid ", pid, ", ",
-               std::filesystem::read_symlink("/proc/" + pid + "/ns/net", error).string(), ")"));
+    const std::string ns = std::filesystem::read_symlink("/proc/" + pid + "/ns/pid", error);
+    if (error) continue;
+    namespace_of[pid] = ns;
+    // "NSpid:\t<host pid>\t...\t<pid in its own namespace>": 1 is the namespace's first process.
+    for (std::string_view line : StrSplit(ReadText("/proc/" + pid + "/status"), "\n", true)) {
+      if (line.rfind("NSpid:", 0) != 0) continue;
+      std::vector<std::string_view> ids = StrSplit(line.substr(6), "\t", true);
+      if (ids.size() > 1 && ids.back() == "1") first_process_of[ns] = CommandLine(pid);
+    }
   }
-  return snapshot;
+  std::set<std::string> left;
+  for (const auto& [pid, ns] : namespace_of) {
+    const std::string cmdline = CommandLine(pid);
+    const auto first = first_process_of.find(ns);
+    if (cmdline.find(dir) != std::string::npos ||
+        (first != first_process_of.end() && first->second.find(dir) != std::string::npos)) {
+      left.insert(StrCat(pid, ": ", cmdline));
+    }
+  }
+  return left;
 }
 
 // The host as before: nothing of the run's left (other tests on the machine may add and remove
@@ -119,8 +141,8 @@ void ExpectHostAsBefore(const HostSnapshot& before, const HostSnapshot& after) {
     EXPECT_THAT(point, Not(HasSubstr("sandbox-run-"))) << "a mount of the run left behind";
   }
   for (const std::string& link : after.links) {
-    EXPECT_TRUE(before.links.count(link) > 0 || (link.rfind("hsb", 0) != 0 &&
-                                                 link.rfind("hsv", 0) != 0))
+    EXPECT_TRUE(before.links.count(link) > 0 ||
+                (link.rfind("hsb", 0) != 0 && link.rfind("hsv", 0) != 0))
         << "a network interface left behind: " << link;
   }
   for (const std::string& root : after.cgroup_roots) {
@@ -130,25 +152,30 @@ void ExpectHostAsBefore(const HostSnapshot& before, const HostSnapshot& after) {
   for (const std::string& record : after.records) {
     EXPECT_TRUE(before.records.count(record) > 0) << "a host-change record left: " << record;
   }
-  for (const std::string& process : after.node_processes) {
-    EXPECT_TRUE(before.node_processes.count(process) > 0)
-        << "a process of a node left running: " << process;
-  }
 }
 
-testing::SandboxOutcome Sandbox(const std::vector<std::string>& flags, absl::Duration timeout) {
+struct KubeadmOutcome : testing::SandboxOutcome {
+  std::set<std::string> processes_left;  // ProcessesOfRun once the run has ended
+};
+
+KubeadmOutcome Sandbox(const std::vector<std::string>& flags, absl::Duration timeout) {
   std::vector<std::string> all = {"--cluster", "kubeadm"};
   all.insert(all.end(), flags.begin(), flags.end());
-  return testing::RunHandoffctlSandbox(HANDOFFCTL_BIN, all, timeout);
+  testing::HandoffctlSandbox sandbox(HANDOFFCTL_BIN, all, timeout);
+  KubeadmOutcome outcome;
+  static_cast<testing::SandboxOutcome&>(outcome) = sandbox.run();
+  outcome.processes_left = ProcessesOfRun(sandbox.sandbox_dir());
+  return outcome;
 }
 
 TEST(KubeadmRunTest, ThreeNodesMoveToTheCloudControllerManagerAndBackOnRealKubelets) {
   if (!CanRunKubeadmCluster()) return;
   const HostSnapshot before = Capture();
-  testing::SandboxOutcome run = Sandbox({}, absl::Minutes(25));
+  KubeadmOutcome run = Sandbox({}, absl::Minutes(25));
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("kubeadm init on ip-172-31-250-10.ec2.internal"));
-  EXPECT_THAT(run.output, HasSubstr("kubeadm join --control-plane on ip-172-31-250-138.ec2.internal"));
+  EXPECT_THAT(run.output,
+              HasSubstr("kubeadm join --control-plane on ip-172-31-250-138.ec2.internal"));
   EXPECT_THAT(run.output, HasSubstr("rollout to 1.27 and rollback to 1.26 completed"));
   EXPECT_THAT(run.output, HasSubstr("DONE:  ip-172-31-250-10.ec2.internal migrated  "
                                     "ip-172-31-250-74.ec2.internal migrated  "
@@ -177,40 +204,42 @@ TEST(KubeadmRunTest, ThreeNodesMoveToTheCloudControllerManagerAndBackOnRealKubel
   EXPECT_THAT(run.output, ContainsRegex("\n  ip-172-31-250-74\\.ec2\\.internal: kube-apiserver "
                                         "[0-9.]+m?s"));
   EXPECT_THAT(run.output, HasSubstr("cleanup: restored vm.overcommit_memory"));
+  EXPECT_THAT(run.processes_left, IsEmpty());
   ExpectHostAsBefore(before, Capture());
 }
 
 TEST(KubeadmRunTest, EveryFaultOnTwoNodesEndsWithTheInvariantHeld) {
   if (!CanRunKubeadmCluster()) return;
   const HostSnapshot before = Capture();
-  testing::SandboxOutcome run =
-      Sandbox({"--nodes", "2", "--goal", "prepared", "--fault",
-               "agent-kill,coordinator-kill,kubelet-kill,unhealthy"},
-              absl::Minutes(25));
+  KubeadmOutcome run = Sandbox({"--nodes", "2", "--goal", "prepared", "--fault",
+                                "agent-kill,coordinator-kill,kubelet-kill,unhealthy"},
+                               absl::Minutes(25));
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the agent of ip-172-31-250-74.ec2.internal"));
   EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the coordinator during move"));
   EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the kubelet of ip-172-31-250-74.ec2.internal"));
   EXPECT_THAT(run.output, HasSubstr("halted as it must be: "));
   for (const char* fault : {"agent-kill", "coordinator-kill", "kubelet-kill", "unhealthy"}) {
-    EXPECT_THAT(run.output, HasSubstr(StrCat("scenario ", fault, " completed; invariant held so far")))
+    EXPECT_THAT(run.output,
+                HasSubstr(StrCat("scenario ", fault, " completed; invariant held so far")))
         << fault;
   }
   EXPECT_THAT(run.output, HasSubstr("with each fault: agent-kill, coordinator-kill, "
                                     "kubelet-kill, unhealthy"));
   EXPECT_THAT(run.output, HasSubstr("invariant held: no cloud controller ran in two processes"));
+  EXPECT_THAT(run.processes_left, IsEmpty());
   ExpectHostAsBefore(before, Capture());
 }
 
 TEST(KubeadmRunTest, TheUnsafeOrderIsCaughtOnTheRealNode) {
   if (!CanRunKubeadmCluster()) return;
   const HostSnapshot before = Capture();
-  testing::SandboxOutcome run =
-      Sandbox({"--nodes", "2", "--unsafe-order-for-tests"}, absl::Minutes(15));
+  KubeadmOutcome run = Sandbox({"--nodes", "2", "--unsafe-order-for-tests"}, absl::Minutes(15));
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("unsafe order forced: "));
   EXPECT_THAT(run.output, HasSubstr("coordinator halted the rollout: double run: "));
   EXPECT_THAT(run.output, HasSubstr("INVARIANT BROKEN"));
+  EXPECT_THAT(run.processes_left, IsEmpty());
   ExpectHostAsBefore(before, Capture());
 }
 
@@ -230,7 +259,8 @@ TEST(KubeadmRunTest, AKilledRunIsCleanedUpByTheNextAndAnInterruptedOneCleansUpIt
     const absl::Time deadline = absl::Now() + absl::Minutes(3);
     while (ReadText(dir + "/output.log").find("nodes up") == std::string::npos &&
            absl::Now() < deadline) {
-      ASSERT_FALSE((*run)->WaitFor(absl::Milliseconds(100), nullptr)) << ReadText(dir + "/output.log");
+      ASSERT_FALSE((*run)->WaitFor(absl::Milliseconds(100), nullptr))
+          << ReadText(dir + "/output.log");
     }
     int status = (*run)->Stop(signal, absl::Minutes(2));
     const std::string output = ReadText(dir + "/output.log");
@@ -251,6 +281,7 @@ TEST(KubeadmRunTest, AKilledRunIsCleanedUpByTheNextAndAnInterruptedOneCleansUpIt
       EXPECT_THAT(said, HasSubstr("cleaned up after the earlier run in " + dir + "/run"));
       EXPECT_FALSE(std::filesystem::exists(dir + "/run"));
     }
+    EXPECT_THAT(ProcessesOfRun(dir), IsEmpty()) << "after " << strsignal(signal) << ":\n" << output;
     std::filesystem::remove_all(dir);
   }
   ExpectHostAsBefore(before, Capture());

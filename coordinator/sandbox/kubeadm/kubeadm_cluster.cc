@@ -495,12 +495,12 @@ absl::Status KubeadmCluster::StartFakeAws() {
                 {"--node", StrCat(nodes_[i].name, "=", nodes_[i].ip, "@", plan_.nodes[i].zone),
                  "--imds-netns", StrCat(nodes_[i].name, "=/proc/", nodes_[i].init_pid, "/ns/net")});
   }
-  absl::StatusOr<real::RunningFakeAws> started = real::StartFakeAws(argv, ready, Log("fake-aws"));
+  // The sandbox's spawn records the process in the host-change record at once.
+  absl::StatusOr<real::RunningFakeAws> started =
+      real::StartFakeAws(argv, ready, Log("fake-aws"), setup_.spawn);
   if (!started.ok()) return started.status();
   fake_aws_ = std::move(started->process);
   aws_ = std::move(started->aws);
-  absl::Status recorded = changes_->Started(kubeadm::CurrentProcess(fake_aws_->pid()));
-  if (!recorded.ok()) return recorded;
   const std::string cloud_config =
       kubeadm::CloudConfig(real::kSandboxClusterId, aws_.region, aws_.ec2_url);
   for (const Node& node : nodes_) {

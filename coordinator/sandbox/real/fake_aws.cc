@@ -60,8 +60,8 @@ absl::StatusOr<FakeAws> ParseFakeAwsReadyFile(const std::string& text, const std
 
 absl::StatusOr<RunningFakeAws> StartFakeAws(const std::vector<std::string>& argv,
                                             const std::string& ready, const std::string& log,
-                                            absl::Duration timeout) {
-  absl::StatusOr<std::unique_ptr<Process>> started = Process::Spawn(argv, log);
+                                            const SpawnFunction& spawn, absl::Duration timeout) {
+  absl::StatusOr<std::unique_ptr<Process>> started = spawn(argv, log);
   if (!started.ok()) return started.status();
   RunningFakeAws running;
   running.process = *std::move(started);

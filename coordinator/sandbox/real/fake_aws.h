@@ -4,6 +4,7 @@
 #ifndef HANDOFF_COORDINATOR_SANDBOX_REAL_FAKE_AWS_H_
 #define HANDOFF_COORDINATOR_SANDBOX_REAL_FAKE_AWS_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,12 +40,17 @@ struct RunningFakeAws {
   FakeAws aws;
 };
 
-// Starts `argv` (handoff-fake-aws with its flags, --ready-file `ready` among them) with its
-// output in `log`, and waits up to `timeout` for the ready file (moto takes seconds to import).
-// An error, with the log's last lines, when it exits first or the time runs out; the process is
-// stopped then.
+using SpawnFunction = std::function<absl::StatusOr<std::unique_ptr<Process>>(
+    const std::vector<std::string>& argv, const std::string& log)>;
+
+// Starts `argv` (handoff-fake-aws with its flags, --ready-file `ready` among them) with `spawn`
+// (the sandbox's, which records the process before the seconds of waiting, so that a run killed
+// meanwhile leaves nothing its cleanup does not know of), its output in `log`, and waits up to
+// `timeout` for the ready file (moto takes seconds to import). An error, with the log's last
+// lines, when it exits first or the time runs out; the process is stopped then.
 absl::StatusOr<RunningFakeAws> StartFakeAws(const std::vector<std::string>& argv,
                                             const std::string& ready, const std::string& log,
+                                            const SpawnFunction& spawn = Process::Spawn,
                                             absl::Duration timeout = absl::Seconds(90));
 
 }  // namespace handoff::sandbox::real
