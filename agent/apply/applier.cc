@@ -1,6 +1,7 @@
 #include "agent/apply/applier.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <ostream>
 
@@ -21,6 +22,35 @@ std::string Action(const FileChange& change) {
 
 bool IsUnder(const std::string& path, const std::string& dir) {
   return StartsWith(path, EndsWith(dir, "/") ? dir : dir + "/");
+}
+
+// The kubelet's default file-check frequency: a manifest change inotify missed is seen at the
+// next re-list of the manifest directory, at most this long after it.
+constexpr absl::Duration kKubeletManifestRelist = absl::Seconds(20);
+// A pod's termination grace when its spec does not set one (the API's default).
+constexpr absl::Duration kDefaultTerminationGrace = absl::Seconds(30);
+// After SIGKILL, how long a process may take to be gone.
+constexpr absl::Duration kKillWait = absl::Seconds(10);
+
+// The grace the kubelet gives the pod `manifest` describes when it stops it:
+// spec.terminationGracePeriodSeconds, else the default.
+absl::Duration TerminationGrace(const std::optional<std::string>& manifest,
+                                const std::string& path) {
+  if (!manifest) return kDefaultTerminationGrace;
+  absl::StatusOr<StaticPod> pod = StaticPod::Parse(*manifest, path);
+  if (!pod.ok()) return kDefaultTerminationGrace;
+  const YAML::Node seconds = pod->node()["spec"]["terminationGracePeriodSeconds"];
+  long value = 0;
+  if (!seconds.IsScalar() || !YAML::convert<long>::decode(seconds, value) || value < 0) {
+    return kDefaultTerminationGrace;
+  }
+  return absl::Seconds(value);
+}
+
+std::string Pids(const std::vector<ProcessInfo>& processes) {
+  std::vector<std::string> pids;
+  for (const ProcessInfo& process : processes) pids.push_back(StrCat(process.pid));
+  return StrJoin(pids, ", ");
 }
 
 }  // namespace
@@ -220,6 +250,7 @@ absl::StatusOr<std::vector<ProcessInfo>> Applier::ProcessesBefore(const FileChan
 
 absl::Status Applier::VerifyComponent(const std::string& component,
                                       const std::optional<std::string>& content,
+                                      const std::optional<std::string>& replaced,
                                       const std::string& path,
                                       const std::vector<ProcessInfo>& before) {
   ComponentCheck check;
@@ -249,7 +280,86 @@ absl::Status Applier::VerifyComponent(const std::string& component,
       options_.on_processes_gone(ProcessesGone{component, check.before, at});
     };
   }
-  return verifier_.Wait(check, old_gone);
+  std::function<absl::Status(const std::vector<ProcessInfo>&)> outlived;
+  if (component != kKubelet) {
+    // The kubelet ends a changed static pod within the old pod's grace of noticing the change.
+    const absl::Duration grace = TerminationGrace(replaced, path);
+    check.stop_within = grace + kKubeletManifestRelist;
+    outlived = [&, grace](const std::vector<ProcessInfo>& left) {
+      return StopLeftRunning(component, left, check.stop_within, grace);
+    };
+  }
+  return verifier_.Wait(check, old_gone, outlived);
+}
+
+absl::Status Applier::StopLeftRunning(const std::string& component,
+                                      const std::vector<ProcessInfo>& left, absl::Duration waited,
+                                      absl::Duration grace) {
+  log_ << component << ": the kubelet has not stopped process " << Pids(left) << " in the "
+       << absl::FormatDuration(waited)
+       << " since the manifest changed, so it never will: a kubelet drops a change it sees before "
+          "it has read all its pod sources (the API server among them; "
+          "kubernetes/kubernetes#112814) "
+          "and then neither stops the old pod nor starts the new one until it restarts. Stopping "
+          "it as the kubelet would (SIGTERM, SIGKILL after "
+       << absl::FormatDuration(grace) << "), then restarting the kubelet\n";
+  const auto running = [&]() -> absl::StatusOr<std::vector<ProcessInfo>> {
+    absl::StatusOr<std::vector<ProcessInfo>> now = host_.processes.List();
+    if (!now.ok()) return now.status();
+    std::vector<ProcessInfo> still;
+    for (const ProcessInfo& old : left) {
+      for (const ProcessInfo& process : *now) {
+        if (process.pid == old.pid && process.start_time == old.start_time) still.push_back(old);
+      }
+    }
+    return still;
+  };
+  const auto signal_all = [&](const std::vector<ProcessInfo>& processes,
+                              int signal) -> absl::Status {
+    for (const ProcessInfo& process : processes) {
+      absl::Status sent = host_.signals.Signal(process, signal);
+      if (!sent.ok() && !absl::IsNotFound(sent)) {
+        return absl::Status(sent.code(),
+                            StrCat(component, ": the kubelet left process ", process.pid,
+                                   " running and it cannot be stopped (", sent.message(),
+                                   "); the kubelet was not restarted"));
+      }
+    }
+    return absl::OkStatus();
+  };
+  // Waits up to `limit` for every process left to be gone; returns those still running.
+  const auto await_gone = [&](absl::Duration limit) -> absl::StatusOr<std::vector<ProcessInfo>> {
+    const absl::Time until = host_.clock.Now() + limit;
+    const absl::Duration interval =
+        std::max(options_.verify_options.gone_poll_interval, absl::Milliseconds(1));
+    while (true) {
+      absl::StatusOr<std::vector<ProcessInfo>> still = running();
+      if (!still.ok() || still->empty()) return still;
+      const absl::Time now = host_.clock.Now();
+      if (now >= until) return still;
+      host_.clock.SleepFor(std::min(interval, until - now));
+    }
+  };
+  absl::Status sent = signal_all(left, SIGTERM);
+  if (!sent.ok()) return sent;
+  absl::StatusOr<std::vector<ProcessInfo>> still = await_gone(grace);
+  if (still.ok() && !still->empty()) {
+    sent = signal_all(*still, SIGKILL);
+    if (!sent.ok()) return sent;
+    still = await_gone(kKillWait);
+  }
+  if (!still.ok()) return still.status();
+  if (!still->empty()) {
+    return absl::DeadlineExceededError(StrCat(component, ": process ", Pids(*still),
+                                              " still running ", absl::FormatDuration(kKillWait),
+                                              " after SIGKILL; the kubelet was not restarted"));
+  }
+  interventions_.push_back(
+      StrCat(component, ": the kubelet left process ", Pids(left), " running ",
+             absl::FormatDuration(waited),
+             " after the manifest changed (a kubelet that has not read all its pod sources drops "
+             "the change); handoff stopped it and restarted the kubelet"));
+  return RestartKubelet();
 }
 
 absl::StatusOr<ApplyReport> Applier::Run(const Plan& plan, const std::string& kind,
@@ -304,6 +414,7 @@ absl::StatusOr<ApplyReport> Applier::Run(const Plan& plan, const std::string& ki
   }
   log_ << "transaction " << journal.id << ": " << journal.from << " -> " << journal.to << "\n";
 
+  interventions_.clear();
   ApplyReport report;
   report.transaction = journal.id;
   report.from = plan.from;
@@ -324,7 +435,7 @@ absl::StatusOr<ApplyReport> Applier::Run(const Plan& plan, const std::string& ki
                           : DurableRemove(host_.fs, change.path);
     if (status.ok() && change.component == kKubelet) status = RestartKubelet();
     if (status.ok() && options_.verify && !change.component.empty()) {
-      status = VerifyComponent(change.component, change.after, change.path, *before);
+      status = VerifyComponent(change.component, change.after, change.before, change.path, *before);
       if (status.ok()) {
         step.verified = change.after ? "restarted with the new flags and healthy" : "stopped";
       }
@@ -352,6 +463,7 @@ absl::StatusOr<ApplyReport> Applier::Run(const Plan& plan, const std::string& ki
                  journal.from, ": ", committed.message()));
     }
     Prune();
+    report.notes = interventions_;
     return report;
   }
 
@@ -359,6 +471,7 @@ absl::StatusOr<ApplyReport> Applier::Run(const Plan& plan, const std::string& ki
   log_ << "failed: " << report.failure << "\nundoing transaction " << journal.id << "\n";
   std::vector<std::string> notes;
   absl::Status undone = Restore(journal, touched, options_.verify, &notes);
+  report.notes = interventions_;
   if (!undone.ok()) report.rollback_failure = std::string(undone.message());
   journal.phase = undone.ok() ? std::string(kPhaseRolledBack) : std::string(kPhaseStarted);
   journal.outcome = StrCat(
@@ -413,8 +526,9 @@ absl::Status Applier::Restore(const Journal& journal, size_t entries_touched, bo
     }
     if (status.ok() && entry.component == kKubelet) status = RestartKubelet();
     if (status.ok() && verify && !entry.component.empty()) {
-      status = before.ok() ? VerifyComponent(entry.component, backup, entry.path, *before)
-                           : before.status();
+      status = before.ok()
+                   ? VerifyComponent(entry.component, backup, change.before, entry.path, *before)
+                   : before.status();
     }
     if (!status.ok()) {
       errors.push_back(StrCat(entry.path, ": ", status.message()));

@@ -31,6 +31,8 @@ struct Host {
   HealthChecker& health;
   Clock& clock;
   CommandRunner& commands;
+  // Stops a component's old process that the kubelet left running (Applier::StopLeftRunning).
+  ProcessSignaller& signals;
 };
 
 // Every process a component ran before a change has exited (seen by verification).
@@ -122,9 +124,18 @@ class Applier {
   absl::Status EnsureParent(const std::string& path);
   absl::Status Restore(const Journal& journal, size_t entries_touched, bool verify,
                        std::vector<std::string>* notes);
+  // `content` is the file as written (nullopt: removed), `replaced` the one it replaced, whose
+  // processes are `before`.
   absl::Status VerifyComponent(const std::string& component,
-                               const std::optional<std::string>& content, const std::string& path,
+                               const std::optional<std::string>& content,
+                               const std::optional<std::string>& replaced, const std::string& path,
                                const std::vector<ProcessInfo>& before);
+  // A static pod's old processes still running after its manifest changed, long past the time
+  // the kubelet takes to stop them: stops them as the kubelet would (SIGTERM, SIGKILL after
+  // `grace`), then restarts the kubelet, which starts the pod its manifest now describes. An
+  // error when one cannot be stopped (the kubelet is then left alone).
+  absl::Status StopLeftRunning(const std::string& component, const std::vector<ProcessInfo>& left,
+                               absl::Duration waited, absl::Duration grace);
   absl::StatusOr<std::vector<ProcessInfo>> ProcessesBefore(const FileChange& change);
   absl::Status RestartKubelet();
   // Removes a transaction's directory (backups, journal) durably.
@@ -138,6 +149,8 @@ class Applier {
   ApplyOptions options_;
   std::ostream& log_;
   Verifier verifier_;
+  // What the applier did that the kubelet should have (StopLeftRunning), for the report's notes.
+  std::vector<std::string> interventions_;
 };
 
 }  // namespace handoff

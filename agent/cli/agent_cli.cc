@@ -319,11 +319,12 @@ class Commands {
     options->before_move = ClusterTagBeforeMove(*settings);
     std::unique_ptr<FileSystem> fs = open_root_(node.root);
     std::unique_ptr<ProcessTable> processes = environment_.open_processes(change.proc_root);
+    std::unique_ptr<ProcessSignaller> signals = environment_.open_signals(change.proc_root);
     std::unique_ptr<HealthChecker> health = environment_.open_health();
     std::unique_ptr<Clock> clock = environment_.open_clock();
     std::unique_ptr<CommandRunner> commands = environment_.open_commands();
-    Applier applier(Host{*fs, *processes, *health, *clock, *commands}, *std::move(settings),
-                    *options, err_);
+    Applier applier(Host{*fs, *processes, *health, *clock, *commands, *signals},
+                    *std::move(settings), *options, err_);
     return action(applier);
   }
 
@@ -521,11 +522,12 @@ class Commands {
     std::shared_ptr<spdlog::logger> logger = MakeLogger(log_options);
     std::unique_ptr<FileSystem> fs = open_root_(run.root);
     std::unique_ptr<ProcessTable> processes = environment_.open_processes(change.proc_root);
+    std::unique_ptr<ProcessSignaller> signals = environment_.open_signals(change.proc_root);
     std::unique_ptr<HealthChecker> health = environment_.open_health();
     std::unique_ptr<Clock> clock = environment_.open_clock();
     std::unique_ptr<CommandRunner> commands = environment_.open_commands();
     absl::Status status =
-        RunAgentDaemon(config, Host{*fs, *processes, *health, *clock, *commands}, logger);
+        RunAgentDaemon(config, Host{*fs, *processes, *health, *clock, *commands, *signals}, logger);
     if (!status.ok()) return refuse(status);
     return kExitOk;
   }
@@ -636,6 +638,7 @@ AgentEnvironment RealAgentEnvironment() {
   AgentEnvironment environment;
   environment.open_root = NewPosixFileSystem;
   environment.open_processes = NewProcfsProcessTable;
+  environment.open_signals = NewPidfdSignaller;
   environment.open_health = NewCurlHealthChecker;
   environment.open_clock = NewRealClock;
   environment.open_commands = NewProcessCommandRunner;

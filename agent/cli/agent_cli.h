@@ -35,12 +35,13 @@ using FileSystemFactory = std::function<std::unique_ptr<FileSystem>(const std::s
 struct AgentEnvironment {
   FileSystemFactory open_root;
   std::function<std::unique_ptr<ProcessTable>(const std::string& proc_root)> open_processes;
+  std::function<std::unique_ptr<ProcessSignaller>(const std::string& proc_root)> open_signals;
   std::function<std::unique_ptr<HealthChecker>()> open_health;
   std::function<std::unique_ptr<Clock>()> open_clock;
   std::function<std::unique_ptr<CommandRunner>()> open_commands;
 };
 
-// The real host: POSIX files, /proc, libcurl, the system clock, fork/exec.
+// The real host: POSIX files, /proc and pidfds, libcurl, the system clock, fork/exec.
 AgentEnvironment RealAgentEnvironment();
 
 int RunAgentCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err,

@@ -446,7 +446,7 @@ class Planner {
     // Moving back is the forward move in reverse order (the scheduler, the
     // kube-controller-manager, the cloud-controller-manager, the API server), but the
     // kube-controller-manager's Leader Migration file comes back before the manifests, and the
-    // kubelet goes last, as in every move: a real kubelet ignores a static pod changed in its
+    // kubelet goes last, as in every move: a real kubelet drops a static pod change in its
     // first seconds after a restart (KubeletSettings::settle), so no manifest follows it.
     const ComponentView& ccm = *view_.cloud_controller_manager;
     // The kube-controller-manager's Leader Migration file comes back where it was (the same

@@ -50,11 +50,13 @@ struct KubeletSettings {
   // several simulated nodes share one machine.
   HealthUrl healthz;
   // Settings key kubelet.settle: after a restart, how long the kubelet must have run healthy
-  // before the move goes on. A kubelet v1.26 ignores a static pod whose manifest changes in
-  // its first second or two (its volume manager has not read its pod sources yet: the pod
-  // waits 2 minutes for volumes, then again, until the next kubelet restart); measured on
-  // v1.26.13, a manifest rewritten 1 s after the restart never restarted its pod, 2 s after
-  // it did. 0s turns the wait off.
+  // before the move goes on. A kubelet v1.26 drops a static pod's manifest change it sees before
+  // it has read all its pod sources (the API server's too: "skipping delete because sources
+  // aren't ready yet", kubernetes#112814): the old pod runs on and the new one waits for it
+  // until the next kubelet restart. Measured on v1.26.13 with the API server reachable, a
+  // manifest rewritten 1 s after the restart never restarted its pod, 2 s after it did. What a
+  // kubelet drops anyway (one still bootstrapping or cut off) the applier stops itself
+  // (Applier::StopLeftRunning). 0s turns the wait off.
   absl::Duration settle = absl::Seconds(5);
 };
 

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -131,10 +132,50 @@ class ProcfsProcessTable : public ProcessTable {
   std::string proc_root_;
 };
 
+class PidfdSignaller : public ProcessSignaller {
+ public:
+  explicit PidfdSignaller(std::string proc_root) : proc_root_(std::move(proc_root)) {}
+
+  absl::Status Signal(const ProcessInfo& process, int signal) override {
+    const std::string who = StrCat("process ", process.pid);
+    // Through syscall(2): Debian 12's glibc declares the wrappers in <sys/pidfd.h> without C
+    // linkage, so C++ cannot link them.
+    const int fd = static_cast<int>(::syscall(SYS_pidfd_open, process.pid, 0));
+    if (fd < 0) {
+      const int error = errno;
+      if (error == ESRCH) return absl::NotFoundError(StrCat(who, " has exited"));
+      return absl::Status(absl::ErrnoToStatusCode(error),
+                          StrCat("pidfd_open ", who, ": ", std::strerror(error)));
+    }
+    // The pidfd now pins the process: if the start time matches, the signal below reaches the
+    // process that was listed, however soon after this its pid is freed and reused.
+    std::optional<std::string> stat = ReadWholeFile(StrCat(proc_root_, "/", process.pid, "/stat"));
+    std::optional<std::uint64_t> start_time = stat ? ParseStartTime(*stat) : std::nullopt;
+    if (!start_time || *start_time != process.start_time) {
+      ::close(fd);
+      return absl::NotFoundError(StrCat(who, " has exited (its pid now names another process)"));
+    }
+    const long sent = ::syscall(SYS_pidfd_send_signal, fd, signal, nullptr, 0);
+    const int error = errno;
+    ::close(fd);
+    if (sent == 0) return absl::OkStatus();
+    if (error == ESRCH) return absl::NotFoundError(StrCat(who, " has exited"));
+    return absl::Status(absl::ErrnoToStatusCode(error),
+                        StrCat("signal ", signal, " to ", who, ": ", std::strerror(error)));
+  }
+
+ private:
+  std::string proc_root_;
+};
+
 }  // namespace
 
 std::unique_ptr<ProcessTable> NewProcfsProcessTable(std::string proc_root) {
   return std::make_unique<ProcfsProcessTable>(std::move(proc_root));
+}
+
+std::unique_ptr<ProcessSignaller> NewPidfdSignaller(std::string proc_root) {
+  return std::make_unique<PidfdSignaller>(std::move(proc_root));
 }
 
 }  // namespace handoff

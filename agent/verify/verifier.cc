@@ -210,23 +210,32 @@ absl::StatusOr<std::vector<ProcessInfo>> Verifier::Running(const ComponentCheck&
   return running;
 }
 
-absl::Status Verifier::Wait(const ComponentCheck& check,
-                            const std::function<void(absl::Time)>& old_gone) {
+absl::Status Verifier::Wait(
+    const ComponentCheck& check, const std::function<void(absl::Time)>& old_gone,
+    const std::function<absl::Status(const std::vector<ProcessInfo>&)>& outlived) {
   const absl::Time start = clock_.Now();
   const absl::Time deadline = start + options_.timeout;
   // A zero interval would spin (and never advance a fake clock).
   const absl::Duration interval = std::max(options_.poll_interval, absl::Milliseconds(1));
   bool told = check.before.empty() || !old_gone;
+  bool outlived_called =
+      check.before.empty() || !outlived || check.stop_within <= absl::ZeroDuration();
   // While settling: the process that passed, and since when.
   std::optional<ProcessInfo> passing;
   absl::Time passing_since;
   while (true) {
     const absl::Time looked = clock_.Now();
-    bool old_running = true;
+    std::optional<std::vector<ProcessInfo>> old_running;
     std::string reason = Look(check, &old_running);
-    if (!told && !old_running) {
+    if (!told && old_running && old_running->empty()) {
       told = true;
       old_gone(looked);
+    }
+    if (!outlived_called && old_running && !old_running->empty() &&
+        looked - start >= check.stop_within) {
+      outlived_called = true;
+      if (absl::Status acted = outlived(*old_running); !acted.ok()) return acted;
+      continue;  // look again at once: what was done may have ended them
     }
     if (reason.empty() && check.settle <= absl::ZeroDuration()) return absl::OkStatus();
     if (reason.empty()) {
@@ -270,19 +279,23 @@ bool RunsAsChecked(const ComponentCheck& check, const ProcessInfo& process) {
   return IsOneOf(process, check.binaries) && ArgvMismatch(check, process.argv).empty();
 }
 
-std::string Verifier::Look(const ComponentCheck& check, bool* old_running) {
-  if (old_running != nullptr) *old_running = true;  // until the process table says otherwise
+std::string Verifier::Look(const ComponentCheck& check,
+                           std::optional<std::vector<ProcessInfo>>* old_running) {
+  // Unknown until the process table is read.
+  if (old_running != nullptr) old_running->reset();
   absl::StatusOr<std::vector<ProcessInfo>> running = Running(check);
   if (!running.ok()) return StrCat("cannot list processes: ", running.status().message());
 
   // The old processes are looked for by pid and start time: a pid reused by an unrelated
   // process must not count as the old one still running.
+  std::vector<ProcessInfo> still;
   for (const ProcessInfo& old : check.before) {
     for (const ProcessInfo& process : *running) {
-      if (SameProcess(process, old)) return StrCat("old process ", old.pid, " still running");
+      if (SameProcess(process, old)) still.push_back(old);
     }
   }
-  if (old_running != nullptr) *old_running = false;
+  if (old_running != nullptr) *old_running = still;
+  if (!still.empty()) return StrCat("old process ", still.front().pid, " still running");
   if (!check.present) {
     if (running->empty()) return "";
     return StrCat(check.component, " process ", running->front().pid,

@@ -39,6 +39,11 @@ struct ComponentCheck {
   // Once the check holds, the same process must go on passing it this long before it counts
   // (the kubelet: KubeletSettings::settle). A new process meanwhile starts the wait again.
   absl::Duration settle = absl::ZeroDuration();
+  // How long after the write the kubelet has, at most, to end every one of `before`: the old
+  // pod's termination grace plus the kubelet's manifest re-list. One still running after that
+  // was never asked to stop (a kubelet drops a change made before it has read all its pod
+  // sources, kubernetes#112814), and Wait's `outlived` is called. Zero: never.
+  absl::Duration stop_within = absl::ZeroDuration();
 };
 
 // Where `component` serves HTTPS, from its flags (`flag("secure-port")`, `flag("bind-address")`;
@@ -103,8 +108,12 @@ class Verifier {
   // `old_gone`, when given, is called once, at the first look that finds none of `check.before`
   // running (never when `check.before` is empty), with the time of that look: the moment the old
   // process is proven gone, which comes before the new one is proven.
-  absl::Status Wait(const ComponentCheck& check,
-                    const std::function<void(absl::Time)>& old_gone = nullptr);
+  // `outlived`, when given, is called once, at the first look past check.stop_within that finds
+  // some of `check.before` still running, with those processes; its error ends the wait with
+  // that error, and after it returns OK the wait goes on as before.
+  absl::Status Wait(
+      const ComponentCheck& check, const std::function<void(absl::Time)>& old_gone = nullptr,
+      const std::function<absl::Status(const std::vector<ProcessInfo>&)>& outlived = nullptr);
 
   // One look, no waiting: OK when `check` holds now, else Unavailable with the reason Wait would
   // report (no process, an argv that differs, the health endpoint's error, ...). Used to report
@@ -113,8 +122,9 @@ class Verifier {
 
  private:
   // Empty when the check holds now, else the reason it does not. `old_running` (optional) is set
-  // to whether one of `check.before` still runs.
-  std::string Look(const ComponentCheck& check, bool* old_running = nullptr);
+  // to the processes of `check.before` that still run, nullopt when the table cannot be read.
+  std::string Look(const ComponentCheck& check,
+                   std::optional<std::vector<ProcessInfo>>* old_running = nullptr);
 
   const ProcessTable& processes_;
   HealthChecker& health_;

@@ -1,5 +1,6 @@
 #include "agent/apply/applier.h"
 
+#include <csignal>
 #include <sstream>
 
 #include "agent/base/strings.h"
@@ -41,8 +42,8 @@ class ApplierTest : public ::testing::Test {
 
   Applier MakeApplier(ApplyOptions options = {}) {
     options.verify_options.timeout = absl::Minutes(1);
-    return Applier(Host{fs_, kubelet_, kubelet_, clock_, kubelet_}, KubeadmSettings(), options,
-                   log_);
+    return Applier(Host{fs_, kubelet_, kubelet_, clock_, kubelet_, kubelet_}, KubeadmSettings(),
+                   options, log_);
   }
 
   ApplyReport MustApply(NodeState target) {
@@ -168,8 +169,8 @@ TEST_F(ApplierTest, StateDirInTheManifestDirIsRefusedBeforeAnythingIsCreated) {
     settings.paths.state_dir = state_dir;
     const int calls = fs_.write_calls();
     const std::map<std::string, std::string> before = fs_.Files();
-    Applier applier(Host{fs_, kubelet_, kubelet_, clock_, kubelet_}, settings, ApplyOptions{},
-                    log_);
+    Applier applier(Host{fs_, kubelet_, kubelet_, clock_, kubelet_, kubelet_}, settings,
+                    ApplyOptions{}, log_);
     for (const absl::Status& status :
          {applier.Apply(NodeState::kPrepared).status(), applier.Recover().status(),
           applier.Rollback().status()}) {
@@ -200,14 +201,43 @@ TEST_F(ApplierTest, WrongArgvIsRolledBackAndTheRollbackVerified) {
   EXPECT_TRUE(kubelet_.commands.empty());
 }
 
-TEST_F(ApplierTest, OldProcessStillRunningTimesOutAndIsRolledBack) {
+TEST_F(ApplierTest, ADroppedChangeIsStoppedAsTheKubeletWouldAndTheKubeletRestarted) {
+  // The kubelet drops the change (as a real one does before it has read all its pod sources):
+  // the old kube-controller-manager runs on and nothing replaces it.
   kubelet_.frozen.insert("kube-controller-manager");
+  absl::StatusOr<std::vector<ProcessInfo>> listed = kubelet_.List();
+  ASSERT_TRUE(listed.ok());
+  int old_pid = 0;
+  for (const ProcessInfo& process : *listed) {
+    if (process.argv[0] == "kube-controller-manager") old_pid = process.pid;
+  }
+  ASSERT_NE(old_pid, 0);
+  const absl::Time start = clock_.Now();
+  const ApplyReport report = MustApply(NodeState::kPrepared);
+  EXPECT_EQ(StateOf(fs_), NodeState::kPrepared);
+  // Not before the old pod's 30 s grace and the kubelet's 20 s re-list had passed: only SIGTERM
+  // (it ended the process), then the kubelet restarted, which started the new pod.
+  EXPECT_GE(clock_.Now() - start, absl::Seconds(50));
+  EXPECT_THAT(kubelet_.signals, ElementsAre(StrCat(SIGTERM, " ", old_pid)));
+  EXPECT_THAT(kubelet_.commands, ElementsAre("systemctl restart kubelet"));
+  EXPECT_THAT(report.notes, Contains(AllOf(HasSubstr("kube-controller-manager"),
+                                           HasSubstr(StrCat("process ", old_pid)),
+                                           HasSubstr("restarted the kubelet"))));
+  EXPECT_THAT(log_.str(), HasSubstr("kubernetes/kubernetes#112814"));
+}
+
+TEST_F(ApplierTest, AnOldProcessThatCannotBeStoppedFailsTheMoveWhichIsRolledBack) {
+  kubelet_.frozen.insert("kube-controller-manager");
+  kubelet_.unstoppable.insert("kube-controller-manager");
   absl::StatusOr<ApplyReport> report = MakeApplier().Apply(NodeState::kPrepared);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_FALSE(report->ok());
   EXPECT_THAT(report->failure,
-              AllOf(HasSubstr("kube-controller-manager"), HasSubstr("still running")));
-  // The frozen kubelet never switched, so after the restore the old process is the right one.
+              AllOf(HasSubstr("kube-controller-manager"), HasSubstr("cannot be stopped"),
+                    HasSubstr("Operation not permitted")));
+  // The kubelet was left alone: restarting it would start the new pod beside the old process.
+  EXPECT_TRUE(kubelet_.commands.empty());
+  // The kubelet never switched, so after the restore the old process is the right one.
   EXPECT_EQ(report->rollback_failure, "");
   EXPECT_EQ(StateOf(fs_), NodeState::kInTree);
   EXPECT_FALSE(fs_.ReadFile("/etc/leadermigration.conf").ok());

@@ -35,8 +35,8 @@ class DowntimeApplierTest : public ::testing::Test {
 
   Applier MakeApplier(ApplyOptions options = {}) {
     options.verify_options.timeout = absl::Minutes(1);
-    return Applier(Host{fs_, kubelet_, kubelet_, clock_, kubelet_}, KubeadmSettings(), options,
-                   log_);
+    return Applier(Host{fs_, kubelet_, kubelet_, clock_, kubelet_, kubelet_}, KubeadmSettings(),
+                   options, log_);
   }
 
   NodeState State() {
@@ -120,10 +120,24 @@ TEST_F(DowntimeApplierTest, WalksTheDowntimePathBothWaysBackToTheSameFiles) {
   }
 }
 
-TEST_F(DowntimeApplierTest, FailedStopIsUndoneAndTheParkedCopyRemoved) {
-  // The old kube-controller-manager never exits: the move is undone, the manifest back in the
-  // manifest directory and nothing left parked.
+TEST_F(DowntimeApplierTest, AStopTheKubeletDroppedIsCarriedOutByTheAgent) {
+  // The kubelet drops the removal of the kube-controller-manager's manifest (a kubelet that has
+  // not read all its pod sources does): the agent stops the process and restarts the kubelet.
   kubelet_.frozen.insert("kube-controller-manager");
+  absl::StatusOr<ApplyReport> report = MakeApplier().Apply(NodeState::kStopped);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->ok()) << report->failure;
+  EXPECT_EQ(State(), NodeState::kStopped);
+  EXPECT_EQ(kubelet_.signals.size(), 1u);
+  EXPECT_THAT(kubelet_.commands, ElementsAre("systemctl restart kubelet"));
+  EXPECT_THAT(Running("kube-controller-manager"), IsEmpty());
+}
+
+TEST_F(DowntimeApplierTest, FailedStopIsUndoneAndTheParkedCopyRemoved) {
+  // The old kube-controller-manager never exits, and cannot be stopped: the move is undone, the
+  // manifest back in the manifest directory and nothing left parked.
+  kubelet_.frozen.insert("kube-controller-manager");
+  kubelet_.unstoppable.insert("kube-controller-manager");
   const std::map<std::string, std::string> original = fs_.Files();
   ApplyOptions options;
   options.verify_options.poll_interval = absl::Seconds(5);

@@ -3,7 +3,7 @@
 // process whose argv is its container's command + args (the image entrypoint first for an
 // args-only container); a changed manifest gets a new process (new pid), a removed one none;
 // the kubelet runs with its flags file's args and re-reads them only when restarted. Knobs make
-// it misbehave the way real nodes do.
+// it misbehave the way real nodes do. Its pods' processes can be signalled, which ends them.
 #ifndef HANDOFF_TESTS_AGENT_APPLY_FAKE_KUBELET_H_
 #define HANDOFF_TESTS_AGENT_APPLY_FAKE_KUBELET_H_
 
@@ -23,7 +23,10 @@
 
 namespace handoff::testing {
 
-class FakeKubelet : public ProcessTable, public CommandRunner, public HealthChecker {
+class FakeKubelet : public ProcessTable,
+                    public CommandRunner,
+                    public HealthChecker,
+                    public ProcessSignaller {
  public:
   FakeKubelet(const FileSystem& fs, NodePaths paths) : fs_(fs), paths_(std::move(paths)) {
     RestartKubelet();
@@ -59,15 +62,41 @@ class FakeKubelet : public ProcessTable, public CommandRunner, public HealthChec
     return absl::OkStatus();
   }
 
+  // ProcessSignaller: any signal ends a pod's process (a kubelet's own pid is not signalled
+  // here). A pod whose process was ended while its change was dropped (`frozen`) runs nothing
+  // until the kubelet restarts, as the real kubelet's pod worker still holds the old pod.
+  absl::Status Signal(const ProcessInfo& process, int signal) override {
+    signals.push_back(StrCat(signal, " ", process.pid));
+    for (auto it = pods_.begin(); it != pods_.end(); ++it) {
+      if (it->second.info.pid != process.pid || it->second.info.start_time != process.start_time) {
+        continue;
+      }
+      if (unstoppable.count(it->first)) {
+        return absl::PermissionDeniedError(
+            StrCat("signal ", signal, " to process ", process.pid, ": Operation not permitted"));
+      }
+      if (frozen.count(it->first)) held_.insert(it->first);
+      pods_.erase(it);
+      return absl::OkStatus();
+    }
+    return absl::NotFoundError(StrCat("process ", process.pid, " has exited"));
+  }
+
   // Knobs.
   std::set<int> unhealthy_ports;
-  // Pods (by name) whose manifest changes the kubelet ignores: the old process keeps running.
+  // Pods (by name) whose manifest changes the kubelet drops, as a v1.26 kubelet does before it
+  // has read all its pod sources: the old process keeps running and nothing replaces it; once it
+  // is ended, no process runs until the kubelet restarts (which forgets the knob, as a restarted
+  // kubelet has read its sources).
   std::set<std::string> frozen;
+  // Pods (by name) whose process no signal can end (EPERM).
+  std::set<std::string> unstoppable;
   // Pods (by name) started with one more argument than their manifest says.
   std::map<std::string, std::string> extra_arg;
   bool fail_kubelet_restart = false;
 
   std::vector<std::string> commands;
+  std::vector<std::string> signals;  // "<signal> <pid>", in order
   int health_checks = 0;
 
   const ProcessInfo& kubelet() const { return kubelet_; }
@@ -79,6 +108,8 @@ class FakeKubelet : public ProcessTable, public CommandRunner, public HealthChec
   };
 
   void RestartKubelet() {
+    frozen.clear();
+    held_.clear();
     kubelet_.pid = next_pid_++;
     kubelet_.start_time = static_cast<std::uint64_t>(kubelet_.pid);
     kubelet_.argv = {"/usr/bin/kubelet", "--config=/var/lib/kubelet/config.yaml"};
@@ -113,6 +144,7 @@ class FakeKubelet : public ProcessTable, public CommandRunner, public HealthChec
       }
     }
     for (const auto& [name, content] : seen) {
+      if (held_.count(name)) continue;
       auto it = pods_.find(name);
       if (it != pods_.end() && (it->second.content == content || frozen.count(name))) continue;
       absl::StatusOr<StaticPod> pod = StaticPod::Parse(content, name);
@@ -137,6 +169,7 @@ class FakeKubelet : public ProcessTable, public CommandRunner, public HealthChec
   const FileSystem& fs_;
   NodePaths paths_;
   mutable std::map<std::string, Pod> pods_;
+  std::set<std::string> held_;  // pods ended while frozen: nothing runs until a restart
   ProcessInfo kubelet_;
   mutable int next_pid_ = 100;
 };

@@ -74,7 +74,8 @@ class FaultInjectionTest : public ::testing::TestWithParam<Transition> {
     std::ostringstream log;
     ApplyOptions options;
     options.verify = false;  // verification has its own tests; here every write call matters
-    Applier applier(Host{fs, kubelet, kubelet, clock, kubelet}, KubeadmSettings(), options, log);
+    Applier applier(Host{fs, kubelet, kubelet, clock, kubelet, kubelet}, KubeadmSettings(), options,
+                    log);
     action(applier);
   }
 

@@ -63,7 +63,8 @@ class HttpsVerificationTest : public ::testing::Test {
     // kube-apiserver, kube-scheduler and the kubelet answer through the fake kubelet; the two
     // managers through HTTPS.
     RoutingHealth health(*curl, kubelet_, {kcm_health_.port(), ccm_health_.port()});
-    Applier applier(Host{fs_, kubelet_, health, clock_, kubelet_}, settings_, options, log_);
+    Applier applier(Host{fs_, kubelet_, health, clock_, kubelet_, kubelet_}, settings_, options,
+                    log_);
     return applier.Apply(target);
   }
 

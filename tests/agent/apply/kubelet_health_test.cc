@@ -22,7 +22,8 @@ class KubeletHealthApplyTest : public ::testing::Test {
   absl::StatusOr<ApplyReport> Apply(const Settings& settings, NodeState target) {
     ApplyOptions options;
     options.verify_options.timeout = absl::Minutes(1);
-    Applier applier(Host{fs_, kubelet_, kubelet_, clock_, kubelet_}, settings, options, log_);
+    Applier applier(Host{fs_, kubelet_, kubelet_, clock_, kubelet_, kubelet_}, settings, options,
+                    log_);
     return applier.Apply(target);
   }
 

@@ -124,7 +124,7 @@ class DaemonNodeTest : public ::testing::Test {
   }
 
   Host MakeHost(CommandRunner* commands = nullptr) {
-    return Host{fs_, kubelet_, health_, clock_, commands ? *commands : kubelet_};
+    return Host{fs_, kubelet_, health_, clock_, commands ? *commands : kubelet_, kubelet_};
   }
 
   std::unique_ptr<NodeAgent> OpenAgent(NodeAgentOptions options, CommandRunner* commands) {

@@ -62,8 +62,8 @@ constexpr char kStopping[] =
   });
   auto logger = std::make_shared<spdlog::logger>(
       "handoff-agent", std::make_shared<spdlog::sinks::stderr_sink_mt>());
-  const absl::Status ended = RunAgentDaemon(config, Host{fs, kubelet, kubelet, *clock, kubelet},
-                                            logger, notifier);
+  const absl::Status ended = RunAgentDaemon(
+      config, Host{fs, kubelet, kubelet, *clock, kubelet, kubelet}, logger, notifier);
   const std::vector<std::string> sent = notifier.sent();
   for (const std::string& each : sent) std::cerr << "notified: " << each << "\n";
   if (!ended.ok()) {

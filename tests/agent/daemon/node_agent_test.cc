@@ -352,7 +352,7 @@ TEST_F(NodeAgentTest, AnAgentKilledMidMoveRecoversTheNodeOnItsNextStart) {
     std::ostringstream log;
     NodeAgentOptions options = Options();
     absl::StatusOr<std::unique_ptr<NodeAgent>> agent =
-        NodeAgent::Open(Host{copy, kubelet, kubelet, clock, kubelet}, options, log);
+        NodeAgent::Open(Host{copy, kubelet, kubelet, clock, kubelet, kubelet}, options, log);
     ASSERT_TRUE(agent.ok());
     ASSERT_EQ((*agent)->Execute(move).outcome(), v1::CommandResult::SUCCEEDED);
     for (size_t i = 0; i < copy.call_log().size(); ++i) {

@@ -1,9 +1,12 @@
 #include "agent/system/process_table.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>  // program_invocation_name (glibc)
+#include <csignal>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -137,6 +140,62 @@ TEST(ProcfsProcessTableTest, RealProcListsThisTestProcess) {
   const ProcessInfo* self_again = Find(*again, static_cast<int>(::getpid()));
   ASSERT_NE(self_again, nullptr);
   EXPECT_EQ(self_again->start_time, self->start_time);
+}
+
+// A child that waits for a signal; killed and reaped when the test ends.
+class Child {
+ public:
+  Child() {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      while (true) ::pause();
+    }
+  }
+  ~Child() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      Reap();
+    }
+  }
+  pid_t pid() const { return pid_; }
+  // Waits for it to end; returns the signal that ended it (0 when it exited).
+  int Reap() {
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+    return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+TEST(PidfdSignallerTest, SignalsTheListedProcessOnlyWhileItIsStillThatProcess) {
+  Child child;
+  ASSERT_GT(child.pid(), 0);
+  absl::StatusOr<std::vector<ProcessInfo>> listed = NewProcfsProcessTable("/proc")->List();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  const ProcessInfo* found = Find(*listed, child.pid());
+  ASSERT_NE(found, nullptr);
+  const ProcessInfo process = *found;
+  std::unique_ptr<ProcessSignaller> signals = NewPidfdSignaller("/proc");
+
+  // Another start time: the pid names another process now, which must not be signalled.
+  ProcessInfo reused = process;
+  reused.start_time += 1;
+  absl::Status status = signals->Signal(reused, SIGTERM);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("another process"));
+  EXPECT_EQ(::waitpid(child.pid(), nullptr, WNOHANG), 0) << "the child was signalled";
+
+  EXPECT_TRUE(signals->Signal(process, SIGTERM).ok());
+  EXPECT_EQ(child.Reap(), SIGTERM);
+  // Gone (and reaped): nothing to signal.
+  status = signals->Signal(process, SIGKILL);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("has exited"));
 }
 
 }  // namespace

@@ -251,6 +251,74 @@ TEST_F(VerifierTest, NeverTellsWhileTheOldProcessRunsOrWhenThereWasNone) {
   EXPECT_EQ(told, 0);
 }
 
+TEST_F(VerifierTest, AnOldProcessPastStopWithinIsHandedOverOnceAndTheWaitGoesOn) {
+  ComponentCheck check = KcmCheck();
+  check.stop_within = absl::Seconds(5);
+  processes_.processes_ = {Process(100, kKcmArgv, 1000), Process(300, kKcmArgv, 7000)};
+  std::vector<absl::Duration> called_at;
+  std::vector<std::vector<int>> handed;
+  const absl::Time start = clock_.Now();
+  Verifier verifier(processes_, health_, clock_, options_);
+  const absl::Status status =
+      verifier.Wait(check, nullptr, [&](const std::vector<ProcessInfo>& left) {
+        called_at.push_back(clock_.Now() - start);
+        std::vector<int> pids;
+        for (const ProcessInfo& process : left) pids.push_back(process.pid);
+        handed.push_back(pids);
+        processes_.processes_ = {Process(300, kKcmArgv, 7000)};  // what it did ended the old one
+        return absl::OkStatus();
+      });
+  EXPECT_TRUE(status.ok()) << status;
+  // Looks at 0, 2 and 4 s found it running within the 5 s; the one at 6 s handed it over, and the
+  // look right after found the check holding.
+  EXPECT_THAT(called_at, ElementsAre(absl::Seconds(6)));
+  EXPECT_THAT(handed, ElementsAre(ElementsAre(100)));
+  EXPECT_EQ(clock_.Now() - start, absl::Seconds(6));
+}
+
+TEST_F(VerifierTest, AnErrorFromOutlivedEndsTheWaitAndItIsNeverCalledTwice) {
+  ComponentCheck check = KcmCheck();
+  check.stop_within = absl::Seconds(3);
+  processes_.processes_ = {Process(100, kKcmArgv, 1000)};
+  Verifier verifier(processes_, health_, clock_, options_);
+  int calls = 0;
+  absl::Status status = verifier.Wait(check, nullptr, [&](const std::vector<ProcessInfo>&) {
+    ++calls;
+    return absl::PermissionDeniedError("cannot be stopped");
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(calls, 1);
+  // Returning OK without ending it: the wait goes on to its deadline, without a second call.
+  status = verifier.Wait(check, nullptr, [&](const std::vector<ProcessInfo>&) {
+    ++calls;
+    return absl::OkStatus();
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(calls, 2);
+  // Never when the process table cannot be read (nothing is known to run), nor with no
+  // stop_within.
+  processes_.error_ = absl::PermissionDeniedError("cannot read /proc");
+  EXPECT_EQ(verifier
+                .Wait(check, nullptr,
+                      [&](const std::vector<ProcessInfo>&) {
+                        ++calls;
+                        return absl::OkStatus();
+                      })
+                .code(),
+            absl::StatusCode::kDeadlineExceeded);
+  processes_.error_ = absl::OkStatus();
+  check.stop_within = absl::ZeroDuration();
+  EXPECT_EQ(verifier
+                .Wait(check, nullptr,
+                      [&](const std::vector<ProcessInfo>&) {
+                        ++calls;
+                        return absl::OkStatus();
+                      })
+                .code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(calls, 2);
+}
+
 TEST_F(VerifierTest, NoProcess) {
   ComponentCheck check = KcmCheck();
   processes_.processes_ = {Process(1, {"/sbin/init"}, 1)};
