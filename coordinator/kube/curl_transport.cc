@@ -130,7 +130,16 @@ class CurlTransport : public HttpTransport {
 
     code = curl_easy_perform(handle);
     if (code != CURLE_OK) {
-      return TransferError(request, url, code, error_buffer, body.over_limit());
+      absl::Status error = TransferError(request, url, code, error_buffer, body.over_limit());
+      // libcurl keeps a connection whose transfer failed (timed out above all) in the handle's
+      // cache and sends the next request on it. Behind a TCP load balancer that connection stays
+      // pinned to an API server that stopped answering (a node's kube-apiserver in its shutdown
+      // grace), so every retry would wait out its timeout there: the handle goes, and every
+      // connection with it.
+      if (absl::StatusOr<CurlHandle> fresh = NewCurlHandle(); fresh.ok()) {
+        curl_ = *std::move(fresh);
+      }
+      return error;
     }
     long status = 0;
     curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);

@@ -12,6 +12,19 @@ bool IsBackwardGoal(NodeState goal) {
   return goal == NodeState::kPrepared || goal == NodeState::kInTree;
 }
 
+// A move towards in-tree is a step back (finalized → migrated on the way back too). A move
+// forward is one only when it overshoots the goal: a move sent before a rollback and still in
+// flight. A move forward to the goal is not (`start --prepare-only` moves in-tree → prepared
+// towards goal prepared). Without the node's state before the move, every move of a backward
+// goal counts as a step back.
+bool IsStepBack(NodeState goal, NodeState to, const std::optional<NodeState>& from) {
+  const int before = from ? StepsFromInTree(*from) : -1;
+  const int after = StepsFromInTree(to);
+  if (before < 0 || after < 0 || before == after) return IsBackwardGoal(goal);
+  if (after < before) return true;
+  return after > StepsFromInTree(goal) && IsBackwardGoal(goal);
+}
+
 }  // namespace
 
 Phase PhaseOf(const std::optional<NodeState>& goal, const Control& control,
@@ -25,8 +38,7 @@ Phase PhaseOf(const std::optional<NodeState>& goal, const Control& control,
   if (control.halted) return Phase::kHalted;
   if (control.paused) return Phase::kPaused;
   if (moving_to) {
-    // Every move of a backward goal is a step back, even finalized → migrated on the way.
-    if (IsBackwardGoal(*goal)) return Phase::kRollingBack;
+    if (IsStepBack(*goal, *moving_to, moving_from)) return Phase::kRollingBack;
     if (*moving_to == NodeState::kStopped) return Phase::kStopping;
     if (*moving_to == NodeState::kExternal) return Phase::kSwitching;
     if (*moving_to == NodeState::kPrepared) return Phase::kPreparing;

@@ -75,6 +75,20 @@ TEST(PhaseOfTest, EveryMoveOfABackwardGoalIsRollingBack) {
   EXPECT_EQ(PhaseOf(kPrepared, Control{}, kMigrated, Next(Kind::kWait)), Phase::kRollingBack);
   EXPECT_EQ(PhaseOf(kPrepared, Control{}, kPrepared, Next(Kind::kWait)), Phase::kRollingBack);
   EXPECT_EQ(PhaseOf(kInTree, Control{}, kInTree, Next(Kind::kWait)), Phase::kRollingBack);
+  // Known to come from migrated, the move to prepared goes back.
+  EXPECT_EQ(PhaseOf(kPrepared, Control{}, kPrepared, Next(Kind::kWait), kMigrated),
+            Phase::kRollingBack);
+}
+
+TEST(PhaseOfTest, APrepareOnlyRolloutFromInTreeIsPreparingNotRollingBack) {
+  // `start --prepare-only`: the goal is prepared, but every move goes forward to it.
+  EXPECT_EQ(PhaseOf(kPrepared, Control{}, kPrepared, Next(Kind::kWait), kInTree),
+            Phase::kPreparing);
+  // A forward move still in flight when a rollback set a goal behind it is rolling back.
+  EXPECT_EQ(PhaseOf(kInTree, Control{}, kPrepared, Next(Kind::kWait), kInTree),
+            Phase::kRollingBack);
+  EXPECT_EQ(PhaseOf(kPrepared, Control{}, kMigrated, Next(Kind::kWait), kPrepared),
+            Phase::kRollingBack);
 }
 
 TEST(PhaseOfTest, WithNothingInFlightStuckOrWaitingByTheDecision) {
