@@ -24,7 +24,7 @@ int Run(CommandContext& context, SandboxFlags& flags) {
   if (!sandbox::ParseFaults(flags.fault, &flags.options.faults)) {
     context.err() << "handoffctl sandbox: --fault \"" << flags.fault
                   << "\" is not a list of distinct faults of agent-kill, coordinator-kill, "
-                     "unhealthy, stray-backup, kubelet-kill\n";
+                     "unhealthy, stray-backup, kubelet-kill, kubelet-unsynced\n";
     return kExitRefused;
   }
   flags.options.goal =
@@ -105,7 +105,10 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context) {
       "the rollout halts, the sandbox rolls everything back), stray-backup (a stray "
       "kube-controller-manager.yaml.bak: the node is refused until the file is removed), "
       "kubelet-kill (--cluster kubeadm: the moving node's real kubelet is killed mid-move and "
-      "started again by its service manager 10 s later, as kubeadm's unit restarts it)");
+      "started again by its service manager 10 s later, as kubeadm's unit restarts it), "
+      "kubelet-unsynced (--cluster kubeadm: before the rollout the moving node's kubelet is "
+      "restarted with no route to the API server, so it never reads all its pod sources and drops "
+      "every manifest change; the agent must stop the old process and restart the kubelet)");
   command->add_option("--cluster", flags->cluster,
                       "The cluster under the rehearsal: model (default: the fake API server and "
                       "stand-in controller-managers, nothing to install), real (the upstream "

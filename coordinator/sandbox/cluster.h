@@ -125,6 +125,15 @@ class SandboxCluster {
                                            node.spec.name, "'s kubelet is a simulated one"));
   }
 
+  // --fault kubelet-unsynced: `cut` takes the node's route to the API endpoint away, !`cut` gives
+  // it back; either way the node's kubelet is restarted, and cut off it never reads all its pod
+  // sources.
+  // Unimplemented where the kubelet is not a real one.
+  virtual absl::Status CutKubeletOff(const ClusterNode& node, bool /*cut*/) {
+    return absl::UnimplementedError(StrCat("--fault kubelet-unsynced needs --cluster kubeadm: ",
+                                           node.spec.name, "'s kubelet is a simulated one"));
+  }
+
   // The sandbox started `pid` on the host (the coordinator, a command): a cluster that must
   // leave the host as it found it even when the sandbox dies keeps track of it.
   virtual void StartedOnHost(pid_t /*pid*/) {}

@@ -187,7 +187,8 @@ const std::map<std::string, Fault>& Faults() {
       {"coordinator-kill", Fault::kCoordinatorKill},
       {"unhealthy", Fault::kUnhealthy},
       {"stray-backup", Fault::kStrayBackup},
-      {"kubelet-kill", Fault::kKubeletKill}};
+      {"kubelet-kill", Fault::kKubeletKill},
+      {"kubelet-unsynced", Fault::kKubeletUnsynced}};
   return kFaults;
 }
 

@@ -30,7 +30,19 @@ namespace handoff::sandbox {
 //                     the node; the operator removes the file and restarts that agent
 //   kubelet-kill      (kubeadm) kill -9 the moving node's kubelet mid-move; its service manager
 //                     starts it again after its restart delay
-enum class Fault { kNone, kAgentKill, kCoordinatorKill, kUnhealthy, kStrayBackup, kKubeletKill };
+//   kubelet-unsynced  (kubeadm) the moving node's kubelet restarted cut off from the API server
+//                     before the rollout: it never reads all its pod sources, so it drops every
+//                     manifest change (kubernetes#112814) and the agent must stop the old
+//                     process and restart the kubelet itself; reconnected once the move is done
+enum class Fault {
+  kNone,
+  kAgentKill,
+  kCoordinatorKill,
+  kUnhealthy,
+  kStrayBackup,
+  kKubeletKill,
+  kKubeletUnsynced
+};
 
 // How far each rollout of a Leader Migration rehearsal goes before it is rolled back: migrated
 // (every node on the cloud-controller-manager), or prepared (every kube-controller-manager with

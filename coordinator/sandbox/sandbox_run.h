@@ -116,6 +116,11 @@ class SandboxRun {
   absl::Status RunScenario(Fault fault);
   absl::Status StartRollout(v1::NodeState goal);
   absl::Status InjectStrayBackup(NodeRun& target);
+  // kubelet-unsynced: the target's kubelet restarted with no route to the API server before the
+  // rollout; once the rollout is done, the proof that the agent stopped the process that kubelet
+  // left running, and the route back.
+  absl::Status CutKubeletOff(NodeRun& target);
+  absl::Status ReconnectKubelet(NodeRun& target);
   // The node whose move to `goal` the coordinator's plan sends first (the second node if the plan
   // cannot be had).
   NodeRun& FirstToMove(v1::NodeState goal);
@@ -123,6 +128,9 @@ class SandboxRun {
   // there (the measured outage of a downtime rollout, the providerIDs after a cloud-controller-
   // manager ran).
   absl::Status AwaitAllDone(v1::NodeState goal);
+  // Waits for the rollout to be done with every node at `goal` (`what` names it in a timeout),
+  // or to halt on the way there: then Aborted with the halt's reason, at once.
+  absl::StatusOr<v1::RolloutStatus> AwaitGoal(v1::NodeState goal, const std::string& what);
   absl::Status RunUnhealthyScenario();
   absl::Status NoteDowntime(const v1::RolloutStatus& done);
   absl::Status RollBackToInTree();

@@ -229,6 +229,24 @@ absl::Status SandboxRun::NoteDowntime(const v1::RolloutStatus& done) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<v1::RolloutStatus> SandboxRun::AwaitGoal(v1::NodeState goal,
+                                                        const std::string& what) {
+  absl::StatusOr<v1::RolloutStatus> done = Await(
+      what,
+      [goal](const v1::RolloutStatus& s) {
+        // A halt ends the wait too: nothing moves until an operator acts. Only a halt on the way
+        // to this goal: the status from before the last command may still show an earlier one.
+        return (s.phase() == v1::RolloutStatus::DONE && AllAt(s, goal)) ||
+               (s.halted() && s.goal() == goal);
+      },
+      ForMoves(2 * static_cast<int>(nodes_.size())));
+  if (done.ok() && (done->phase() != v1::RolloutStatus::DONE || !AllAt(*done, goal))) {
+    return absl::AbortedError(StrCat("the rollout halted on the way to ", NodeStateText(goal), ": ",
+                                     done->halt_reason()));
+  }
+  return done;
+}
+
 absl::Status SandboxRun::RollBackToInTree() {
   absl::Status status = Call("rollback --to in-tree", [](ctl::OperatorClient& client) {
     v1::RollbackRequest request;
@@ -236,13 +254,7 @@ absl::Status SandboxRun::RollBackToInTree() {
     return client.Rollback(request).status();
   });
   if (status.ok()) {
-    status = Await(
-                 "every node to be back in-tree",
-                 [](const v1::RolloutStatus& s) {
-                   return s.phase() == v1::RolloutStatus::DONE && AllAt(s, v1::NODE_STATE_IN_TREE);
-                 },
-                 ForMoves(2 * static_cast<int>(nodes_.size())))
-                 .status();
+    status = AwaitGoal(v1::NODE_STATE_IN_TREE, "every node to be back in-tree").status();
   }
   if (!status.ok()) return status;
   Say("rollback done: every node runs the in-tree cloud provider (1.26) again");
@@ -273,12 +285,8 @@ SandboxRun::NodeRun& SandboxRun::FirstToMove(v1::NodeState goal) {
 }
 
 absl::Status SandboxRun::AwaitAllDone(v1::NodeState goal) {
-  absl::StatusOr<v1::RolloutStatus> done = Await(
-      StrCat("every node to be ", NodeStateText(goal)),
-      [goal](const v1::RolloutStatus& s) {
-        return s.phase() == v1::RolloutStatus::DONE && AllAt(s, goal);
-      },
-      ForMoves(2 * static_cast<int>(nodes_.size())));
+  absl::StatusOr<v1::RolloutStatus> done =
+      AwaitGoal(goal, StrCat("every node to be ", NodeStateText(goal)));
   if (!done.ok()) return done.status();
   Say(goal == v1::NODE_STATE_PREPARED
           ? "rollout done: every node's kube-controller-manager runs with Leader Migration"
@@ -326,6 +334,7 @@ absl::Status SandboxRun::RunScenario(Fault fault) {
   NodeRun& target = nodes_.size() > 1 ? nodes_[1] : nodes_[0];
   absl::Status status;
   if (fault == Fault::kStrayBackup) status = InjectStrayBackup(target);
+  if (fault == Fault::kKubeletUnsynced) status = CutKubeletOff(target);
   if (status.ok()) status = StartRollout(goal);
   if (!status.ok()) return status;
   switch (fault) {
@@ -339,8 +348,37 @@ absl::Status SandboxRun::RunScenario(Fault fault) {
       break;
   }
   if (status.ok()) status = AwaitAllDone(goal);
+  if (status.ok() && fault == Fault::kKubeletUnsynced) status = ReconnectKubelet(target);
   if (status.ok()) status = RollBackToInTree();
   return status;
+}
+
+absl::Status SandboxRun::CutKubeletOff(NodeRun& target) {
+  absl::Status cut = cluster_->CutKubeletOff(target.node, true);
+  if (!cut.ok()) return cut;
+  Say(StrCat("fault: ", target.spec().name,
+             "'s kubelet restarted with no route to the API server: it drops every manifest "
+             "change until it has read all its pod sources"));
+  return absl::OkStatus();
+}
+
+absl::Status SandboxRun::ReconnectKubelet(NodeRun& target) {
+  // The fault only counts if the kubelet did drop the change and the agent stepped in: its
+  // move says so in a note.
+  const std::string log = Path(StrCat("logs/agent-", target.spec().name, ".log"));
+  absl::StatusOr<std::string> text = fs_->ReadFile(log);
+  constexpr char kStepped[] = "handoff stopped it and restarted the kubelet";
+  if (!text.ok() || text->find(kStepped) == std::string::npos) {
+    return absl::InternalError(StrCat(
+        target.spec().name, "'s agent never stopped a process its kubelet left running (no \"",
+        kStepped, "\" in ", log, "): the kubelet cut off from the API server acted on the change"));
+  }
+  Say(StrCat(target.spec().name,
+             "'s agent stopped the old process its kubelet left running "
+             "and restarted the kubelet; the move completed"));
+  absl::Status back = cluster_->CutKubeletOff(target.node, false);
+  if (back.ok()) Say(StrCat(target.spec().name, "'s kubelet has its route to the API server back"));
+  return back;
 }
 
 int SandboxRun::RunRollout() {

@@ -211,21 +211,29 @@ TEST(KubeadmRunTest, ThreeNodesMoveToTheCloudControllerManagerAndBackOnRealKubel
 TEST(KubeadmRunTest, EveryFaultOnTwoNodesEndsWithTheInvariantHeld) {
   if (!CanRunKubeadmCluster()) return;
   const HostSnapshot before = Capture();
-  KubeadmOutcome run = Sandbox({"--nodes", "2", "--goal", "prepared", "--fault",
-                                "agent-kill,coordinator-kill,kubelet-kill,unhealthy"},
-                               absl::Minutes(25));
+  KubeadmOutcome run =
+      Sandbox({"--nodes", "2", "--goal", "prepared", "--fault",
+               "agent-kill,coordinator-kill,kubelet-kill,kubelet-unsynced,unhealthy"},
+              absl::Minutes(25));
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the agent of ip-172-31-250-74.ec2.internal"));
   EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the coordinator during move"));
   EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the kubelet of ip-172-31-250-74.ec2.internal"));
+  // The kubelet cut off from the API server dropped the move's change; the agent stopped the
+  // old kube-controller-manager and restarted the kubelet (the run fails otherwise).
+  EXPECT_THAT(run.output, HasSubstr("fault: ip-172-31-250-74.ec2.internal's kubelet restarted "
+                                    "with no route to the API server"));
+  EXPECT_THAT(run.output, HasSubstr("ip-172-31-250-74.ec2.internal's agent stopped the old "
+                                    "process its kubelet left running"));
   EXPECT_THAT(run.output, HasSubstr("halted as it must be: "));
-  for (const char* fault : {"agent-kill", "coordinator-kill", "kubelet-kill", "unhealthy"}) {
+  for (const char* fault :
+       {"agent-kill", "coordinator-kill", "kubelet-kill", "kubelet-unsynced", "unhealthy"}) {
     EXPECT_THAT(run.output,
                 HasSubstr(StrCat("scenario ", fault, " completed; invariant held so far")))
         << fault;
   }
   EXPECT_THAT(run.output, HasSubstr("with each fault: agent-kill, coordinator-kill, "
-                                    "kubelet-kill, unhealthy"));
+                                    "kubelet-kill, kubelet-unsynced, unhealthy"));
   EXPECT_THAT(run.output, HasSubstr("invariant held: no cloud controller ran in two processes"));
   EXPECT_THAT(run.processes_left, IsEmpty());
   ExpectHostAsBefore(before, Capture());

@@ -7,12 +7,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -50,6 +52,8 @@ using node::ReadText;
 constexpr char kSubnet[] = "172.31.250.";
 constexpr char kBridgeIp[] = "172.31.250.1";
 constexpr char kEndpointIp[] = "172.31.250.2";
+// What a kubelet v1.26 logs as its main sync loop starts, its manifests read.
+constexpr char kSyncLoopStarted[] = "Starting kubelet main sync loop";
 constexpr int kPrefixLength = 24;
 constexpr char kZones[] = "abc";
 constexpr char kRegion[] = "us-east-1";
@@ -199,6 +203,53 @@ class KubeadmCluster : public SandboxCluster {
                           "kill-kubelet", absl::Seconds(10));
     if (!answer.ok()) return answer.status();
     if (!StartsWith(*answer, "ok")) return absl::UnavailableError(*answer);
+    return absl::OkStatus();
+  }
+
+  absl::Status CutKubeletOff(const ClusterNode& cluster_node, bool cut) override {
+    const Node* node = Find(cluster_node.spec.name);
+    if (node == nullptr) return absl::NotFoundError(cluster_node.spec.name);
+    // Only the kubelet opens connections to the endpoint (kubelet.conf); the node's managers use
+    // its own API server (controller-manager.conf, scheduler.conf), its agent the bridge. A rule
+    // for the endpoint's port alone, not a route to its address: the load balancer's own
+    // connections to this node's API server come from that address, and their replies must
+    // still reach it.
+    absl::Status routed =
+        RunOnNode(*node,
+                  {"ip", "rule", cut ? "add" : "del", "to", StrCat(kEndpointIp, "/32"), "ipproto",
+                   "tcp", "dport", std::to_string(kubeadm::kApiServerPort), "unreachable"},
+                  StrCat("route-", node->name), absl::Seconds(30));
+    if (!routed.ok()) return routed;
+    // Restarted either way: cut off, it reads its manifests at once and then waits for the API
+    // server for good; given its route back, it syncs at once rather than after its reflectors'
+    // back-off (up to 30 s). Its main sync loop starting says it has read its manifests.
+    const std::string log = Log(StrCat("kubelet-", node->name));
+    const auto loops = [&log] {
+      std::optional<std::string> text = ReadText(log);
+      size_t count = 0;
+      for (size_t at = 0; text && (at = text->find(kSyncLoopStarted, at)) != std::string::npos;
+           at += sizeof(kSyncLoopStarted) - 1) {
+        ++count;
+      }
+      return count;
+    };
+    const size_t before = loops();
+    absl::StatusOr<std::string> answer =
+        node::SendControl(StrCat("/proc/", node->init_pid, "/root", node::kControlSocket),
+                          "restart-kubelet", absl::Seconds(30));
+    if (!answer.ok()) return answer.status();
+    if (!StartsWith(*answer, "ok")) return absl::UnavailableError(*answer);
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (loops() == before) {
+      if (absl::Now() >= deadline) {
+        return absl::DeadlineExceededError(StrCat(node->name,
+                                                  "'s kubelet did not start its sync "
+                                                  "loop within 30 s; its log is ",
+                                                  log));
+      }
+      // The kubelet's log is the only sign, and a file says nothing when it grows.
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     return absl::OkStatus();
   }
 
