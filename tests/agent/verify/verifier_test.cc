@@ -282,39 +282,29 @@ TEST_F(VerifierTest, AnErrorFromOutlivedEndsTheWaitAndItIsNeverCalledTwice) {
   processes_.processes_ = {Process(100, kKcmArgv, 1000)};
   Verifier verifier(processes_, health_, clock_, options_);
   int calls = 0;
-  absl::Status status = verifier.Wait(check, nullptr, [&](const std::vector<ProcessInfo>&) {
-    ++calls;
-    return absl::PermissionDeniedError("cannot be stopped");
-  });
+  // Counts its calls and answers `answer`.
+  const auto counted = [&calls](absl::Status answer) {
+    return [&calls, answer](const std::vector<ProcessInfo>&) {
+      ++calls;
+      return answer;
+    };
+  };
+  absl::Status status =
+      verifier.Wait(check, nullptr, counted(absl::PermissionDeniedError("cannot be stopped")));
   EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(calls, 1);
   // Returning OK without ending it: the wait goes on to its deadline, without a second call.
-  status = verifier.Wait(check, nullptr, [&](const std::vector<ProcessInfo>&) {
-    ++calls;
-    return absl::OkStatus();
-  });
+  status = verifier.Wait(check, nullptr, counted(absl::OkStatus()));
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(calls, 2);
   // Never when the process table cannot be read (nothing is known to run), nor with no
   // stop_within.
   processes_.error_ = absl::PermissionDeniedError("cannot read /proc");
-  EXPECT_EQ(verifier
-                .Wait(check, nullptr,
-                      [&](const std::vector<ProcessInfo>&) {
-                        ++calls;
-                        return absl::OkStatus();
-                      })
-                .code(),
+  EXPECT_EQ(verifier.Wait(check, nullptr, counted(absl::OkStatus())).code(),
             absl::StatusCode::kDeadlineExceeded);
   processes_.error_ = absl::OkStatus();
   check.stop_within = absl::ZeroDuration();
-  EXPECT_EQ(verifier
-                .Wait(check, nullptr,
-                      [&](const std::vector<ProcessInfo>&) {
-                        ++calls;
-                        return absl::OkStatus();
-                      })
-                .code(),
+  EXPECT_EQ(verifier.Wait(check, nullptr, counted(absl::OkStatus())).code(),
             absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(calls, 2);
 }
