@@ -306,13 +306,7 @@ absl::Status Applier::StopLeftRunning(const std::string& component,
   const auto running = [&]() -> absl::StatusOr<std::vector<ProcessInfo>> {
     absl::StatusOr<std::vector<ProcessInfo>> now = host_.processes.List();
     if (!now.ok()) return now.status();
-    std::vector<ProcessInfo> still;
-    for (const ProcessInfo& old : left) {
-      for (const ProcessInfo& process : *now) {
-        if (process.pid == old.pid && process.start_time == old.start_time) still.push_back(old);
-      }
-    }
-    return still;
+    return StillRunning(left, *now);
   };
   const auto signal_all = [&](const std::vector<ProcessInfo>& processes,
                               int signal) -> absl::Status {

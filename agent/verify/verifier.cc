@@ -275,6 +275,18 @@ absl::Status Verifier::CheckNow(const ComponentCheck& check) {
   return absl::UnavailableError(reason);
 }
 
+std::vector<ProcessInfo> StillRunning(const std::vector<ProcessInfo>& old,
+                                      const std::vector<ProcessInfo>& now) {
+  std::vector<ProcessInfo> still;
+  for (const ProcessInfo& process : old) {
+    if (std::any_of(now.begin(), now.end(),
+                    [&](const ProcessInfo& p) { return SameProcess(p, process); })) {
+      still.push_back(process);
+    }
+  }
+  return still;
+}
+
 bool RunsAsChecked(const ComponentCheck& check, const ProcessInfo& process) {
   return IsOneOf(process, check.binaries) && ArgvMismatch(check, process.argv).empty();
 }
@@ -286,14 +298,7 @@ std::string Verifier::Look(const ComponentCheck& check,
   absl::StatusOr<std::vector<ProcessInfo>> running = Running(check);
   if (!running.ok()) return StrCat("cannot list processes: ", running.status().message());
 
-  // The old processes are looked for by pid and start time: a pid reused by an unrelated
-  // process must not count as the old one still running.
-  std::vector<ProcessInfo> still;
-  for (const ProcessInfo& old : check.before) {
-    for (const ProcessInfo& process : *running) {
-      if (SameProcess(process, old)) still.push_back(old);
-    }
-  }
+  const std::vector<ProcessInfo> still = StillRunning(check.before, *running);
   if (old_running != nullptr) *old_running = still;
   if (!still.empty()) return StrCat("old process ", still.front().pid, " still running");
   if (!check.present) {

@@ -77,6 +77,11 @@ ComponentCheck CheckForKubelet(const std::vector<std::string>& flags,
                                const HealthEndpoint& health = DefaultKubeletHealth(),
                                absl::Duration settle = absl::ZeroDuration());
 
+// The processes of `old` found in `now`, by pid and start time: a pid reused by an unrelated
+// process does not count as the old one still running.
+std::vector<ProcessInfo> StillRunning(const std::vector<ProcessInfo>& old,
+                                      const std::vector<ProcessInfo>& now);
+
 // Whether `process` is one of `check`'s binaries running with the argv `check` asks for.
 bool RunsAsChecked(const ComponentCheck& check, const ProcessInfo& process);
 
