@@ -3,12 +3,14 @@
 #   1. the Debian packages, and the real upstream components (tests/real/components.sh: the
 #      Kubernetes 1.26 and 1.27 components, kubeadm, the kubelet, etcd, crictl, the images, the
 #      fake AWS) built beside the C++ build, which treats warnings as errors;
-#   2. the whole-system runs that need the machine to themselves: the sandbox on the model cluster
-#      (label "sandbox") and the tests against the real components (label "real");
-#   3. then, in the background, the kubeadm cluster's runs (label "kubeadm": real kubelets and
-#      containerd; minutes of waiting for each real move), while the rest runs in front: every
-#      other test of the optimised build, the same under AddressSanitizer and
-#      UndefinedBehaviorSanitizer, and the fuzz targets (tests/fuzz) for a while.
+#   2. then, in the background, the kubeadm cluster's runs (label "kubeadm": real kubelets and
+#      containerd; minutes of waiting for each real move) and, at the lowest CPU priority, the
+#      second build: clang, unoptimised, ASan and UBSan, with libFuzzer's coverage (tests/fuzz);
+#   3. meanwhile, in front: the whole-system runs on the model and real components (labels
+#      "sandbox", "real": mostly waiting for leases, on addresses of their own, 127.0.1.N, where
+#      the kubeadm cluster has its own bridge), every other test of the optimised build, then
+#      the whole suite again in the sanitizer build with the fuzz targets' corpora, and each fuzz
+#      target for a while.
 # C++ compilations are cached by ccache (CCACHE_DIR, default ~/.cache/handoff/ccache), the Go
 # builds by Go's own cache: a second run rebuilds only what changed.
 set -euo pipefail
@@ -42,37 +44,61 @@ rm -f "$components_log"
 # A test labelled "real" or "kubeadm" fails, rather than skips, when a component is missing.
 export HANDOFF_REQUIRE_REAL=1
 
-stage "test: the whole-system runs (labels sandbox, real), one at a time"
-ctest --test-dir build --output-on-failure --label-regex '^(sandbox|real)$'
+# Background work runs in process groups of its own (setsid): ctest neither passes a signal on to
+# the test it runs nor takes SIGINT in the background, so whatever ends this script stops each
+# whole group, and each sandbox takes SIGTERM as an interrupt and tears its cluster down.
+background_groups=()
+stop_background() {
+  local pid waited
+  for pid in "${background_groups[@]}"; do kill -TERM -- -"$pid" 2> /dev/null || true; done
+  for pid in "${background_groups[@]}"; do
+    for waited in $(seq 120); do
+      kill -0 -- -"$pid" 2> /dev/null || break
+      sleep 1
+    done
+  done
+}
+trap stop_background EXIT
 
 kubeadm_log="$(mktemp)"
 stage "test: the kubeadm cluster's runs (label kubeadm), in the background: log in $kubeadm_log"
-# In a process group of its own (setsid): ctest neither passes a signal on to the test it runs
-# nor takes SIGINT in the background, so whatever ends this script stops the whole group, and
-# each sandbox takes SIGTERM as an interrupt and tears its cluster down before it exits.
 setsid ctest --test-dir build --output-on-failure --label-regex '^kubeadm$' > "$kubeadm_log" 2>&1 &
 kubeadm_pid=$!
-stop_kubeadm_runs() {
-  kill -TERM -- -"$kubeadm_pid" 2> /dev/null || return 0
-  echo "tests/run.sh: stopping the kubeadm runs (log: $kubeadm_log)" >&2
-  local waited
-  for waited in $(seq 120); do
-    kill -0 -- -"$kubeadm_pid" 2> /dev/null || return 0
-    sleep 1
-  done
-  echo "tests/run.sh: the kubeadm runs did not stop within ${waited}s" >&2
-}
-trap stop_kubeadm_runs EXIT
+background_groups+=("$kubeadm_pid")
+
+# One clang build serves the sanitizers and the fuzz targets (-DHANDOFF_FUZZ=ON instruments
+# everything with ASan, UBSan and libFuzzer's coverage). Unoptimised: clang at -O0 compiles this
+# code in half the time GCC takes with the same sanitizers, and the sanitizers need no
+# optimiser. At nice 19 it takes only the CPU the runs in front leave idle while they wait.
+sanitize_log="$(mktemp)"
+stage "build: ASan + UBSan + libFuzzer (clang, build-sanitize), in the background: log in $sanitize_log"
+if [ -f build-sanitize/CMakeCache.txt ] &&
+  ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++-14$' build-sanitize/CMakeCache.txt; then
+  rm -rf build-sanitize # configured by another compiler
+fi
+setsid nice -n 19 bash -c 'CC=clang-14 CXX=clang++-14 cmake -S . -B build-sanitize -G Ninja \
+  -DCMAKE_BUILD_TYPE= -DHANDOFF_FUZZ=ON -DHANDOFF_WERROR=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache &&
+  cmake --build build-sanitize --parallel "$(nproc)"' > "$sanitize_log" 2>&1 &
+sanitize_pid=$!
+background_groups+=("$sanitize_pid")
+
+stage "test: the whole-system runs (labels sandbox, real), one at a time"
+ctest --test-dir build --output-on-failure --label-regex '^(sandbox|real)$'
 
 stage "test: everything else"
 ctest --test-dir build --output-on-failure --parallel "$(nproc)" \
   --label-exclude '^(sandbox|real|kubeadm)$'
 
-stage "build and test under ASan + UBSan"
-# Unoptimised and without debug info: on two cores this halves the second build's time, and the
-# sanitizers need neither (they report function names either way).
-HANDOFF_BUILD_DIR=build-sanitize bash packaging/build.sh -DHANDOFF_WERROR=ON -DHANDOFF_SANITIZE=ON \
-  -DCMAKE_BUILD_TYPE=
+stage "build: waiting for the sanitizer build"
+if ! wait "$sanitize_pid"; then
+  cat "$sanitize_log" >&2
+  echo "tests/run.sh: the sanitizer build failed (log above)" >&2
+  exit 1
+fi
+tail -n 1 "$sanitize_log"
+rm -f "$sanitize_log"
+
+stage "test: everything again under ASan + UBSan, the fuzz targets' corpora included"
 # The whole-system runs (labels sandbox, real, kubeadm: minutes of real lease handovers and the
 # upstream components) ran in the optimised pass; their parts are tested here by their own suites.
 # tests/sanitizers/lsan.supp says why its one suppression is there.
@@ -81,16 +107,11 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build-sanitize --output-on-failure --parallel "$(nproc)" \
   --label-exclude '^(sandbox|real|kubeadm)$'
 
-stage "fuzz: every target over its committed corpus, then fuzzed for a bounded time"
-# clang builds only the fuzz targets (tests/fuzz) and the libraries they link, with libFuzzer's
-# coverage, ASan and UBSan. Each target runs HANDOFF_FUZZ_SECONDS (default 20) from its seeds, two
-# at a time; a crash, a hang (-timeout=10) or -rss_limit_mb=2048 exceeded fails the run and prints
-# the input's path. Longer runs: `ninja -C build-fuzz fuzz-long` (tests/fuzz/README.md).
-CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DHANDOFF_FUZZ=ON -DHANDOFF_WERROR=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
-cmake --build build-fuzz --target fuzz-targets --parallel "$(nproc)"
-ctest --test-dir build-fuzz --label-regex fuzz --output-on-failure
-bash tests/fuzz/run_fuzzers.sh --seconds "${HANDOFF_FUZZ_SECONDS:-20}" --jobs 2 build-fuzz
+stage "fuzz: every target for a bounded time"
+# Each target runs HANDOFF_FUZZ_SECONDS (default 20) from its seeds, two at a time; a crash, a
+# hang (-timeout=10) or -rss_limit_mb=2048 exceeded fails the run and prints the input's path.
+# Longer runs, optimised: tests/fuzz/README.md.
+bash tests/fuzz/run_fuzzers.sh --seconds "${HANDOFF_FUZZ_SECONDS:-20}" --jobs 2 build-sanitize
 
 stage "test: waiting for the kubeadm cluster's runs"
 kubeadm_status=0
