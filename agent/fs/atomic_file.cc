@@ -8,6 +8,13 @@
 namespace handoff {
 namespace {
 
+// The directory whose entry `path` is: "." for a name without one ("cluster.yaml"), whose
+// ParentPath is empty.
+std::string DirectoryOf(const std::string& path) {
+  std::string parent = ParentPath(path);
+  return parent.empty() ? "." : parent;
+}
+
 // Keeps the code of `cause` and puts `context` in front of its message.
 absl::Status Annotate(const absl::Status& cause, std::string_view context) {
   return absl::Status(cause.code(), StrCat(context, ": ", cause.message()));
@@ -36,13 +43,20 @@ std::string TempPathFor(const std::string& path) {
 absl::Status AtomicReplace(FileSystem& fs, const std::string& path, std::string_view content,
                            const std::optional<FileInfo>& attributes) {
   const std::string temp = TempPathFor(path);
-  const std::string directory = ParentPath(path);
+  const std::string directory = DirectoryOf(path);
   const std::string context = StrCat("replacing ", path, " via ", temp);
 
   FileInfo info;
   absl::StatusOr<FileInfo> existing = fs.Stat(path);
   if (existing.ok() && existing->is_directory) {
     return absl::FailedPreconditionError(StrCat(context, ": ", path, " is a directory"));
+  }
+  // rename(2) would put a regular file in the place of a device, a FIFO or a socket (root's
+  // `-o /dev/null` would replace the host's /dev/null), and the new file would take its mode.
+  if (existing.ok() && existing->type != FileType::kRegular) {
+    return absl::FailedPreconditionError(
+        StrCat(context, ": ", path, " is ", FileTypeName(existing->type),
+               ", not a regular file; handoff replaces only regular files"));
   }
   if (!existing.ok() && !absl::IsNotFound(existing.status())) {
     return Annotate(existing.status(), StrCat(context, ": stat of the file failed"));
@@ -104,7 +118,7 @@ absl::Status AtomicReplace(FileSystem& fs, const std::string& path, std::string_
 }
 
 absl::Status DurableRemove(FileSystem& fs, const std::string& path) {
-  const std::string directory = ParentPath(path);
+  const std::string directory = DirectoryOf(path);
   absl::Status removed = fs.RemoveFile(path);
   if (!removed.ok() && !absl::IsNotFound(removed)) {
     return Annotate(removed, StrCat("removing ", path, ": unlink failed"));

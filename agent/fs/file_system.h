@@ -15,11 +15,28 @@
 
 namespace handoff {
 
+// What Stat found at a path (symlinks followed).
+enum class FileType {
+  kRegular,
+  kDirectory,
+  kFifo,
+  kSocket,
+  kCharacterDevice,
+  kBlockDevice,
+  kOther
+};
+
+// "a regular file", "a directory", "a FIFO (named pipe)", "a character device", ...: for messages.
+std::string_view FileTypeName(FileType type);
+
 struct FileInfo {
   bool is_directory = false;
   unsigned mode = 0644;  // permission bits
   unsigned uid = 0;
   unsigned gid = 0;
+  // Set by Stat (kDirectory exactly when is_directory); ignored by WriteFile, which only makes
+  // regular files.
+  FileType type = FileType::kRegular;
 };
 
 // Paths are absolute host paths ("/etc/kubernetes/manifests/kube-apiserver.yaml"); an

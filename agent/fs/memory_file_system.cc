@@ -51,6 +51,7 @@ absl::StatusOr<FileInfo> MemoryFileSystem::Stat(const std::string& path) const {
   if (IsDirectory(path)) {
     FileInfo info;
     info.is_directory = true;
+    info.type = FileType::kDirectory;
     auto it = directories_.find(TrimTrailingSlashes(path));
     info.mode = it != directories_.end() ? it->second : 0755;
     return info;
@@ -84,6 +85,7 @@ absl::Status MemoryFileSystem::WriteFile(const std::string& path, std::string_vi
   files_[path] = std::string(data);
   FileInfo info = attributes;
   info.is_directory = false;
+  info.type = FileType::kRegular;
   info.mode &= 07777;
   infos_[path] = info;
   return absl::OkStatus();

@@ -54,15 +54,17 @@ class PosixLock : public FileSystem::Lock {
 };
 
 // What a file that is not a regular file is, for the error that refuses to read it.
-std::string_view FileTypeName(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  return "not a regular file";
+FileType TypeOf(mode_t mode) {
+  if (S_ISREG(mode)) return FileType::kRegular;
+  if (S_ISDIR(mode)) return FileType::kDirectory;
+  if (S_ISFIFO(mode)) return FileType::kFifo;
+  if (S_ISCHR(mode)) return FileType::kCharacterDevice;
+  if (S_ISBLK(mode)) return FileType::kBlockDevice;
+  if (S_ISSOCK(mode)) return FileType::kSocket;
+  return FileType::kOther;
 }
+
+std::string_view FileTypeName(mode_t mode) { return handoff::FileTypeName(TypeOf(mode)); }
 
 absl::Status NotRegularFile(const std::string& path, mode_t mode, const ReadLimit& limit) {
   // The message for a directory stays the one callers have always seen.
@@ -141,6 +143,7 @@ class PosixFileSystem : public FileSystem {
     if (::fstat(fd.get(), &st) != 0) return ErrnoStatus(path, errno);
     FileInfo info;
     info.is_directory = S_ISDIR(st.st_mode);
+    info.type = TypeOf(st.st_mode);
     info.mode = st.st_mode & 07777;
     info.uid = st.st_uid;
     info.gid = st.st_gid;
@@ -310,6 +313,26 @@ class PosixFileSystem : public FileSystem {
 };
 
 }  // namespace
+
+std::string_view FileTypeName(FileType type) {
+  switch (type) {
+    case FileType::kRegular:
+      return "a regular file";
+    case FileType::kDirectory:
+      return "a directory";
+    case FileType::kFifo:
+      return "a FIFO (named pipe)";
+    case FileType::kSocket:
+      return "a socket";
+    case FileType::kCharacterDevice:
+      return "a character device";
+    case FileType::kBlockDevice:
+      return "a block device";
+    case FileType::kOther:
+      break;
+  }
+  return "not a regular file";
+}
 
 bool FileSystem::Exists(const std::string& path) const {
   absl::StatusOr<FileInfo> info = Stat(path);

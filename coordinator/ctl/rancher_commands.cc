@@ -1,17 +1,15 @@
 // handoffctl rancher rke2|rke: a Rancher cluster's configuration changed for one phase of the move
 // to the out-of-tree AWS cloud-controller-manager (coordinator/rancher/rancher_config.h). Files
 // only: nothing here talks to Rancher or the cluster.
-#include <unistd.h>
 
 #include <istream>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/base/strings.h"
 #include "agent/base/unified_diff.h"
-#include "agent/fs/atomic_file.h"
+#include "agent/fs/output_file.h"
 #include "agent/fs/read_limit.h"
 #include "coordinator/ctl/command_context.h"
 #include "coordinator/rancher/rancher_config.h"
@@ -51,19 +49,12 @@ absl::StatusOr<std::string> ReadAll(std::istream& input, const ReadLimit& limit)
   return text;
 }
 
-// Writes `content` to `path` in one atomic step; a new file is the operator's, mode 0600 (a
-// cluster file can hold credentials).
+// Writes `content` to `path` (WriteOutputFile: atomically, only ever over a regular file); a new
+// file is the operator's, mode 0600 (a cluster file can hold credentials).
 absl::Status WriteOutput(FileSystem& files, const std::string& path, std::string_view content,
                          std::string_view what) {
-  std::optional<FileInfo> attributes;
-  if (absl::StatusOr<FileInfo> existing = files.Stat(path); !existing.ok()) {
-    attributes = FileInfo{false, 0600, static_cast<unsigned>(geteuid()),
-                          static_cast<unsigned>(getegid())};
-  }
-  absl::Status written = AtomicReplace(files, path, content, attributes);
-  if (!written.ok()) {
-    return absl::Status(written.code(), StrCat(what, " ", path, ": ", written.message()));
-  }
+  absl::Status written = WriteOutputFile(files, path, content, 0600);
+  if (!written.ok()) return absl::Status(written.code(), StrCat(what, " ", written.message()));
   return absl::OkStatus();
 }
 

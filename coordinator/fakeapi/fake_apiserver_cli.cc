@@ -7,6 +7,7 @@
 
 #include "CLI/CLI.hpp"
 #include "agent/base/strings.h"
+#include "agent/fs/output_file.h"
 #include "coordinator/fakeapi/api_store.h"
 #include "coordinator/fakeapi/fake_api_server.h"
 
@@ -114,9 +115,8 @@ int RunFakeApiServerCli(int argc, const char* const* argv, std::ostream& out, st
   if (!server.ok()) return refuse(StrCat(server.status().message()));
   const std::string url = (*server)->url();
   if (!port_file.empty()) {
-    FileInfo info;
-    info.mode = 0644;
-    if (absl::Status written = fs.WriteFile(port_file, StrCat((*server)->port(), "\n"), info);
+    if (absl::Status written =
+            WriteOutputFile(fs, port_file, StrCat((*server)->port(), "\n"), 0644);
         !written.ok()) {
       return refuse(StrCat("--port-file: ", written.message()));
     }

@@ -12,6 +12,7 @@
 #include "agent/cli/cli_config.h"
 #include "agent/fs/atomic_file.h"
 #include "agent/fs/file_system.h"
+#include "agent/fs/output_file.h"
 #include "agent/fs/read_limit.h"
 #include "agent/system/clock.h"
 #include "agent/system/log_setup.h"
@@ -329,9 +330,11 @@ int Run(const Options& options, const ConfigArgs& file) {
   spdlog::info("serving on port {} for nodes {} (state in {})", (*server)->port(), options.nodes,
                state_dir);
   if (!options.port_file.empty()) {
-    absl::Status written = AtomicReplace(*fs, std::filesystem::absolute(options.port_file),
-                                         StrCat((*server)->port(), "\n"));
-    if (!written.ok()) return fail(written);
+    absl::Status written =
+        WriteOutputFile(*fs, options.port_file, StrCat((*server)->port(), "\n"), 0644);
+    if (!written.ok()) {
+      return fail(absl::Status(written.code(), StrCat("--port-file ", written.message())));
+    }
   }
 
   const ShutdownSignal& stop = (*lifecycle)->shutdown();

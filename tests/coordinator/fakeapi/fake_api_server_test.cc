@@ -1,6 +1,9 @@
 // The fake API server over the network: TLS, identities, and its command line.
 #include "coordinator/fakeapi/fake_api_server.h"
 
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -17,6 +20,7 @@ using ::handoff::testing::FakeCluster;
 using ::handoff::testing::ReadTestdata;
 using ::handoff::testing::TempDir;
 using ::handoff::testing::Testdata;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -150,6 +154,37 @@ TEST(FakeApiServerCliTest, ServesTheSeedUntilStopped) {
   in >> port;
   EXPECT_GT(port, 0);
   EXPECT_THAT(result.out, HasSubstr(":" + std::to_string(port) + " "));
+}
+
+// --port-file naming a device or a FIFO (directly or through a symlink) is refused before the
+// server serves, and left as it was; through a symlink to a file, that file gets the port.
+TEST(FakeApiServerCliTest, APortFileThatIsNotARegularFileIsRefusedAndLeftAsItWas) {
+  TempDir dir;
+  const std::string fifo = dir.path() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string device_link = dir.path() + "/null";
+  std::filesystem::create_symlink("/dev/null", device_link);
+  auto never = [](const std::string&) { ADD_FAILURE() << "must not serve"; };
+  for (const std::string& port_file : {fifo, device_link}) {
+    CliResult result = RunCli({"--plain-http", "--port-file", port_file}, never);
+    EXPECT_EQ(result.code, 2) << port_file;
+    EXPECT_THAT(result.err,
+                AllOf(HasSubstr("--port-file: " + port_file), HasSubstr("not a regular file")));
+  }
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  EXPECT_TRUE(std::filesystem::is_symlink(device_link));
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+
+  const std::string target = dir.path() + "/port";
+  std::filesystem::create_symlink(target, dir.path() + "/port-link");
+  CliResult served =
+      RunCli({"--plain-http", "--port-file", dir.path() + "/port-link"}, [](const std::string&) {});
+  EXPECT_EQ(served.code, 0) << served.err;
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.path() + "/port-link"));
+  std::ifstream in(target);
+  int port = 0;
+  in >> port;
+  EXPECT_GT(port, 0);
 }
 
 TEST(FakeApiServerCliTest, UsageErrors) {

@@ -1,6 +1,7 @@
 // handoffctl rancher rke2|rke, run in-process on files in a temp directory: stdout, -o (atomic,
 // nothing written on a refusal), --diff, and RKE's Helm values.
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -117,6 +118,50 @@ TEST_F(RancherCommandsTest, OutputFileIsWrittenAndNothingIsWrittenOnARefusal) {
   EXPECT_EQ(again.code, 2);
   EXPECT_THAT(again.err, HasSubstr("cloud-provider-name: is \"external\""));
   EXPECT_EQ(ReadFile(output), migrated);
+}
+
+// `-o` naming something that is not a regular file: refused by name (exit 2), and nothing there
+// is replaced; through a symlink to a file, that file is written and the link stays.
+TEST_F(RancherCommandsTest, OutputToAnythingButARegularFileIsRefusedAndLeftAsItWas) {
+  const std::string cluster = Copy("rke2/cluster.yaml", "cluster.yaml");
+  const std::string device_link = dir_ + "/null";
+  std::filesystem::create_symlink("/dev/null", device_link);
+  const std::string fifo = dir_ + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& output : {device_link, fifo, dir_}) {
+    Result refused = Run({"rancher", "rke2", "--phase", "prepare", "-f", cluster, "-o", output});
+    EXPECT_EQ(refused.code, 2) << output;
+    EXPECT_THAT(refused.err, AllOf(HasSubstr("-o " + output), HasSubstr("not a regular file")));
+  }
+  EXPECT_TRUE(std::filesystem::is_symlink(device_link));
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  Result helm = Run({"rancher", "rke", "--phase", "prepare", "-f",
+                     Copy("rke/cluster.yml", "rke.yml"), "--helm-values", fifo});
+  EXPECT_EQ(helm.code, 2);
+  EXPECT_THAT(helm.err, HasSubstr("--helm-values " + fifo));
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+
+  const std::string target = dir_ + "/target.yaml";
+  std::ofstream(target) << "old";
+  std::filesystem::create_symlink(target, dir_ + "/link.yaml");
+  Result through =
+      Run({"rancher", "rke2", "--phase", "prepare", "-f", cluster, "-o", dir_ + "/link.yaml"});
+  ASSERT_EQ(through.code, 0) << through.err;
+  EXPECT_TRUE(std::filesystem::is_symlink(dir_ + "/link.yaml"));
+  EXPECT_THAT(ReadFile(target), HasSubstr("- enable-leader-migration"));
+}
+
+// `-o cluster.yaml`: a name without a directory part is written in the working directory, and
+// the exit code says so (it once said "refused, nothing written" after writing it).
+TEST_F(RancherCommandsTest, OutputWithoutADirectoryPartIsWrittenAndSucceeds) {
+  const std::string cluster = Copy("rke2/cluster.yaml", "cluster.yaml");
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(dir_);
+  Result result = Run({"rancher", "rke2", "--phase", "prepare", "-f", cluster, "-o", "out.yaml"});
+  std::filesystem::current_path(before);
+  EXPECT_EQ(result.code, 0) << result.err;
+  EXPECT_THAT(ReadFile(dir_ + "/out.yaml"), HasSubstr("- enable-leader-migration"));
 }
 
 TEST_F(RancherCommandsTest, DiffPrintsTheUnifiedDiff) {
