@@ -297,7 +297,7 @@ class PosixFileSystem : public FileSystem {
       const int err = errno;
       if (err == EWOULDBLOCK) {
         return absl::UnavailableError(
-            StrCat(path, " is locked by another handoff-agent (flock: ", std::strerror(err), ")"));
+            StrCat(path, " is locked by another process (flock: ", std::strerror(err), ")"));
       }
       return CallErrnoStatus("flock", path, err);
     }

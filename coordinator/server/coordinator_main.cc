@@ -222,9 +222,16 @@ int Run(const Options& options, const ConfigArgs& file) {
   absl::Status made = EnsureDirectory(*fs, state_dir, 0700);
   if (!made.ok()) return fail(made);
   absl::StatusOr<std::unique_ptr<FileSystem::Lock>> lock = fs->TryLock(StrCat(state_dir, "/lock"));
-  if (!lock.ok()) {
+  if (!lock.ok() && absl::IsUnavailable(lock.status())) {
     return fail(absl::UnavailableError(
         StrCat("another coordinator uses ", state_dir, ": ", lock.status().message())));
+  }
+  if (!lock.ok()) {
+    // Not held by anyone: the lock file cannot be made or opened (a read-only or foreign
+    // --state-dir), which says nothing about another coordinator.
+    return fail(absl::Status(lock.status().code(),
+                             StrCat("--state-dir ", state_dir,
+                                    ": cannot take its lock file: ", lock.status().message())));
   }
   absl::StatusOr<std::unique_ptr<store::Store>> store =
       OpenStore(StrCat(state_dir, "/coordinator.db"), options.reset_damaged_state, *clock);

@@ -345,7 +345,7 @@ TEST_P(PosixFileSystemTest, TryLockIsExclusiveAcrossFileSystemsAndReleasedOnDest
   absl::StatusOr<std::unique_ptr<FileSystem::Lock>> second = other->TryLock("/run/handoff/lock");
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(second.status().message(),
-            "/run/handoff/lock is locked by another handoff-agent (flock: Resource temporarily "
+            "/run/handoff/lock is locked by another process (flock: Resource temporarily "
             "unavailable)");
   // The same file system does not get it twice either.
   EXPECT_EQ(fs_->TryLock("/run/handoff/lock").status().code(), absl::StatusCode::kUnavailable);
