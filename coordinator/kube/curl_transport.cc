@@ -61,6 +61,11 @@ class CurlTransport : public HttpTransport {
     AppendCurlHeader(&headers, "Accept: application/json");
     if (!request.body.empty()) AppendCurlHeader(&headers, "Content-Type: application/json");
     if (!credentials_.bearer_token.empty()) {
+      // The kubeconfig parser refuses such a token; credentials made any other way are checked
+      // here, so that no request ever carries a header the token injected.
+      if (absl::Status usable = CheckHeaderValue(credentials_.bearer_token); !usable.ok()) {
+        return absl::InvalidArgumentError(StrCat("the bearer token ", usable.message()));
+      }
       AppendCurlHeader(&headers, StrCat("Authorization: Bearer ", credentials_.bearer_token));
     }
     // libcurl adds "Expect: 100-continue" to large bodies, costing a round trip for nothing.

@@ -272,6 +272,9 @@ absl::StatusOr<ClusterCredentials> ParseKubeconfig(std::string_view text, const 
         parser.Scalar(*user, "token", StrCat(user_prefix, ".token"));
     if (!token.ok()) return token.status();
     credentials.bearer_token = token->value_or("");
+    if (absl::Status usable = CheckHeaderValue(credentials.bearer_token); !usable.ok()) {
+      return parser.Error(StrCat(user_prefix, ".token"), std::string(usable.message()));
+    }
     if (credentials.bearer_token.empty()) {
       absl::StatusOr<std::optional<std::string>> token_file =
           parser.Scalar(*user, "tokenFile", StrCat(user_prefix, ".tokenFile"));
@@ -284,6 +287,10 @@ absl::StatusOr<ClusterCredentials> ParseKubeconfig(std::string_view text, const 
                               StrCat("cannot read ", resolved, ": ", content.status().message()));
         }
         credentials.bearer_token = std::string(StripWhitespace(*content));
+        if (absl::Status usable = CheckHeaderValue(credentials.bearer_token); !usable.ok()) {
+          return parser.Error(StrCat(user_prefix, ".tokenFile"),
+                              StrCat(resolved, ": ", usable.message()));
+        }
       }
     }
   }
@@ -299,6 +306,21 @@ absl::StatusOr<ClusterCredentials> ParseKubeconfig(std::string_view text, const 
   }
   if (credentials.identity.empty()) credentials.identity = "(anonymous)";
   return credentials;
+}
+
+absl::Status CheckHeaderValue(std::string_view value) {
+  for (size_t i = 0; i < value.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(value[i]);
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      const char* name = c == '\r'   ? "a carriage return (CR)"
+                         : c == '\n' ? "a line feed (LF)"
+                                     : "a control character";
+      return absl::InvalidArgumentError(
+          StrCat("contains ", name, " at byte ", i + 1,
+                 ", which would end the HTTP header it is sent in; client-go refuses it too"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ClusterCredentials> LoadKubeconfig(const FileSystem& fs, const std::string& path,

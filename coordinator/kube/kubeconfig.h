@@ -37,6 +37,12 @@ struct ClusterCredentials {
   std::vector<std::string> warnings;
 };
 
+// OK when `value` can be sent as an HTTP header's value (the bearer token): no control character
+// but horizontal tab (RFC 9110 field-value). A CR or LF would end the header and start another
+// one of the value's choosing; Go's net/http, and so client-go, refuses such a value too.
+// InvalidArgument saying which character and where, never the value (it is a secret).
+absl::Status CheckHeaderValue(std::string_view value);
+
 // Reads a file a kubeconfig names (already resolved against the kubeconfig's directory).
 using KubeconfigFileReader = std::function<absl::StatusOr<std::string>(const std::string& path)>;
 

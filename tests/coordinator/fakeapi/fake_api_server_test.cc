@@ -74,6 +74,21 @@ TEST(FakeApiServerTest, TokensAndAnonymous) {
   EXPECT_THAT(response->body, HasSubstr("User \\\"system:anonymous\\\""));
 }
 
+// Credentials not read from a kubeconfig are checked too: a token with CR LF never reaches the
+// server as an injected header.
+TEST(FakeApiServerTest, ATokenThatWouldInjectAHeaderIsNeverSent) {
+  FakeCluster cluster;
+  kube::ClusterCredentials credentials = cluster.Credentials();
+  credentials.client_cert_pem.clear();
+  credentials.client_key_pem.clear();
+  credentials.bearer_token = "t\r\nImpersonate-User: admin";
+  absl::StatusOr<kube::HttpResponse> response = Get(credentials, kNodes);
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(response.status().message(),
+              HasSubstr("the bearer token contains a carriage return (CR) at byte 2"));
+  EXPECT_TRUE(cluster.store().requests().empty());
+}
+
 TEST(FakeApiServerTest, ClientCertificateFromAnotherCaIsRejected) {
   FakeCluster cluster;
   kube::ClusterCredentials credentials = cluster.Credentials();

@@ -150,6 +150,35 @@ TEST_F(KubeconfigTest, ContextOverrideAndTokenFile) {
   EXPECT_THAT(read_, ElementsAre("/home/op/.kube/token"));
 }
 
+// A token with CR LF would end the Authorization header and inject another one of its choosing
+// ("abc\r\nImpersonate-User: admin"): refused, from the file and from tokenFile, naming the
+// field and never the token.
+TEST_F(KubeconfigTest, ATokenThatWouldInjectAHeaderIsRefused) {
+  const std::string inline_token =
+      "clusters:\n- name: c\n  cluster: {server: 'https://c:6443'}\n"
+      "users:\n- name: u\n  user: {token: \"abc\\r\\nImpersonate-User: admin\"}\n"
+      "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n";
+  absl::StatusOr<ClusterCredentials> credentials = Parse(inline_token);
+  EXPECT_EQ(credentials.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(credentials.status()),
+              AllOf(HasSubstr("/home/op/.kube/config: users[\"u\"].user.token: contains a carriage "
+                              "return (CR) at byte 4"),
+                    ::testing::Not(HasSubstr("Impersonate"))));
+
+  files_["/home/op/.kube/token"] = "abc\nImpersonate-User: admin\n";
+  credentials = Parse(kTwoContexts, "lab");
+  EXPECT_EQ(credentials.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      Message(credentials.status()),
+      HasSubstr("users[\"file-token-user\"].user.tokenFile: /home/op/.kube/token: contains a "
+                "line feed (LF) at byte 4"));
+
+  // A tab is a legal header character; surrounding whitespace of a token file is trimmed.
+  EXPECT_TRUE(CheckHeaderValue("a\tb").ok());
+  EXPECT_FALSE(CheckHeaderValue(std::string("a\0b", 3)).ok());
+  EXPECT_FALSE(CheckHeaderValue("a\x7f").ok());
+}
+
 TEST_F(KubeconfigTest, UnknownContextListsTheOthers) {
   absl::StatusOr<ClusterCredentials> credentials = Parse(kTwoContexts, "staging");
   EXPECT_EQ(credentials.status().code(), absl::StatusCode::kNotFound);
