@@ -1,17 +1,17 @@
 #include "agent/cli/cli_config.h"
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <memory>
 
 #include "agent/base/strings.h"
+#include "agent/fs/file_system.h"
+#include "agent/fs/read_limit.h"
 
 namespace handoff {
 namespace {
 
 // A configuration file is a few dozen lines.
-constexpr std::streamoff kMaxConfigBytes = 1 << 20;
+constexpr ReadLimit kConfigFileRead{"configuration file", 1 * kMiB};
 
 }  // namespace
 
@@ -44,22 +44,19 @@ absl::StatusOr<ConfigArgs> LoadConfigFile(const CLI::App& command,
     if (StartsWith(args[i], "--config=")) path = args[i].substr(std::strlen("--config="));
   }
   if (path.empty()) return ConfigArgs();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // The bounded reader every file the programs take goes through: a FIFO, a device or a
+  // directory is refused by name without being opened for reading, and so is a file over the
+  // limit (/dev/zero would otherwise be read until memory ran out).
+  absl::StatusOr<std::string> text = NewPosixFileSystem("")->ReadFile(path, kConfigFileRead);
+  if (!text.ok() && absl::IsFailedPrecondition(text.status())) {
+    // "PATH: is a FIFO (named pipe), not a regular file; …", "PATH: … more than the … limit".
+    return absl::InvalidArgumentError(StrCat("--config ", text.status().message()));
+  }
+  if (!text.ok()) {
     return absl::InvalidArgumentError(
-        StrCat("--config ", path, ": cannot be read: ", std::strerror(errno)));
+        StrCat("--config ", path, ": cannot be read (", text.status().message(), ")"));
   }
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size > kMaxConfigBytes) {
-    return absl::InvalidArgumentError(StrCat("--config ", path, ": ", size,
-                                             " bytes, more than a configuration file's limit of ",
-                                             kMaxConfigBytes));
-  }
-  in.seekg(0);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseConfigFile(path, text.str(), ConfigOptionsOf(command), args);
+  return ParseConfigFile(path, *text, ConfigOptionsOf(command), args);
 }
 
 }  // namespace handoff

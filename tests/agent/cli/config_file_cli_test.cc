@@ -1,6 +1,7 @@
 // `handoff-agent run --config FILE`: the file's keys are run's options, the command line wins,
 // and a mistake in the file is refused at start naming the file, the line and the key.
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -73,6 +74,30 @@ TEST_F(ConfigFileCliTest, AMissingFileIsRefused) {
   Result result = RunAgent({"run", "--config", dir_ + "/absent.yaml"});
   EXPECT_EQ(result.code, 2);
   EXPECT_THAT(result.err, HasSubstr("--config " + dir_ + "/absent.yaml: cannot be read"));
+}
+
+// Only a regular file of at most 1 MiB is read: a FIFO would block the start forever, /dev/zero
+// would be read until memory ran out, a directory was once "9223372036854775807 bytes".
+TEST_F(ConfigFileCliTest, OnlyARegularFileOfBoundedSizeIsRead) {
+  const std::string fifo = dir_ + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Result result = RunAgent({"run", "--config", fifo});
+  EXPECT_EQ(result.code, 2);
+  EXPECT_THAT(result.err, HasSubstr("--config " + fifo +
+                                    ": is a FIFO (named pipe), not a "
+                                    "regular file; handoff reads a configuration file only"));
+  result = RunAgent({"run", "--config", "/dev/zero"});
+  EXPECT_EQ(result.code, 2);
+  EXPECT_THAT(result.err, HasSubstr("--config /dev/zero: is a character device"));
+  result = RunAgent({"run", "--config", dir_});
+  EXPECT_EQ(result.code, 2);
+  EXPECT_THAT(result.err, HasSubstr("--config " + dir_ + ": is a directory"));
+  const std::string big = dir_ + "/big.yaml";
+  std::ofstream(big) << "# " << std::string(1 << 20, 'x') << "\n";
+  result = RunAgent({"run", "--config", big});
+  EXPECT_EQ(result.code, 2);
+  EXPECT_THAT(result.err, HasSubstr("configuration file"));
+  EXPECT_THAT(result.err, HasSubstr(big));
 }
 
 // The shipped example documents every option of `run` and nothing else, and each value it shows

@@ -1,6 +1,8 @@
 // `handoff-coordinator --config FILE`: the file's keys are the daemon's options, the command line
 // wins, and a mistake in the file stops the start (exit 2) naming the file, the line and the key.
 // Only refusals run here: they all come before the coordinator serves.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -59,6 +61,17 @@ TEST_F(CoordinatorConfigTest, TheCommandLineOverridesTheFile) {
 // The shipped example documents every option and nothing else, and each value it shows is one the
 // coordinator takes: with every key uncommented the start gets past every check of a value (to
 // the settings file, absent here).
+// The same bounded reader as the agent's: a FIFO never blocks the start, /dev/zero is not read.
+TEST_F(CoordinatorConfigTest, OnlyARegularFileIsRead) {
+  const std::string fifo = dir_ + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string err;
+  EXPECT_EQ(Run({"--config", fifo}, &err), 2);
+  EXPECT_THAT(err, HasSubstr("--config " + fifo + ": is a FIFO (named pipe)"));
+  EXPECT_EQ(Run({"--config", "/dev/zero"}, &err), 2);
+  EXPECT_THAT(err, HasSubstr("--config /dev/zero: is a character device"));
+}
+
 TEST_F(CoordinatorConfigTest, TheShippedExampleDocumentsEveryOptionWithAValueTheCoordinatorTakes) {
   const std::string example = handoff::testing::ExampleConfig("coordinator.yaml");
   ASSERT_FALSE(example.empty());
