@@ -55,12 +55,18 @@ TEST(FakeApiServerTest, ClientCertificateIsTheUser) {
   EXPECT_THAT(seen.groups, ::testing::Contains("system:masters"));
 }
 
-TEST(FakeApiServerTest, TokensAndAnonymous) {
-  FakeCluster cluster;
+// The cluster's credentials with a bearer token instead of the client certificate.
+kube::ClusterCredentials WithToken(const FakeCluster& cluster, const std::string& token) {
   kube::ClusterCredentials credentials = cluster.Credentials();
   credentials.client_cert_pem.clear();
   credentials.client_key_pem.clear();
-  credentials.bearer_token = "operator-token";
+  credentials.bearer_token = token;
+  return credentials;
+}
+
+TEST(FakeApiServerTest, TokensAndAnonymous) {
+  FakeCluster cluster;
+  kube::ClusterCredentials credentials = WithToken(cluster, "operator-token");
   absl::StatusOr<kube::HttpResponse> response = Get(credentials, kNodes);
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->status, 200);
@@ -78,11 +84,8 @@ TEST(FakeApiServerTest, TokensAndAnonymous) {
 // server as an injected header.
 TEST(FakeApiServerTest, ATokenThatWouldInjectAHeaderIsNeverSent) {
   FakeCluster cluster;
-  kube::ClusterCredentials credentials = cluster.Credentials();
-  credentials.client_cert_pem.clear();
-  credentials.client_key_pem.clear();
-  credentials.bearer_token = "t\r\nImpersonate-User: admin";
-  absl::StatusOr<kube::HttpResponse> response = Get(credentials, kNodes);
+  absl::StatusOr<kube::HttpResponse> response =
+      Get(WithToken(cluster, "t\r\nImpersonate-User: admin"), kNodes);
   EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(response.status().message(),
               HasSubstr("the bearer token contains a carriage return (CR) at byte 2"));
