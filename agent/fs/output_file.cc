@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <optional>
 #include <system_error>
 
 #include "agent/base/strings.h"
