@@ -227,6 +227,14 @@ absl::Status Applier::WriteJournal(const Journal& journal) {
 }
 
 absl::Status Applier::RestartKubelet() {
+  if (options_.kubelet_restart.empty()) {
+    constexpr char kNotRestarted[] =
+        "the kubelet's flags file changed and no kubelet was restarted: no kubelet restart "
+        "command was named (--kubelet-restart-command)";
+    log_ << kNotRestarted << "\n";
+    interventions_.push_back(kNotRestarted);
+    return absl::OkStatus();
+  }
   log_ << "restarting the kubelet: " << StrJoin(options_.kubelet_restart, " ") << "\n";
   return host_.commands.Run(options_.kubelet_restart, options_.command_timeout);
 }
@@ -360,6 +368,27 @@ absl::StatusOr<ApplyReport> Applier::Run(const Plan& plan, const std::string& ki
                                          const std::string& undoes) {
   absl::Status sources = CheckMountSources(plan);
   if (!sources.ok()) return sources;
+  if (options_.verify && options_.kubelet_restart.empty()) {
+    for (const FileChange& change : plan.changes) {
+      if (change.component != kKubelet) continue;
+      return absl::FailedPreconditionError(StrCat(
+          change.path,
+          " would change, and no kubelet restart command was named (--kubelet-restart-command), "
+          "so no kubelet could come back with the new flags to be verified; nothing was written. "
+          "Name the command, or pass --no-verify to only write the files"));
+    }
+  }
+  if (options_.verify) {
+    // Otherwise the move would fail at its first component, after the backups were taken.
+    absl::StatusOr<std::vector<ProcessInfo>> listed = host_.processes.List();
+    if (!listed.ok()) {
+      return absl::FailedPreconditionError(
+          StrCat("verifying each restart reads the node's processes, and they cannot be read (",
+                 listed.status().message(),
+                 "); nothing was written. Name the node's process table with --proc-root, or pass "
+                 "--no-verify to only write the files (a rehearsal on a copy of a node's files)"));
+    }
+  }
   const std::string& state_dir = settings_.paths.state_dir;
 
   Journal journal;

@@ -50,7 +50,11 @@ struct ApplyOptions {
   std::function<void(const ProcessesGone&)> on_processes_gone;
   VerifyOptions verify_options;   // per-component timeout and poll interval
   size_t keep_transactions = 10;  // backups kept; older committed/rolled-back ones pruned
-  // Run when the kubelet's flags file changed (the kubelet reads it only at start).
+  // Run when the kubelet's flags file changed (the kubelet reads it only at start). Empty: run
+  // nothing (a rehearsal on a copy of a node's files, where the host's kubelet is not the node's):
+  // the change is written and a note says no kubelet was restarted; with verification on, a move
+  // that changes the kubelet's flags is refused before anything is written, since no kubelet
+  // could ever come back with them.
   std::vector<std::string> kubelet_restart = {"systemctl", "restart", "kubelet"};
   absl::Duration command_timeout = absl::Minutes(2);
   // Called once a move is planned and before anything is written (not for a no-op). An error
@@ -149,7 +153,8 @@ class Applier {
   ApplyOptions options_;
   std::ostream& log_;
   Verifier verifier_;
-  // What the applier did that the kubelet should have (StopLeftRunning), for the report's notes.
+  // What the applier did that the kubelet should have (StopLeftRunning), or a kubelet restart it
+  // left out (RestartKubelet), for the report's notes.
   std::vector<std::string> interventions_;
 };
 

@@ -11,6 +11,7 @@
 #include "agent/apply/applier.h"
 #include "agent/base/strings.h"
 #include "agent/cli/cli_config.h"
+#include "agent/cli/host_scope.h"
 #include "agent/cloud/cluster_tag_step.h"
 #include "agent/daemon/certificate.h"
 #include "agent/daemon/daemon.h"
@@ -20,8 +21,8 @@
 #include "agent/engine/planner.h"
 #include "agent/engine/settings.h"
 #include "agent/leadermigration/config.h"
-#include "agent/system/log_setup.h"
 #include "agent/manifest/kubelet_flags.h"
+#include "agent/system/log_setup.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/logger.h"
 
@@ -54,8 +55,8 @@ struct ChangeOptions {
   bool no_verify = false;
   std::string timeout;
   size_t keep = 10;
-  std::string kubelet_restart;
-  std::string proc_root = "/proc";
+  std::string kubelet_restart;  // "": the default for --root (host_scope.h)
+  std::string proc_root;        // "": the default for --root (host_scope.h)
 };
 
 void AddChangeOptions(CLI::App& command, ChangeOptions& options) {
@@ -70,9 +71,12 @@ void AddChangeOptions(CLI::App& command, ChangeOptions& options) {
                      "How many finished transactions (with their backups) to keep (default 10)");
   command.add_option("--kubelet-restart-command", options.kubelet_restart,
                      "Command that restarts the kubelet after its flags file changed (default "
-                     "\"systemctl restart kubelet\")");
+                     "\"systemctl restart kubelet\" on a node; with any other --root, none: a "
+                     "rehearsal on a copy runs nothing outside it unless named here)");
   command.add_option("--proc-root", options.proc_root,
-                     "Where to read the process table (default /proc)");
+                     "Where to read (and, to stop a pod the kubelet left running, signal) the "
+                     "node's processes (default /proc on a node; with any other --root, that "
+                     "root's own /proc, never the host's)");
 }
 
 void AddNodeOptions(CLI::App& command, NodeOptions& options) {
@@ -114,9 +118,6 @@ absl::StatusOr<ApplyOptions> MakeApplyOptions(const ChangeOptions& change) {
     options.verify_options.timeout = *timeout;
   }
   options.keep_transactions = change.keep;
-  if (!change.kubelet_restart.empty()) {
-    options.kubelet_restart = ToStrings(StrSplit(change.kubelet_restart, " ", true));
-  }
   return options;
 }
 
@@ -318,8 +319,11 @@ class Commands {
     if (!options.ok()) return Refuse(options.status());
     options->before_move = ClusterTagBeforeMove(*settings);
     std::unique_ptr<FileSystem> fs = open_root_(node.root);
-    std::unique_ptr<ProcessTable> processes = environment_.open_processes(change.proc_root);
-    std::unique_ptr<ProcessSignaller> signals = environment_.open_signals(change.proc_root);
+    std::unique_ptr<ProcessTable> processes;
+    absl::StatusOr<std::string> proc_root =
+        Scope(node.root, *fs, change, *options, processes, /*check_now=*/false);
+    if (!proc_root.ok()) return Refuse(proc_root.status());
+    std::unique_ptr<ProcessSignaller> signals = environment_.open_signals(*proc_root);
     std::unique_ptr<HealthChecker> health = environment_.open_health();
     std::unique_ptr<Clock> clock = environment_.open_clock();
     std::unique_ptr<CommandRunner> commands = environment_.open_commands();
@@ -521,8 +525,11 @@ class Commands {
     log_options.node = config.agent.node_name;
     std::shared_ptr<spdlog::logger> logger = MakeLogger(log_options);
     std::unique_ptr<FileSystem> fs = open_root_(run.root);
-    std::unique_ptr<ProcessTable> processes = environment_.open_processes(change.proc_root);
-    std::unique_ptr<ProcessSignaller> signals = environment_.open_signals(change.proc_root);
+    std::unique_ptr<ProcessTable> processes;
+    absl::StatusOr<std::string> proc_root =
+        Scope(run.root, *fs, change, config.agent.apply, processes, /*check_now=*/true);
+    if (!proc_root.ok()) return refuse(proc_root.status());
+    std::unique_ptr<ProcessSignaller> signals = environment_.open_signals(*proc_root);
     std::unique_ptr<HealthChecker> health = environment_.open_health();
     std::unique_ptr<Clock> clock = environment_.open_clock();
     std::unique_ptr<CommandRunner> commands = environment_.open_commands();
@@ -533,6 +540,34 @@ class Commands {
   }
 
  private:
+  // Scopes the process table and the kubelet restart to --root (host_scope.h): sets
+  // `options.kubelet_restart`, opens `processes` and returns the proc root for the signaller.
+  // `check_now` (the daemon): with verification on, the process table must be readable, or
+  // every move would be refused (Applier::Run), so the daemon is refused at start instead.
+  absl::StatusOr<std::string> Scope(const std::string& root, const FileSystem& node,
+                                    const ChangeOptions& change, ApplyOptions& options,
+                                    std::unique_ptr<ProcessTable>& processes, bool check_now) {
+    absl::StatusOr<HostScope> scope =
+        ScopeToRoot(*open_root_(""), node, root, change.proc_root, change.kubelet_restart);
+    if (!scope.ok()) return scope.status();
+    options.kubelet_restart = scope->kubelet_restart;
+    processes = environment_.open_processes(scope->proc_root);
+    if (check_now && options.verify) {
+      absl::StatusOr<std::vector<ProcessInfo>> listed = processes->List();
+      if (!listed.ok()) {
+        return absl::FailedPreconditionError(StrCat(
+            "verifying each restart reads the node's processes, and ", scope->proc_root,
+            " cannot be read (", listed.status().message(), ")",
+            scope->on_node ? "; name the process table with --proc-root"
+                           : StrCat("; with --root ", root,
+                                    " only that root's own /proc is read unless --proc-root names "
+                                    "another: pass --no-verify to only write the files (a "
+                                    "rehearsal on a copy)")));
+      }
+    }
+    return scope->proc_root;
+  }
+
   int Refuse(const absl::Status& status) {
     err_ << "handoff-agent: " << status.message() << "\n";
     return kExitRefused;

@@ -8,9 +8,10 @@
 #include <vector>
 
 #include "gmock/gmock.h"
-#include "tests/agent/cli/run_agent.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/agent/cli/file_tree.h"
+#include "tests/agent/cli/run_agent.h"
 
 namespace handoff {
 namespace {
@@ -20,20 +21,6 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
-
-
-// Every file under `root` with its content, to prove a command wrote nothing.
-std::map<std::string, std::string> Tree(const fs::path& root) {
-  std::map<std::string, std::string> files;
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    if (!entry.is_regular_file()) continue;
-    std::ifstream in(entry.path(), std::ios::binary);
-    std::ostringstream content;
-    content << in.rdbuf();
-    files[entry.path().string()] = content.str();
-  }
-  return files;
-}
 
 class AgentCliTest : public ::testing::Test {
  protected:

@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/agent/cli/file_tree.h"
 #include "tests/agent/cli/run_agent.h"
 
 namespace handoff {
@@ -28,28 +29,6 @@ namespace stdfs = std::filesystem;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// Every entry under `dir`: a file's bytes, a symlink's target, or "(directory)"; a FIFO or
-// device is listed by kind and never opened.
-std::map<std::string, std::string> Tree(const stdfs::path& dir) {
-  std::map<std::string, std::string> entries;
-  for (const auto& entry : stdfs::recursive_directory_iterator(dir)) {
-    const std::string path = entry.path().string();
-    if (entry.is_symlink()) {
-      entries[path] = "-> " + stdfs::read_symlink(entry.path()).string();
-    } else if (entry.is_regular_file()) {
-      std::ifstream in(entry.path(), std::ios::binary);
-      std::ostringstream content;
-      content << in.rdbuf();
-      entries[path] = content.str();
-    } else if (entry.is_directory()) {
-      entries[path] = "(directory)";
-    } else {
-      entries[path] = "(special)";
-    }
-  }
-  return entries;
-}
 
 class HostileInputTest : public ::testing::TestWithParam<RootResolution> {
  protected:
