@@ -67,6 +67,14 @@ std::string ActionName(const v1::Command& command) {
   return "unknown action";
 }
 
+// 128 random bits in hex.
+std::string NewInstanceId() {
+  std::random_device device;
+  std::string id;
+  for (int i = 0; i < 4; ++i) absl::StrAppend(&id, absl::Hex(device(), absl::kZeroPad8));
+  return id;
+}
+
 }  // namespace
 
 AgentClient::AgentClient(std::shared_ptr<grpc::Channel> channel, NodeAgent& agent, Sleeper& sleeper,
@@ -75,7 +83,8 @@ AgentClient::AgentClient(std::shared_ptr<grpc::Channel> channel, NodeAgent& agen
       agent_(agent),
       sleeper_(sleeper),
       logger_(std::move(logger)),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      instance_id_(NewInstanceId()) {}
 
 AgentClient::~AgentClient() {
   if (worker_.joinable()) {
@@ -175,6 +184,7 @@ grpc::Status AgentClient::Session(bool* welcomed) {
   v1::AgentMessage hello;
   *hello.mutable_hello() = agent_.Hello();
   v1::AgentHello& fields = *hello.mutable_hello();
+  fields.set_instance_id(instance_id_);
   if (fields.running_command_id().empty() && !taken.empty()) {
     std::optional<v1::CommandResult> result = agent_.FinishedResult(taken);
     const bool listed =

@@ -130,6 +130,8 @@ class AgentClient {
   Sleeper& sleeper_;
   std::shared_ptr<spdlog::logger> logger_;
   AgentClientOptions options_;
+  // AgentHello.instance_id: this process's streams, told apart from another agent's.
+  const std::string instance_id_;
   ShutdownSignal shutdown_;
   std::thread worker_;
   std::thread sampler_;

@@ -310,6 +310,10 @@ std::string StatusText(const v1::RolloutStatus& status) {
                     StateText(node.moving_to()), OrDash(node.last_result())});
   }
   text += Table(rows);
+  for (const v1::NodeProgress& node : status.nodes()) {
+    if (!node.second_agent().empty())
+      StrAppend(&text, "\nWARNING ", node.name(), ": ", node.second_agent(), "\n");
+  }
   text += CloudControllersText(status);
   return text;
 }
@@ -627,6 +631,9 @@ int Nodes(CommandContext& context, const Flags& flags) {
     }
     if (!node.healthy() && !node.health_detail().empty()) {
       StrAppend(&details, node.name(), " is not healthy: ", node.health_detail(), "\n");
+    }
+    if (!node.second_agent().empty()) {
+      StrAppend(&details, "WARNING ", node.name(), ": ", node.second_agent(), "\n");
     }
   }
   context.out() << Table(rows);

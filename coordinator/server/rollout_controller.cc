@@ -202,11 +202,16 @@ absl::Status RolloutController::AgentConnected(const std::string& name, const pb
           "): start the coordinator with --nodes naming every control-plane node"));
     }
     if (node->link && node->link != link) {
-      node->link->Close(absl::AbortedError(
-          StrCat("replaced by a newer stream from node ", name, " (", link->Peer(), ")")));
+      if (hello.instance_id().empty() || hello.instance_id() != node->instance_id) {
+        return RefuseSecondAgent(*node, link->Peer());
+      }
+      node->link->Close(
+          absl::AbortedError(StrCat("replaced by a newer stream from the same agent of node ", name,
+                                    " (", link->Peer(), ")")));
       FailPlansOf(name, "the agent reconnected before answering", deferred);
     }
     node->link = link;
+    node->instance_id = hello.instance_id();
     if (options_.events != nullptr) options_.events->AgentConnected(name, node->said_hello);
     node->said_hello = true;
     node->verifies = hello.verifies();
@@ -231,6 +236,42 @@ absl::Status RolloutController::AgentConnected(const std::string& name, const pb
   }
   RunDeferred(deferred);
   return absl::OkStatus();
+}
+
+absl::Status RolloutController::RefuseSecondAgent(Node& node, const std::string& peer) {
+  const int64_t now = NowMs();
+  const bool first = !node.second_agent;
+  if (first) node.second_agent = Node::SecondAgent{peer, 0, now, now};
+  Node::SecondAgent& second = *node.second_agent;
+  second.peer = peer;
+  ++second.refusals;
+  second.last_unix_ms = now;
+  const std::string why =
+      StrCat("node ", node.name, " already has an agent connected (from ", node.link->Peer(),
+             "), and this stream from ", peer,
+             " is a second agent process with the same node certificate: a cloned machine, the "
+             "certificate copied to another node, or an old agent left running. Two agents would "
+             "both carry out each move, so only the first is served; stop the other one");
+  if (first) {
+    // Once per live stream: the refused agent retries with backoff for as long as it runs, and
+    // the count in the node's status says how often.
+    (void)Commit({Entry(node.name, "second-agent", node.name, why)});
+    Notify(View());
+  }
+  return absl::FailedPreconditionError(why);
+}
+
+std::string RolloutController::SecondAgentText(const Node& node) {
+  if (!node.second_agent) return "";
+  const Node::SecondAgent& second = *node.second_agent;
+  return StrCat(
+      "a second agent with this node's certificate, from ", second.peer, ", refused ",
+      second.refusals, second.refusals == 1 ? " time" : " times", " from ",
+      absl::FormatTime("%H:%M:%S", absl::FromUnixMillis(second.first_unix_ms), absl::UTCTimeZone()),
+      " to ",
+      absl::FormatTime("%H:%M:%S", absl::FromUnixMillis(second.last_unix_ms), absl::UTCTimeZone()),
+      " UTC while the first is connected from ",
+      node.link ? node.link->Peer() : std::string("(gone)"));
 }
 
 void RolloutController::SettleInFlight(Node& node, const pb::AgentHello& hello,
@@ -430,9 +471,14 @@ void RolloutController::AgentDisconnected(const std::string& name, const AgentLi
     std::lock_guard<std::mutex> lock(mu_);
     Node* node = FindNode(name);
     if (node == nullptr || node->link.get() != link) return;
-    node->link.reset();
-    FailPlansOf(name, "the agent disconnected before answering", deferred);
     std::string message = "agent disconnected";
+    if (node->second_agent) {
+      StrAppend(&message, " (", SecondAgentText(*node), ")");
+      node->second_agent.reset();
+    }
+    node->link.reset();
+    node->instance_id.clear();
+    FailPlansOf(name, "the agent disconnected before answering", deferred);
     if (rollout_.in_flight && rollout_.in_flight->node == name) {
       StrAppend(&message, " with move ", rollout_.in_flight->command_id,
                 " under way: its outcome is asked for when the agent is back");

@@ -130,8 +130,10 @@ class RolloutController {
   // --- agents ---
   // An agent said hello on `link` as `node` (its identity already checked against its
   // certificate). Sends the Welcome on `link` (before any command), or returns an error to end
-  // the stream with (FailedPrecondition for a node the rollout does not know). A newer stream for
-  // a node replaces an older one (which is closed).
+  // the stream with (FailedPrecondition for a node the rollout does not know). A newer stream from
+  // the same agent process (AgentHello.instance_id) replaces the older one, which is closed; one
+  // from another process while the node's stream is live is refused (FailedPrecondition), shown
+  // in the node's status and recorded in the history once per live stream.
   absl::Status AgentConnected(const std::string& node, const pb::AgentHello& hello,
                               std::shared_ptr<AgentLink> link);
   // A message after the hello.
@@ -200,6 +202,15 @@ class RolloutController {
     std::string agent_version;
     int64_t last_seen_unix_ms = 0;
     std::shared_ptr<AgentLink> link;  // null while disconnected
+    std::string instance_id;          // of the agent process on `link` (AgentHello.instance_id)
+    // Another agent process with this node's certificate, refused while `link` is live.
+    struct SecondAgent {
+      std::string peer;  // its latest address
+      int64_t refusals = 0;
+      int64_t first_unix_ms = 0;
+      int64_t last_unix_ms = 0;
+    };
+    std::optional<SecondAgent> second_agent;
     // From its last report, for the preflight.
     std::string kube_controller_manager_version;
     std::vector<std::string> unfinished_transactions;
@@ -226,6 +237,10 @@ class RolloutController {
   // Takes up `stored` (or, without one, a new rollout of options_.nodes).
   void Restore(std::optional<store::StoredRollout> stored);
   Node* FindNode(const std::string& name);
+  // Counts a second agent's refused stream from `peer` and says why, for the stream's end.
+  absl::Status RefuseSecondAgent(Node& node, const std::string& peer);
+  // The node's second_agent as one line for the operator; "" when none.
+  static std::string SecondAgentText(const Node& node);
   int64_t NowMs() const;
   store::HistoryEntry Entry(const std::string& actor, const std::string& kind,
                             const std::string& node, const std::string& message) const;

@@ -102,6 +102,7 @@ pb::NodesResponse RolloutController::Nodes() {
     if (node.link) info->set_peer(node.link->Peer());
     info->set_last_seen_unix_ms(node.last_seen_unix_ms);
     info->set_last_result(node.last_result);
+    info->set_second_agent(SecondAgentText(node));
   }
   return response;
 }
@@ -147,6 +148,7 @@ pb::RolloutStatus RolloutController::BuildStatus(const EngineView& view) const {
       }
     }
     progress->set_last_result(node.last_result);
+    progress->set_second_agent(SecondAgentText(node));
   }
 
   pb::ClusterFacts* facts = status.mutable_facts();

@@ -194,6 +194,7 @@ pb::AgentHello Hello(const std::string& node, pb::NodeState state) {
   hello.mutable_report()->set_state(state);
   hello.mutable_report()->set_healthy(true);
   hello.mutable_report()->set_kube_controller_manager_version("v1.26.9");
+  hello.set_instance_id("agent-of-" + node);  // one agent process per node
   return hello;
 }
 

@@ -58,6 +58,7 @@ pb::AgentHello Hello(const std::string& node, NodeState state) {
   hello.set_node_name(node);
   hello.set_agent_version("test");
   *hello.mutable_report() = Report(state);
+  hello.set_instance_id("agent-of-" + node);  // one agent process per node
   return hello;
 }
 
@@ -644,6 +645,67 @@ TEST_F(RolloutControllerTest, ANewerStreamReplacesTheOlderOne) {
   // The old stream's late disconnect does not mark the node disconnected.
   controller_->AgentDisconnected("cp-2", old_link.get());
   EXPECT_TRUE(controller_->Status().nodes(1).connected());
+}
+
+// The probe's case: two machines with one node's certificate. Each stream used to replace the
+// other, several times a second, and each move went to both machines.
+TEST_F(RolloutControllerTest, ASecondAgentWithTheSameCertificateIsRefusedAndShown) {
+  ConnectAll(NodeState::kInTree);
+  std::shared_ptr<RecordingLink> first = links_["cp-1"];
+  pb::AgentHello clone = Hello("cp-1", NodeState::kInTree);
+  clone.set_instance_id("agent-of-a-cloned-machine");
+  std::vector<std::shared_ptr<RecordingLink>> refused;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    refused.push_back(std::make_shared<RecordingLink>());
+    absl::Status status = controller_->AgentConnected("cp-1", clone, refused.back());
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr("is a second agent process with the same node certificate"));
+  }
+  EXPECT_FALSE(first->closed);
+
+  pb::RolloutStatus status = controller_->Status();
+  EXPECT_TRUE(status.nodes(0).connected());
+  EXPECT_THAT(status.nodes(0).second_agent(),
+              HasSubstr("a second agent with this node's certificate, from ipv4:127.0.0.1:5555, "
+                        "refused 3 times"));
+  EXPECT_EQ(controller_->Nodes().nodes(0).second_agent(), status.nodes(0).second_agent());
+  EXPECT_EQ(status.nodes(1).second_agent(), "");
+
+  // The moves go to the first agent only; the refused streams got nothing, not even a welcome.
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  ASSERT_THAT(first->Commands(), SizeIs(1));
+  for (const auto& link : refused) EXPECT_THAT(link->sent, SizeIs(0));
+
+  // One history entry, however often it retries.
+  absl::StatusOr<pb::HistoryResponse> history = controller_->History(0, 0);
+  ASSERT_TRUE(history.ok()) << history.status();
+  int second_agent_entries = 0;
+  for (const pb::HistoryEntry& entry : history->entries()) {
+    if (entry.kind() == "second-agent") ++second_agent_entries;
+  }
+  EXPECT_EQ(second_agent_entries, 1);
+
+  // Once the first is gone the count goes into its disconnect entry, and the other is served.
+  controller_->AgentDisconnected("cp-1", first.get());
+  EXPECT_EQ(controller_->Status().nodes(0).second_agent(), "");
+  history = controller_->History(0, 0);
+  ASSERT_TRUE(history.ok()) << history.status();
+  EXPECT_THAT(history->entries(history->entries_size() - 1).message(),
+              HasSubstr("agent disconnected (a second agent with this node's certificate"));
+  auto successor = std::make_shared<RecordingLink>();
+  EXPECT_TRUE(controller_->AgentConnected("cp-1", clone, successor).ok());
+  EXPECT_TRUE(successor->sent.front().has_welcome());
+}
+
+TEST_F(RolloutControllerTest, AHelloWithoutAnInstanceIdNeverReplacesALiveStream) {
+  ConnectAll(NodeState::kInTree);
+  pb::AgentHello old_agent = Hello("cp-2", NodeState::kInTree);
+  old_agent.clear_instance_id();
+  EXPECT_EQ(
+      controller_->AgentConnected("cp-2", old_agent, std::make_shared<RecordingLink>()).code(),
+      absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(links_["cp-2"]->closed);
 }
 
 TEST_F(RolloutControllerTest, AnUnknownNodeIsRefused) {
