@@ -1,6 +1,8 @@
 #include "coordinator/server/double_run_detector.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -64,6 +66,7 @@ DoubleRunDetector::DoubleRunDetector(DetectorOptions options) : options_(std::mo
 void DoubleRunDetector::Away(const std::string& node) {
   NodeView& view = nodes_[node];
   view.known = false;
+  view.offset_ms.reset();  // the next stream finds it again
   view.unknown_reason = StrCat(node, ": agent away");
   // What it ran is no longer seen: its runs stay proven up to their last sighting.
   for (auto& [controller, runs] : runs_) {
@@ -82,17 +85,38 @@ std::string DoubleRunDetector::UnknownReason() const {
 }
 
 std::vector<Finding> DoubleRunDetector::Observe(const std::string& node,
-                                                const v1::ControllerSample& sample) {
+                                                const v1::ControllerSample& sample,
+                                                std::optional<int64_t> received_unix_ms) {
   sampled_ = true;
   NodeView& view = nodes_[node];
-  const int64_t at = sample.observed_unix_ms();
+  int64_t at = sample.observed_unix_ms();
+  if (received_unix_ms) {
+    const bool stepped = view.offset_ms && std::abs(at + *view.offset_ms - *received_unix_ms) >
+                                               options_.clock_step_ms;
+    if (!view.offset_ms || stepped) view.offset_ms = *received_unix_ms - at;
+    at += *view.offset_ms;
+  }
   // An older sample than one already seen (a reconnect's reordering) adds nothing.
   if (at < view.observed_ms) return {};
   view.observed_ms = at;
   view.known = sample.error().empty();
   view.unknown_reason = sample.error().empty() ? "" : StrCat(node, ": ", sample.error());
+  if (sample.managers_size() > options_.max_managers_per_sample) {
+    // Never a real node's: taken as a look that failed, so nothing of it is kept.
+    view.known = false;
+    view.unknown_reason =
+        StrCat(node, ": its sample lists ", sample.managers_size(), " managers (at most ",
+               options_.max_managers_per_sample, " are taken)");
+    for (auto& [controller, runs] : runs_) {
+      for (auto& [key, run] : runs) {
+        if (run.node == node) run.current = false;
+      }
+    }
+    return {};
+  }
 
   std::set<std::pair<std::string, ProcessKey>> listed;
+  std::map<std::string, std::set<ProcessKey>> sighted;
   for (const v1::ManagerControllers& manager : sample.managers()) {
     if (!manager.answered()) {
       view.known = false;
@@ -102,7 +126,13 @@ std::vector<Finding> DoubleRunDetector::Observe(const std::string& node,
     }
     const ProcessKey key{node, manager.component(), manager.pid()};
     for (const std::string& controller : manager.controllers()) {
+      // Only the watched controllers are kept: any other name would only cost memory.
+      if (std::find(options_.controllers.begin(), options_.controllers.end(), controller) ==
+          options_.controllers.end()) {
+        continue;
+      }
       listed.insert({controller, key});
+      sighted[controller].insert(key);
       auto [entry, added] = runs_[controller].try_emplace(key);
       ProvenRun& run = entry->second;
       if (added) {
@@ -124,20 +154,62 @@ std::vector<Finding> DoubleRunDetector::Observe(const std::string& node,
 
   std::vector<Finding> findings;
   for (const std::string& controller : options_.controllers) {
-    std::vector<Finding> doubles = CheckDoubleRuns(controller);
+    std::vector<Finding> doubles = CheckDoubleRuns(controller, sighted[controller]);
     findings.insert(findings.end(), doubles.begin(), doubles.end());
     if (std::optional<Finding> gap = CheckGap(controller, at)) findings.push_back(*gap);
+    Forget(controller);
   }
   return findings;
 }
 
-std::vector<Finding> DoubleRunDetector::CheckDoubleRuns(const std::string& controller) {
+void DoubleRunDetector::Forget(const std::string& controller) {
+  auto found = runs_.find(controller);
+  if (found == runs_.end()) return;
+  auto& runs = found->second;
+  std::vector<std::pair<int64_t, ProcessKey>> ended;
+  for (const auto& [key, run] : runs) {
+    if (!run.current) ended.emplace_back(run.last_ms, key);
+  }
+  if (ended.size() <= options_.max_finished_runs) return;
+  std::sort(ended.begin(), ended.end());
+  const size_t drop = ended.size() - options_.max_finished_runs;
+  std::set<ProcessKey> dropped;
+  for (size_t i = 0; i < drop; ++i) {
+    runs.erase(ended[i].second);
+    dropped.insert(ended[i].second);
+  }
+  for (auto pair = reported_pairs_.begin(); pair != reported_pairs_.end();) {
+    const bool gone = std::get<0>(*pair) == controller && (dropped.count(std::get<1>(*pair)) > 0 ||
+                                                           dropped.count(std::get<2>(*pair)) > 0);
+    pair = gone ? reported_pairs_.erase(pair) : std::next(pair);
+  }
+}
+
+size_t DoubleRunDetector::RunsKept() const {
+  size_t kept = 0;
+  for (const auto& [controller, runs] : runs_) kept += runs.size();
+  return kept;
+}
+
+std::vector<Finding> DoubleRunDetector::CheckDoubleRuns(const std::string& controller,
+                                                        const std::set<ProcessKey>& sighted) {
   std::vector<Finding> findings;
   auto found = runs_.find(controller);
   if (found == runs_.end()) return findings;
   const auto& runs = found->second;
-  for (auto a = runs.begin(); a != runs.end(); ++a) {
-    for (auto b = std::next(a); b != runs.end(); ++b) {
+  // A pair's overlap grows only when one of its runs is sighted again: the pairs of runs this
+  // sample did not list were checked when last one of them was.
+  for (const ProcessKey& key : sighted) {
+    const auto sighted_run = runs.find(key);
+    if (sighted_run == runs.end()) continue;
+    for (auto other = runs.begin(); other != runs.end(); ++other) {
+      if (other->first == key) continue;
+      // Each pair once, in key order, whichever of the two was sighted.
+      if (sighted.count(other->first) > 0 && other->first < key) continue;
+      ++comparisons_;
+      const bool in_order = sighted_run->first < other->first;
+      const auto a = in_order ? sighted_run : other;
+      const auto b = in_order ? other : sighted_run;
       const int64_t from = std::max(a->second.first_ms, b->second.first_ms);
       const int64_t to = std::min(a->second.last_ms, b->second.last_ms);
       if (to - from < options_.confirm_ms) continue;

@@ -7,8 +7,18 @@
 // one process (node, manager, pid) seen running a controller at t1 and again at t2 ran it over
 // all of [t1, t2]: its *proven run*. Two proven runs of one controller that overlap by at least
 // `confirm` are a double run, whatever happened between the samples. Times are the nodes' own
-// (observed_unix_ms): on one node exact, across nodes as good as their clocks agree, which
-// `confirm` covers.
+// (observed_unix_ms), anchored to the coordinator's clock: each node's clock is shifted by the
+// offset found at its stream's first sample (receive time − observed time), and found again
+// whenever a sample strays from its receive time by more than `clock_step_ms` (the node's clock
+// was stepped, back or forward). So on one node spacing is exact, a stepped clock blinds nothing
+// (its samples were once dropped as old for as long as it had been set back), and across nodes
+// times are as good as the anchoring, which `confirm` covers.
+//
+// Cost: a sample is compared only with the runs it sighted, against at most
+// `max_finished_runs` ended runs per controller (the oldest ended runs are forgotten) and the
+// current ones, which at most `max_managers_per_sample` managers per node can make; so neither
+// memory nor a sample's cost grows with the history (3,000 samples of new pids once cost the
+// coordinator 30–40 s of CPU).
 //
 // A gap is a time no manager is known to run the controller: from the last sighting of the runs
 // that ended to the first sighting of the next. It is only measured while every node is known:
@@ -40,6 +50,16 @@ struct DetectorOptions {
   // last saw it renewed, and a kube-controller-manager successor waits out two leases (main, then
   // migration): twice the lease duration (15s by default) plus its start.
   int64_t gap_limit_ms = 60000;
+  // A node's sample time that differs from the coordinator's receive time by more than this,
+  // after the node's offset, means its clock was stepped: the offset is found again. Far above a
+  // look's duration (the managers' /healthz, 5 s timeouts) and the network's delay.
+  int64_t clock_step_ms = 15000;
+  // Ended runs kept per controller (the newest): enough to prove a double run with a node away
+  // for a while; a run older than all of them can no longer be part of one that is news.
+  size_t max_finished_runs = 64;
+  // A node runs one kube-controller-manager and one cloud-controller-manager (two while one is
+  // replaced); a sample listing more managers than this makes the node unknown.
+  int max_managers_per_sample = 16;
 };
 
 // One process running one controller, as proven by its node's samples.
@@ -69,21 +89,28 @@ class DoubleRunDetector {
  public:
   explicit DoubleRunDetector(DetectorOptions options);
 
-  // A sample from `node`'s agent. Returns the findings it brings, each reported once (a double
-  // run per pair of processes, a long gap once per gap).
-  std::vector<Finding> Observe(const std::string& node, const v1::ControllerSample& sample);
+  // A sample from `node`'s agent, received at `received_unix_ms` on the coordinator's clock
+  // (nullopt: take the node's clock as it is). Returns the findings it brings, each reported once
+  // (a double run per pair of processes, a long gap once per gap).
+  std::vector<Finding> Observe(const std::string& node, const v1::ControllerSample& sample,
+                               std::optional<int64_t> received_unix_ms = std::nullopt);
   // `node`'s agent disconnected: what runs there is unknown until its next sample.
   void Away(const std::string& node);
 
   // Who runs each watched controller now, the current and last gap; empty before any sample.
   std::vector<v1::CloudControllerView> View() const;
 
+  // For the cost's tests: runs kept (all controllers), and pairs of runs compared so far.
+  size_t RunsKept() const;
+  int64_t comparisons() const { return comparisons_; }
+
  private:
   using ProcessKey = std::tuple<std::string, std::string, int64_t>;  // node, manager, pid
   struct NodeView {
     bool known = false;  // a sample since the last Away, with no error and every manager answered
     std::string unknown_reason;
-    int64_t observed_ms = 0;
+    int64_t observed_ms = 0;           // the latest sample's time, anchored
+    std::optional<int64_t> offset_ms;  // coordinator − node clock, from this stream's samples
   };
   struct Gap {
     std::optional<int64_t> none_since_ms;  // set while no run is current and all is known
@@ -93,7 +120,11 @@ class DoubleRunDetector {
   };
 
   std::string UnknownReason() const;
-  std::vector<Finding> CheckDoubleRuns(const std::string& controller);
+  // The pairs of `controller`'s runs with at least one in `sighted` (runs this sample listed).
+  std::vector<Finding> CheckDoubleRuns(const std::string& controller,
+                                       const std::set<ProcessKey>& sighted);
+  // Forgets `controller`'s oldest ended runs beyond max_finished_runs.
+  void Forget(const std::string& controller);
   std::optional<Finding> CheckGap(const std::string& controller, int64_t now_ms);
 
   DetectorOptions options_;
@@ -104,6 +135,7 @@ class DoubleRunDetector {
   std::map<std::string, std::map<ProcessKey, ProvenRun>> runs_;
   std::map<std::string, Gap> gaps_;
   std::set<std::tuple<std::string, ProcessKey, ProcessKey>> reported_pairs_;
+  int64_t comparisons_ = 0;
 };
 
 }  // namespace handoff::server

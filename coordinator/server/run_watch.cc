@@ -12,12 +12,13 @@ RunWatch::RunWatch(RolloutController& controller, DetectorOptions options,
                    CoordinatorEvents* events)
     : controller_(controller), events_(events), detector_(std::move(options)) {}
 
-void RunWatch::Observe(const std::string& node, const pb::ControllerSample& sample) {
+void RunWatch::Observe(const std::string& node, const pb::ControllerSample& sample,
+                       std::optional<int64_t> received_unix_ms) {
   std::vector<Finding> findings;
   std::vector<std::pair<std::string, absl::Duration>> gaps;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    findings = detector_.Observe(node, sample);
+    findings = detector_.Observe(node, sample, received_unix_ms);
     // A gap ends when a run is seen again: it shows as a new last gap in the detector's view.
     if (events_ != nullptr) {
       for (const pb::CloudControllerView& view : detector_.View()) {

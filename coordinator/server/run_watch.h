@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -31,7 +32,9 @@ class RunWatch {
   RunWatch(RolloutController& controller, DetectorOptions options,
            CoordinatorEvents* events = nullptr);
 
-  void Observe(const std::string& node, const pb::ControllerSample& sample);
+  // `received_unix_ms`: when the sample arrived, on the coordinator's clock (DoubleRunDetector).
+  void Observe(const std::string& node, const pb::ControllerSample& sample,
+               std::optional<int64_t> received_unix_ms = std::nullopt);
   void Away(const std::string& node);
   // Sets status.cloud_controllers.
   void Fill(pb::RolloutStatus& status) const;

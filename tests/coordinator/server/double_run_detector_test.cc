@@ -1,5 +1,6 @@
 #include "coordinator/server/double_run_detector.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -129,7 +130,8 @@ TEST(DoubleRunDetectorTest, BothManagersOfOneNodeCount) {
   DoubleRunDetector detector(Options());
   std::vector<Finding> findings;
   for (int64_t t = 0; t <= 2000; t += 1000) {
-    findings = detector.Observe("cp-1", Sample(t, {{kKcm, 11, {"service"}}, {kCcm, 12, {"service"}}}));
+    findings =
+        detector.Observe("cp-1", Sample(t, {{kKcm, 11, {"service"}}, {kCcm, 12, {"service"}}}));
   }
   ASSERT_THAT(findings, SizeIs(1));
   EXPECT_EQ(findings[0].runs[0].node, "cp-1");
@@ -196,6 +198,142 @@ TEST(DoubleRunDetectorTest, AnOlderSampleThanOneSeenIsIgnored) {
   detector.Observe("cp-1", Sample(5000, {{kKcm, 11, {"service"}}}));
   detector.Observe("cp-1", Sample(1000, {{kKcm, 11, {}}}));
   EXPECT_THAT(ViewOf(detector.View(), "service").runners(), SizeIs(1));
+}
+
+// The probe's case (a): cp-2's clock is stepped back an hour while it runs the controller. Its
+// samples used to be dropped as older than the last one for that hour: the node counted as
+// "agent away" while connected, and a gap went unmeasured. Anchored to the receive time, they
+// keep counting, and a gap after it is measured.
+TEST(DoubleRunDetectorTest, ANodeClockSteppedBackBlindsNothing) {
+  constexpr int64_t kHour = 3600 * 1000;
+  const int64_t base = 1'800'000'000'000;  // the coordinator's clock
+  DoubleRunDetector detector(Options());
+  for (int64_t t = 0; t <= 5000; t += 1000) {
+    EXPECT_THAT(detector.Observe("cp-1", Sample(base + t, {{kKcm, 11, {}}}), base + t), IsEmpty());
+    // cp-2's clock: right until 3000, then an hour behind.
+    const int64_t node_clock = t < 3000 ? base + t : base + t - kHour;
+    EXPECT_THAT(detector.Observe("cp-2", Sample(node_clock, {{kCcm, 22, {"service"}}}), base + t),
+                IsEmpty());
+  }
+  v1::CloudControllerView view = ViewOf(detector.View(), "service");
+  EXPECT_EQ(view.unknown_reason(), "");
+  ASSERT_THAT(view.runners(), SizeIs(1));
+  EXPECT_EQ(view.runners(0).node(), "cp-2");
+
+  // The manager on cp-2 stops; no one runs the controller from then on. The gap is measured on
+  // the anchored times and reported past the limit (10 s).
+  std::vector<Finding> findings;
+  for (int64_t t = 6000; t <= 20000; t += 1000) {
+    std::vector<Finding> a = detector.Observe("cp-1", Sample(base + t, {{kKcm, 11, {}}}), base + t);
+    std::vector<Finding> b =
+        detector.Observe("cp-2", Sample(base + t - kHour, {{kCcm, 23, {}}}), base + t);
+    findings.insert(findings.end(), a.begin(), a.end());
+    findings.insert(findings.end(), b.begin(), b.end());
+  }
+  ASSERT_THAT(findings, SizeIs(1));
+  EXPECT_EQ(findings[0].kind, Finding::Kind::kLongGap);
+  EXPECT_EQ(findings[0].from_ms, base + 5000);  // the last sighting, on the coordinator's clock
+}
+
+// And forward: a node whose clock jumps ahead an hour and is then set right again is not dropped
+// for the hour either.
+TEST(DoubleRunDetectorTest, ANodeClockSteppedForwardAndBackBlindsNothing) {
+  constexpr int64_t kHour = 3600 * 1000;
+  const int64_t base = 1'800'000'000'000;
+  DoubleRunDetector detector(Options());
+  for (int64_t t = 0; t <= 6000; t += 1000) {
+    const int64_t node_clock = t >= 2000 && t < 4000 ? base + t + kHour : base + t;
+    detector.Observe("cp-1", Sample(node_clock, {{kKcm, 11, {"service"}}}), base + t);
+    detector.Observe("cp-2", Sample(base + t, {{kCcm, 22, {}}}), base + t);
+  }
+  v1::CloudControllerView view = ViewOf(detector.View(), "service");
+  ASSERT_THAT(view.runners(), SizeIs(1));
+  EXPECT_EQ(view.runners(0).since_unix_ms(), base);
+  EXPECT_EQ(view.unknown_reason(), "");
+}
+
+// Within one stream the node's own spacing is kept (its clock is exact on itself); the anchor is
+// found again only when a sample strays past clock_step_ms.
+TEST(DoubleRunDetectorTest, ReceiveDelaysDoNotMoveTheNodesTimes) {
+  const int64_t base = 1'800'000'000'000;
+  DoubleRunDetector detector(Options());
+  // Received with delays of 40 ms to 3 s: the times stay the node's, shifted by the first offset.
+  const int64_t delays[] = {40, 3000, 100, 2500, 40};
+  for (int i = 0; i < 5; ++i) {
+    const int64_t t = i * 1000;
+    detector.Observe("cp-1", Sample(base - 7 + t, {{kKcm, 11, {"service"}}}), base + t + delays[i]);
+  }
+  v1::CloudControllerView view = ViewOf(detector.View(), "service");
+  ASSERT_THAT(view.runners(), SizeIs(1));
+  EXPECT_EQ(view.runners(0).since_unix_ms(), base + 40);  // offset 47, found at the first sample
+}
+
+// The probe's case (b): every detector sample brought a new pid, and every pair of every run
+// ever seen was compared again: 3,000 samples cost 30-40 s of coordinator CPU. Over many
+// histories the runs kept stay bounded, and so does each sample's work.
+TEST(DoubleRunDetectorTest, ASamplesCostAndTheMemoryKeptAreBoundedWhateverTheHistory) {
+  for (const int samples : {10, 300, 3000}) {
+    for (const int pids_per_sample : {1, 2, 4}) {
+      DetectorOptions options = Options();
+      DoubleRunDetector detector(options);
+      int64_t most_per_sample = 0;
+      int64_t pid = 100;
+      for (int i = 0; i < samples; ++i) {
+        std::vector<Manager> managers;
+        for (int p = 0; p < pids_per_sample; ++p) {
+          managers.push_back({p % 2 == 0 ? kKcm : kCcm, pid++, {"service", "route"}});
+        }
+        const int64_t before = detector.comparisons();
+        detector.Observe(i % 2 == 0 ? "cp-1" : "cp-2", Sample(i * 1000, managers), i * 1000);
+        most_per_sample = std::max(most_per_sample, detector.comparisons() - before);
+        ASSERT_LE(detector.RunsKept(),
+                  options.controllers.size() * (options.max_finished_runs + 2 * pids_per_sample))
+            << samples << " samples, " << pids_per_sample << " pids each";
+      }
+      // Each run sighted is compared with at most every run of its controller there is while
+      // the sample is taken in: those kept, those it ended and those it starts.
+      const int64_t bound = static_cast<int64_t>(options.controllers.size()) * pids_per_sample *
+                            static_cast<int64_t>(options.max_finished_runs + 3 * pids_per_sample);
+      EXPECT_LE(most_per_sample, bound) << samples << " samples, " << pids_per_sample << " pids";
+    }
+  }
+}
+
+// A double run is still proven when both runs ended before the proof came in, within what is kept.
+TEST(DoubleRunDetectorTest, ForgettingOldRunsKeepsTheRecentProofs) {
+  DetectorOptions options = Options();
+  options.max_finished_runs = 4;
+  DoubleRunDetector detector(options);
+  // Churn on cp-1: many short runs, each ended.
+  for (int64_t i = 0; i < 50; ++i) {
+    detector.Observe("cp-1", Sample(i * 1000, {{kKcm, 1000 + i, {"route"}}}), i * 1000);
+  }
+  EXPECT_LE(detector.RunsKept(), 5u);
+  // Then two managers overlap on "service" for 3 s.
+  std::vector<Finding> findings;
+  for (int64_t t = 60000; t <= 64000; t += 1000) {
+    std::vector<Finding> a = detector.Observe("cp-1", Sample(t, {{kKcm, 11, {"service"}}}), t);
+    std::vector<Finding> b = detector.Observe("cp-2", Sample(t, {{kCcm, 22, {"service"}}}), t);
+    for (const std::vector<Finding>* some : {&a, &b}) {
+      for (const Finding& finding : *some) {
+        // (The churned "route" has run nowhere since: a long gap, not what this is about.)
+        if (finding.kind == Finding::Kind::kDoubleRun) findings.push_back(finding);
+      }
+    }
+  }
+  ASSERT_THAT(findings, SizeIs(1));
+  EXPECT_EQ(findings[0].controller, "service");
+  EXPECT_EQ(findings[0].from_ms, 60000);
+}
+
+TEST(DoubleRunDetectorTest, ASampleListingMoreManagersThanANodeRunsIsTakenAsUnknown) {
+  DoubleRunDetector detector(Options());
+  std::vector<Manager> managers;
+  for (int64_t pid = 1; pid <= 17; ++pid) managers.push_back({kKcm, pid, {"service"}});
+  EXPECT_THAT(detector.Observe("cp-1", Sample(1000, managers), 1000), IsEmpty());
+  EXPECT_EQ(detector.RunsKept(), 0u);
+  EXPECT_THAT(ViewOf(detector.View(), "service").unknown_reason(),
+              HasSubstr("cp-1: its sample lists 17 managers (at most 16 are taken)"));
 }
 
 }  // namespace
