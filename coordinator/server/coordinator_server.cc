@@ -6,9 +6,11 @@
 #include <set>
 #include <utility>
 
+#include "absl/time/clock.h"
 #include "agent/base/strings.h"
 #include "coordinator/server/client_certificate_check.h"
 #include "coordinator/server/peer_identity.h"
+#include "coordinator/server/stream_limits.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
@@ -49,6 +51,8 @@ class StreamLink : public AgentLink {
   StreamLink(AgentStream* stream, std::string peer) : stream_(stream), peer_(std::move(peer)) {}
   void Send(const pb::CoordinatorMessage& message) override;
   void Close(const absl::Status& status) override;
+  // Ends the stream unless its agent has said something by now (StreamLimits).
+  void ExpireHello();
   std::string Peer() const override { return peer_; }
   void Detach() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -65,16 +69,36 @@ class StreamLink : public AgentLink {
 // time (gRPC allows one outstanding write per stream).
 class AgentStream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage> {
  public:
-  AgentStream(RolloutController& controller, RunWatch* run_watch,
-              grpc::CallbackServerContext* context)
+  // `identity` was admitted by `limits`, which this stream releases when it is done.
+  AgentStream(RolloutController& controller, RunWatch* run_watch, StreamLimits& limits,
+              std::string identity, grpc::CallbackServerContext* context)
       : controller_(controller),
         run_watch_(run_watch),
+        limits_(limits),
+        identity_(std::move(identity)),
         context_(context),
         link_(std::make_shared<StreamLink>(this, context->peer())) {
+    limits_.AwaitHello([link = link_] { link->ExpireHello(); });
     StartRead(&in_);
   }
 
+  // The hello deadline passed: ends the stream unless a first message arrived.
+  void ExpireHello() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (spoke_ || finish_requested_) return;
+    spdlog::warn("agent stream from {} ({}) said no hello in time; ended", context_->peer(),
+                 identity_);
+    finish_requested_ = true;
+    finish_status_ = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                  "no AgentHello within the hello deadline");
+    FinishIfRequestedLocked();
+  }
+
   void OnReadDone(bool ok) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      spoke_ = true;
+    }
     if (!ok) {
       // The agent went away (or the stream was finished): the controller hears it once.
       if (!node_.empty()) {
@@ -94,7 +118,9 @@ class AgentStream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::C
       }
     } else if (in_.has_controllers()) {
       // Samples go to the detector only: they change nothing the rollout controller keeps.
-      if (run_watch_ != nullptr) run_watch_->Observe(node_, in_.controllers());
+      if (run_watch_ != nullptr) {
+        run_watch_->Observe(node_, in_.controllers(), absl::ToUnixMillis(absl::Now()));
+      }
     } else {
       controller_.AgentMessage(node_, link_.get(), in_);
     }
@@ -115,6 +141,7 @@ class AgentStream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::C
 
   void OnDone() override {
     link_->Detach();
+    limits_.Release(identity_);
     delete this;
   }
 
@@ -164,12 +191,15 @@ class AgentStream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::C
 
   RolloutController& controller_;
   RunWatch* run_watch_;
+  StreamLimits& limits_;
+  const std::string identity_;
   grpc::CallbackServerContext* context_;
   const std::shared_ptr<StreamLink> link_;
   pb::AgentMessage in_;
   std::string node_;  // set once registered; read and written only by the read side
 
   std::mutex mu_;
+  bool spoke_ = false;  // a first read completed (a message, or the stream's end)
   std::deque<pb::CoordinatorMessage> out_;  // front() is being written while writing_
   bool writing_ = false;
   bool finish_requested_ = false;
@@ -187,18 +217,47 @@ void StreamLink::Close(const absl::Status& status) {
   if (stream_ != nullptr) stream_->Close(status);
 }
 
+void StreamLink::ExpireHello() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stream_ != nullptr) stream_->ExpireHello();
+}
+
 class AgentServiceImpl final : public pb::AgentService::CallbackService {
  public:
-  AgentServiceImpl(RolloutController& controller, RunWatch* run_watch)
-      : controller_(controller), run_watch_(run_watch) {}
+  AgentServiceImpl(RolloutController& controller, RunWatch* run_watch, const ServerOptions& options)
+      : controller_(controller),
+        run_watch_(run_watch),
+        limits_(options.hello_deadline, options.max_streams_per_identity) {}
   grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* context) override {
-    return new AgentStream(controller_, run_watch_, context);
+    // mTLS is required, so every stream has a verified certificate; the hello checks its role.
+    std::string identity = "(no certificate)";
+    if (std::shared_ptr<const grpc::AuthContext> auth = context->auth_context(); auth) {
+      absl::StatusOr<PeerIdentity> peer = IdentityOf(*auth);
+      if (peer.ok()) identity = peer->common_name;
+    }
+    if (!limits_.Admit(identity)) {
+      spdlog::warn("refused an agent stream from {}: certificate {} already has {} open",
+                   context->peer(), identity, limits_.max_per_identity());
+      class Refusal final
+          : public grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage> {
+       public:
+        explicit Refusal(const grpc::Status& status) { Finish(status); }
+        void OnDone() override { delete this; }
+      };
+      return new Refusal(
+          grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                       StrCat("certificate ", identity, " already has ", limits_.max_per_identity(),
+                              " streams open, the most one agent may; another process with this "
+                              "certificate holds them")));
+    }
+    return new AgentStream(controller_, run_watch_, limits_, std::move(identity), context);
   }
 
  private:
   RolloutController& controller_;
   RunWatch* run_watch_;
+  StreamLimits limits_;
 };
 
 class StatusWriter;
@@ -496,8 +555,8 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
 }  // namespace
 
 struct CoordinatorServer::Services {
-  Services(RolloutController& controller, RunWatch* run_watch)
-      : agents(controller, run_watch), operators(controller, run_watch) {}
+  Services(RolloutController& controller, const ServerOptions& options)
+      : agents(controller, options.run_watch, options), operators(controller, options.run_watch) {}
   AgentServiceImpl agents;
   OperatorServiceImpl operators;
 };
@@ -505,7 +564,7 @@ struct CoordinatorServer::Services {
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     RolloutController& controller, const ServerOptions& options) {
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
-  server->services_ = std::make_unique<Services>(controller, options.run_watch);
+  server->services_ = std::make_unique<Services>(controller, options);
 
   absl::StatusOr<std::shared_ptr<rpc::TlsMaterial>> tls = CoordinatorTlsMaterial(
       rpc::TlsPems{options.ca_pem, options.cert_pem, options.key_pem}, options.tls_files,

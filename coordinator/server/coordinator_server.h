@@ -32,6 +32,12 @@ struct ServerOptions {
   // Borrowed, may be null: the live double-run detector, fed the agents' controller samples;
   // it adds who runs each cloud controller to the status operators read.
   RunWatch* run_watch = nullptr;
+  // An agent stream that has not said hello by then is ended (DEADLINE_EXCEEDED): agents say it
+  // at once, and a stream held open without it would only cost the coordinator memory.
+  absl::Duration hello_deadline = absl::Seconds(10);
+  // Agent streams open at once per client certificate (CN); more are refused with
+  // RESOURCE_EXHAUSTED. An agent needs one, two while a reconnect overtakes its old stream.
+  size_t max_streams_per_identity = 4;
 };
 
 class CoordinatorServer {

@@ -149,6 +149,145 @@ TEST_F(CoordinatorServerTest, AnAgentIsWelcomedAsTheNodeItsCertificateNames) {
   EXPECT_EQ(connects[0].node(), "cp-1");
 }
 
+// A Connect stream of cp-1's certificate, kept open: the first message, then how it ended.
+class OpenStream {
+ public:
+  OpenStream(const std::string& address, const std::string& instance_id)
+      : stub_(pb::AgentService::NewStub(rpc::CreateSecureChannel(address, ClientTlsFor("cp-1")))) {
+    context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    stream_ = stub_->Connect(&context_);
+    pb::AgentMessage hello;
+    hello.mutable_hello()->set_node_name("cp-1");
+    hello.mutable_hello()->set_instance_id(instance_id);
+    hello.mutable_hello()->mutable_report()->set_state(pb::NODE_STATE_IN_TREE);
+    stream_->Write(hello);
+    welcomed_ = stream_->Read(&first_) && first_.has_welcome();
+  }
+  ~OpenStream() {
+    if (!finished_) {
+      context_.TryCancel();
+      (void)End();
+    }
+  }
+  bool welcomed() const { return welcomed_; }
+  // Reads to the end of the stream (the server ends it) and returns its status.
+  grpc::Status End() {
+    pb::CoordinatorMessage ignored;
+    while (stream_->Read(&ignored)) {
+    }
+    finished_ = true;
+    return stream_->Finish();
+  }
+
+ private:
+  std::unique_ptr<pb::AgentService::Stub> stub_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<pb::AgentMessage, pb::CoordinatorMessage>> stream_;
+  pb::CoordinatorMessage first_;
+  bool welcomed_ = false;
+  bool finished_ = false;
+};
+
+// Over the wire: the second agent process gets FAILED_PRECONDITION, as the contract says, and
+// the first keeps its stream; the first agent's own reconnect replaces its stream.
+TEST_F(CoordinatorServerTest, ASecondAgentProcessOfANodeIsRefusedItsOwnReconnectIsNot) {
+  OpenStream first(address_, "first-agent");
+  ASSERT_TRUE(first.welcomed());
+  {
+    OpenStream second(address_, "second-agent");
+    EXPECT_FALSE(second.welcomed());
+    grpc::Status refused = second.End();
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_THAT(refused.error_message(),
+                HasSubstr("is a second agent process with the same node certificate"));
+  }
+  EXPECT_TRUE(controller_->Status().nodes(0).connected());
+  EXPECT_THAT(controller_->Status().nodes(0).second_agent(), HasSubstr("refused 1 time"));
+
+  OpenStream again(address_, "first-agent");
+  EXPECT_TRUE(again.welcomed());
+  grpc::Status replaced = first.End();
+  EXPECT_EQ(replaced.error_code(), grpc::StatusCode::ABORTED);
+  EXPECT_THAT(replaced.error_message(),
+              HasSubstr("replaced by a newer stream from the same agent"));
+}
+
+// A server of its own, with the limits on agents' streams set for the test.
+class StreamLimitsServerTest : public ::testing::Test {
+ protected:
+  void Start(absl::Duration hello_deadline, size_t max_streams) {
+    ControllerOptions options;
+    options.nodes = {"cp-1", "cp-2"};
+    ASSERT_NO_FATAL_FAILURE(
+        testing::OpenController(database_, clock_, options, &store_, &controller_));
+    ServerOptions server_options;
+    server_options.listen = "127.0.0.1:0";
+    server_options.ca_pem = ReadTls("ca.crt");
+    server_options.cert_pem = ReadTls("coordinator.crt");
+    server_options.key_pem = ReadTls("coordinator.key");
+    server_options.hello_deadline = hello_deadline;
+    server_options.max_streams_per_identity = max_streams;
+    absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
+        CoordinatorServer::Start(*controller_, server_options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    address_ = "127.0.0.1:" + std::to_string(server_->port());
+  }
+  void TearDown() override {
+    server_.reset();
+    controller_.reset();
+    store_.reset();
+  }
+
+  testing::TempDatabase database_{"server-limits"};
+  FakeClock clock_{absl::FromUnixSeconds(1800000000)};
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<RolloutController> controller_;
+  std::unique_ptr<CoordinatorServer> server_;
+  std::string address_;
+};
+
+// The probe's case: streams that never say hello were kept for as long as the client liked.
+TEST_F(StreamLimitsServerTest, AStreamThatSaysNoHelloIsEndedAtTheDeadline) {
+  ASSERT_NO_FATAL_FAILURE(Start(absl::Milliseconds(200), 4));
+  auto stub = pb::AgentService::NewStub(rpc::CreateSecureChannel(address_, ClientTlsFor("cp-1")));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto stream = stub->Connect(&context);
+  pb::CoordinatorMessage message;
+  EXPECT_FALSE(stream->Read(&message));  // until the server ends it
+  grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(status.error_message(), "no AgentHello within the hello deadline");
+}
+
+// A certificate that holds its streams gets no more; another certificate still connects.
+TEST_F(StreamLimitsServerTest, StreamsBeyondTheLimitOfACertificateAreRefused) {
+  ASSERT_NO_FATAL_FAILURE(Start(absl::Seconds(30), 1));
+  OpenStream held(address_, "the-agent");
+  ASSERT_TRUE(held.welcomed());
+  OpenStream more(address_, "the-agent");
+  EXPECT_FALSE(more.welcomed());
+  grpc::Status refused = more.End();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(), HasSubstr("certificate cp-1 already has 1 streams open"));
+  EXPECT_TRUE(controller_->Status().nodes(0).connected());
+
+  auto stub = pb::AgentService::NewStub(rpc::CreateSecureChannel(address_, ClientTlsFor("cp-2")));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto stream = stub->Connect(&context);
+  pb::AgentMessage hello;
+  hello.mutable_hello()->set_node_name("cp-2");
+  hello.mutable_hello()->mutable_report()->set_state(pb::NODE_STATE_IN_TREE);
+  ASSERT_TRUE(stream->Write(hello));
+  pb::CoordinatorMessage welcome;
+  ASSERT_TRUE(stream->Read(&welcome));
+  EXPECT_TRUE(welcome.has_welcome());
+  context.TryCancel();
+  (void)stream->Finish();
+}
+
 TEST_F(CoordinatorServerTest, AnAgentClaimingAnotherNodeIsRefused) {
   pb::CoordinatorMessage first;
   grpc::Status status = Register("cp-1", "cp-2", &first);
