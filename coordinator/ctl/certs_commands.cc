@@ -1,8 +1,11 @@
 // handoffctl certs init|issue: the handoff CA and the certificates of the coordinator, the node
 // agents and the operators (coordinator/pki/pki.h), written through the environment's file system.
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -90,6 +93,35 @@ absl::StatusOr<bool> Present(const FileSystem& files, const std::string& path) {
                       StrCat("cannot tell whether ", path, " exists: ", info.status().message()));
 }
 
+// Key material goes only into a directory no one but its owner (or root) can change: whoever can
+// write a directory can rename ca.crt or a key in it, or plant a link where one is about to be
+// written. Such a directory is refused, not tightened: it may be shared (/tmp) and its mode is
+// its owner's to change. `what` says which directory ("the CA's directory").
+absl::Status CheckPrivateDirectory(const FileSystem& files, const std::string& dir,
+                                   std::string_view what) {
+  absl::StatusOr<FileInfo> info = files.Stat(dir);
+  if (absl::IsNotFound(info.status())) return absl::OkStatus();  // created 0700
+  if (!info.ok()) {
+    return absl::Status(info.status().code(),
+                        StrCat("cannot check ", what, " ", dir, ": ", info.status().message()));
+  }
+  const unsigned euid = ::geteuid();
+  std::string problem;
+  if ((info->mode & 022) != 0) {
+    problem = StrCat("is writable by ", (info->mode & 002) != 0 ? "everyone" : "its group", " (",
+                     Mode(info->mode), ")");
+  } else if (info->uid != euid && info->uid != 0) {
+    problem = StrCat("belongs to uid ", info->uid, ", who can make it writable to anyone");
+  }
+  if (problem.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(StrCat(
+      what, " ", dir, " ", problem,
+      ": whoever can change it can replace the CA's files or the keys in it, or plant a link "
+      "where one is written; nothing was written. Use a directory only you can write (chmod "
+      "go-w ",
+      dir, ", or a new one: certs init creates it 0700)"));
+}
+
 // Each file is replaced atomically, and the key is never readable by others, not even as the temp
 // file (it is created with its final mode). The key goes first: a crash in between then leaves a
 // new pair as a key without a certificate, which nothing loads. A replaced pair (--force) can be
@@ -142,6 +174,11 @@ int Init(CommandContext& context, const InitFlags& flags) {
         StrCat(certificate_path, " already exists (without ", kCaKeyFile,
                "); nothing was written. Remove it to create a new CA there, or choose another "
                "--dir")));
+  }
+
+  if (absl::Status private_dir = CheckPrivateDirectory(*files, *dir, "the CA's directory");
+      !private_dir.ok()) {
+    return context.Fail(private_dir);
   }
 
   const absl::Time now = context.clock().Now();
@@ -275,6 +312,26 @@ absl::StatusOr<std::string> ReadCaFile(const FileSystem& files, const std::strin
   return read;
 }
 
+// The CA key signs every identity: one that others could read may already be copied, so it is
+// not used (as ssh refuses an unprotected private key) until its owner has looked.
+absl::Status CheckCaKeyMode(const FileSystem& files, const std::string& dir) {
+  const std::string path = Join(dir, kCaKeyFile);
+  absl::StatusOr<FileInfo> info = files.Stat(path);
+  if (!info.ok()) {
+    return absl::Status(info.status().code(),
+                        StrCat("cannot check ", path, ": ", info.status().message()));
+  }
+  if ((info->mode & 077) == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      StrCat(path, " is open to ", (info->mode & 007) != 0 ? "everyone" : "its group", " (",
+             Mode(info->mode),
+             "), and whoever has read it can mint any identity: nothing was issued. If no one else "
+             "can have read it, chmod 0600 ",
+             path,
+             "; otherwise create a new CA (certs init in another --dir) and issue every "
+             "certificate again"));
+}
+
 int Issue(CommandContext& context, const IssueFlags& flags) {
   absl::StatusOr<std::string> dir = DirectoryOf(flags.dir);
   if (!dir.ok()) return context.Fail(dir.status());
@@ -298,6 +355,15 @@ int Issue(CommandContext& context, const IssueFlags& flags) {
   std::unique_ptr<FileSystem> files = context.environment().open_files();
   absl::StatusOr<std::string> ca_key = ReadCaFile(*files, *dir, kCaKeyFile);
   if (!ca_key.ok()) return context.Fail(ca_key.status());
+  if (absl::Status protected_key = CheckCaKeyMode(*files, *dir); !protected_key.ok()) {
+    return context.Fail(protected_key);
+  }
+  for (const auto& [path, what] : {std::pair{*dir, "the CA's directory"},
+                                   std::pair{ParentPath(key_path), "the key's directory"}}) {
+    if (absl::Status private_dir = CheckPrivateDirectory(*files, path, what); !private_dir.ok()) {
+      return context.Fail(private_dir);
+    }
+  }
   absl::StatusOr<std::string> ca_certificate = ReadCaFile(*files, *dir, kCaCertificateFile);
   if (!ca_certificate.ok()) return context.Fail(ca_certificate.status());
   const pki::KeyPair ca{*std::move(ca_certificate), *std::move(ca_key)};
@@ -364,7 +430,7 @@ void AddCertsCommands(CLI::App& app, CommandContext& context) {
       "init",
       "Create a new CA (CN=handoff-ca, EC P-256) in DIR, made 0700 when missing: ca.crt, for "
       "every party, and ca.key, which signs every identity and stays here. Refuses, writing "
-      "nothing, when DIR already holds ca.key or ca.crt");
+      "nothing, when DIR already holds ca.key or ca.crt, or when others can write DIR");
   init->add_option("--dir", init_flags->dir,
                    "The CA's directory, an absolute path, e.g. /etc/handoff/pki")
       ->type_name("DIR")

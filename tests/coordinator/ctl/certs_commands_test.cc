@@ -1,9 +1,13 @@
 // handoffctl certs init|issue, run in-process on a real POSIX file system rooted at a temp dir
 // (so that modes are the kernel's), with a fake clock.
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "agent/base/strings.h"
 #include "agent/fs/file_system.h"
 #include "agent/system/clock.h"
 #include "coordinator/ctl/ctl_cli.h"
@@ -25,6 +29,12 @@ using ::testing::IsEmpty;
 using ::testing::StartsWith;
 
 const absl::Time kNow = absl::FromUnixSeconds(1'700'000'000);  // 2023-11-14T22:13:20Z
+
+std::string Mode(unsigned mode) {
+  char text[16];
+  std::snprintf(text, sizeof(text), "%04o", mode);
+  return text;
+}
 
 class CertsCommandsTest : public ::testing::Test {
  protected:
@@ -208,6 +218,62 @@ TEST_F(CertsCommandsTest, AbsoluteOutPrefixMayLieOutsideTheCaDirectory) {
   EXPECT_EQ(CheckPair("/nodes/cp-2/agent").common_name, "cp-2");
   EXPECT_EQ(ModeOf("/nodes/cp-2"), 0700u);
   EXPECT_THAT(Listing("/pki"), ElementsAre("ca.crt", "ca.key"));
+}
+
+// The probe's case: `certs init` into an existing world-writable directory wrote the CA key
+// there and left it so. Such a directory is refused, never tightened (it may be /tmp); over every
+// mode, exactly those writable by group or others are.
+TEST_F(CertsCommandsTest, InitRefusesADirectoryOthersCanWrite) {
+  for (const unsigned mode : {0700u, 0750u, 0755u, 0770u, 0775u, 0777u, 01777u, 0730u, 0703u}) {
+    const std::string dir = StrCat("/ca-", Mode(mode));
+    ASSERT_TRUE(files_->CreateDirectory(dir, 0700).ok());
+    ASSERT_EQ(::chmod((root_.path() + dir).c_str(), mode), 0) << dir;
+    Result result = Run({"certs", "init", "--dir", dir});
+    if ((mode & 022) == 0) {
+      EXPECT_EQ(result.code, kExitOk) << dir << ": " << result.err;
+      EXPECT_THAT(Listing(dir), ElementsAre("ca.crt", "ca.key")) << dir;
+    } else {
+      EXPECT_EQ(result.code, kExitRefused) << dir;
+      EXPECT_THAT(result.err,
+                  AllOf(HasSubstr(StrCat("the CA's directory ", dir, " is writable by ",
+                                         (mode & 002) != 0 ? "everyone" : "its group", " (",
+                                         Mode(mode & 07777), ")")),
+                        HasSubstr("nothing was written"), HasSubstr("chmod go-w " + dir)))
+          << dir;
+      EXPECT_THAT(Listing(dir), IsEmpty()) << dir;
+      EXPECT_EQ(ModeOf(dir), mode) << dir;  // left as it was
+    }
+  }
+}
+
+// `certs issue` used a world-readable ca.key without a word: refused until its owner looks.
+TEST_F(CertsCommandsTest, IssueRefusesACaKeyOthersCouldRead) {
+  Init();
+  for (const unsigned mode : {0640u, 0604u, 0644u, 0660u}) {
+    ASSERT_EQ(::chmod((root_.path() + "/pki/ca.key").c_str(), mode), 0);
+    Result result = Run({"certs", "issue", "--dir", "/pki", "--node", "cp-1"});
+    EXPECT_EQ(result.code, kExitRefused) << Mode(mode);
+    EXPECT_THAT(result.err,
+                AllOf(HasSubstr(StrCat("/pki/ca.key is open to ",
+                                       (mode & 007) != 0 ? "everyone" : "its group", " (",
+                                       Mode(mode), ")")),
+                      HasSubstr("nothing was issued"), HasSubstr("chmod 0600 /pki/ca.key")));
+    EXPECT_THAT(Listing("/pki"), ElementsAre("ca.crt", "ca.key"));
+  }
+  ASSERT_EQ(::chmod((root_.path() + "/pki/ca.key").c_str(), 0400), 0);  // read-only is fine
+  Result result = Run({"certs", "issue", "--dir", "/pki", "--node", "cp-1"});
+  EXPECT_EQ(result.code, kExitOk) << result.err;
+}
+
+TEST_F(CertsCommandsTest, IssueRefusesAKeyDirectoryOthersCanWrite) {
+  Init();
+  ASSERT_TRUE(files_->CreateDirectory("/shared", 0700).ok());
+  ASSERT_EQ(::chmod((root_.path() + "/shared").c_str(), 01777), 0);
+  Result result =
+      Run({"certs", "issue", "--dir", "/pki", "--node", "cp-2", "--out", "/shared/agent"});
+  EXPECT_EQ(result.code, kExitRefused);
+  EXPECT_THAT(result.err, HasSubstr("the key's directory /shared is writable by everyone (1777)"));
+  EXPECT_THAT(Listing("/shared"), IsEmpty());
 }
 
 TEST_F(CertsCommandsTest, IssueWithoutInitSaysToRunInitFirst) {
