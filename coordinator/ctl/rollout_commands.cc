@@ -565,11 +565,25 @@ int History(CommandContext& context, const HistoryFlags& flags) {
   absl::StatusOr<std::unique_ptr<OperatorClient>> client =
       context.ConnectCoordinator(flags.coordinator, endpoint);
   if (!client.ok()) return context.Fail(client.status());
-  v1::HistoryRequest request;
-  request.set_after_sequence(flags.after);
-  request.set_limit(flags.limit);
-  absl::StatusOr<v1::HistoryResponse> history = (*client)->History(request);
-  if (!history.ok()) return FailCall(context, endpoint, "history", history.status(), false);
+  const int limit = flags.limit > 0 ? flags.limit : kDefaultHistoryLimit;
+  // Page by page: the coordinator stops a page at a size (HistoryResponse.more).
+  absl::StatusOr<v1::HistoryResponse> history = v1::HistoryResponse();
+  int64_t after = flags.after;
+  while (history->entries_size() < limit) {
+    v1::HistoryRequest request;
+    request.set_after_sequence(after);
+    // 0 (the coordinator's limit, which is handoffctl's too) unless asked or paging on.
+    if (flags.limit > 0 || history->entries_size() > 0) {
+      request.set_limit(limit - history->entries_size());
+    }
+    absl::StatusOr<v1::HistoryResponse> page = (*client)->History(request);
+    if (!page.ok()) return FailCall(context, endpoint, "history", page.status(), false);
+    for (v1::HistoryEntry& entry : *page->mutable_entries()) {
+      *history->add_entries() = std::move(entry);
+    }
+    if (!page->more() || page->entries().empty()) break;
+    after = history->entries(history->entries_size() - 1).sequence();
+  }
   if (flags.format == "json") {
     absl::StatusOr<std::string> json = JsonLine(*history);
     if (!json.ok()) return context.Fail(json.status());
@@ -588,7 +602,6 @@ int History(CommandContext& context, const HistoryFlags& flags) {
     }
     context.out() << Table(rows);
   }
-  const int limit = flags.limit > 0 ? flags.limit : kDefaultHistoryLimit;
   if (history->entries_size() >= limit) {
     context.err() << "handoffctl: showing " << history->entries_size()
                   << " entries; more may follow: --after "

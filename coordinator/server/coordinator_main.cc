@@ -1,6 +1,7 @@
 #include "coordinator/server/coordinator_main.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -66,6 +67,7 @@ struct Options {
   bool no_cluster_checks = false;
   std::string lease_release = "on";
   std::string gap_limit = "60s";
+  int64_t history_keep = 100000;
   std::string facts_interval = "5s";
   std::string plan_timeout = "30s";
   std::string shutdown_grace = "10s";
@@ -285,6 +287,7 @@ int Run(const Options& options, const ConfigArgs& file) {
   controller_options.move_listener = releaser.get();
   controller_options.fresh_facts_after_moves = !options.no_cluster_checks;
   controller_options.events = metrics.get();
+  controller_options.history_keep = options.history_keep;
   absl::StatusOr<std::unique_ptr<RolloutController>> controller =
       RolloutController::Create(**store, *clock, controller_options);
   if (!controller.ok()) return fail(controller.status());
@@ -432,6 +435,13 @@ int RunCoordinator(int argc, const char* const* argv) {
                  "it last saw it renewed, a kube-controller-manager waits out two (main, then "
                  "migration): keep it above twice --leader-elect-lease-duration plus a manager's "
                  "start. Two managers running one controller halt it always")
+      ->capture_default_str();
+  app.add_option("--history-keep", options.history_keep,
+                 "How many history entries to keep: the oldest beyond it are deleted (in "
+                 "batches of 1000). 0 keeps every entry. Each agent can add at most 30 entries "
+                 "at once and one every 2s (connects, disconnects, reports; the moves' commands "
+                 "and results are never held back)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--facts-interval", options.facts_interval,
                  "How often to re-read the RBAC and the lease")

@@ -6,8 +6,10 @@
 
 #include "absl/status/status.h"
 #include "agent/base/strings.h"
+#include "coordinator/server/bounded_text.h"
 #include "coordinator/server/rollout_controller_internal.h"
 #include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
 #ifndef HANDOFF_VERSION
@@ -22,6 +24,17 @@ using controller_internal::RunDeferred;
 using controller_internal::WrapCommand;
 
 namespace {
+
+// What the coordinator keeps of text a client sent (bounded_text.h): a history entry's message,
+// a reason or health detail line of a node's report, a version or transaction id; at most
+// kReportLines reasons. An entry's detail (JSON) over its limit is replaced by a note.
+constexpr size_t kEntryMessageBytes = 4096;
+constexpr size_t kEntryDetailBytes = 64 * 1024;
+constexpr size_t kReportLineBytes = 1024;
+constexpr size_t kVersionBytes = 128;
+constexpr size_t kReportLines = 32;
+// Old history entries are deleted this many at a time (ControllerOptions::history_keep).
+constexpr int64_t kHistoryForgetBatch = 1000;
 
 std::string Name(NodeState state) { return std::string(NodeStateName(state)); }
 
@@ -170,8 +183,20 @@ store::HistoryEntry RolloutController::MoveEntry(const std::string& kind,
 absl::Status RolloutController::Commit(std::vector<store::HistoryEntry> history) {
   // The stored part of each node, as it is.
   rollout_.nodes.assign(nodes_.begin(), nodes_.end());
+  for (store::HistoryEntry& entry : history) {
+    entry.message = BoundedText(entry.message, kEntryMessageBytes);
+    if (entry.detail_json.size() > kEntryDetailBytes) {
+      entry.detail_json = nlohmann::json{
+          {"omitted",
+           StrCat(entry.detail_json.size(), " bytes, more than an entry keeps (", kEntryDetailBytes,
+                  ")")}}.dump();
+    }
+  }
   absl::StatusOr<std::vector<store::HistoryEntry>> stored = store_.Commit(rollout_, history);
-  if (stored.ok()) return absl::OkStatus();
+  if (stored.ok()) {
+    if (!stored->empty()) ForgetOldHistory(stored->back().sequence);
+    return absl::OkStatus();
+  }
   // Without a durable record the coordinator could not resume what it sends: stop moving.
   spdlog::error("cannot record the rollout: {}", std::string(stored.status().message()));
   rollout_.halted = true;
@@ -180,14 +205,67 @@ absl::Status RolloutController::Commit(std::vector<store::HistoryEntry> history)
   return stored.status();
 }
 
+void RolloutController::ForgetOldHistory(int64_t newest) {
+  if (options_.history_keep <= 0) return;
+  const int64_t through = newest - options_.history_keep;
+  // In batches, so that a commit rarely pays for a delete.
+  const int64_t batch = std::min(kHistoryForgetBatch, options_.history_keep);
+  if (through < history_forgotten_through_ + batch) return;
+  if (absl::Status forgotten = store_.ForgetHistoryThrough(through); !forgotten.ok()) {
+    spdlog::warn("cannot delete history entries up to {} (history keep {}): {}", through,
+                 options_.history_keep, std::string(forgotten.message()));
+    return;
+  }
+  history_forgotten_through_ = through;
+}
+
+bool RolloutController::AdmitAgentEntry(Node& node, store::HistoryEntry& entry) {
+  const int64_t now = NowMs();
+  const double burst = std::max(1, options_.agent_entry_burst);
+  const double interval_ms =
+      std::max<double>(1, absl::ToDoubleMilliseconds(options_.agent_entry_interval));
+  if (node.entry_tokens < 0) {
+    node.entry_tokens = burst;
+  } else {
+    node.entry_tokens =
+        std::min(burst, node.entry_tokens + (now - node.entry_tokens_ms) / interval_ms);
+  }
+  node.entry_tokens_ms = now;
+  if (node.entry_tokens < 1) {
+    ++node.entries_not_written;
+    return false;
+  }
+  node.entry_tokens -= 1;
+  if (node.entries_not_written > 0) {
+    StrAppend(&entry.message, " (and ", node.entries_not_written, " earlier ",
+              node.entries_not_written == 1 ? "entry" : "entries", " of ", node.name,
+              "'s agent not written: more than ", options_.agent_entry_burst,
+              " at once, or one every ", absl::FormatDuration(options_.agent_entry_interval), ")");
+    node.entries_not_written = 0;
+  }
+  return true;
+}
+
 void RolloutController::ApplyReport(Node& node, const pb::NodeReport& report) {
   node.state = FromProto(report.state());
-  node.reasons.assign(report.reasons().begin(), report.reasons().end());
+  node.reasons.clear();
+  for (const std::string& reason : report.reasons()) {
+    if (node.reasons.size() == kReportLines) {
+      node.reasons.push_back(
+          StrCat("… and ", static_cast<size_t>(report.reasons_size()) - kReportLines, " more"));
+      break;
+    }
+    node.reasons.push_back(BoundedText(reason, kReportLineBytes));
+  }
   node.healthy = report.healthy();
-  node.health_detail = report.health_detail();
-  node.kube_controller_manager_version = report.kube_controller_manager_version();
-  node.unfinished_transactions.assign(report.unfinished_transactions().begin(),
-                                      report.unfinished_transactions().end());
+  node.health_detail = BoundedText(report.health_detail(), kReportLineBytes);
+  node.kube_controller_manager_version =
+      BoundedText(report.kube_controller_manager_version(), kVersionBytes);
+  node.unfinished_transactions.clear();
+  for (const std::string& id : report.unfinished_transactions()) {
+    if (node.unfinished_transactions.size() == kReportLines) break;
+    node.unfinished_transactions.push_back(BoundedText(id, kVersionBytes));
+  }
 }
 
 absl::Status RolloutController::AgentConnected(const std::string& name, const pb::AgentHello& hello,
@@ -215,7 +293,7 @@ absl::Status RolloutController::AgentConnected(const std::string& name, const pb
     if (options_.events != nullptr) options_.events->AgentConnected(name, node->said_hello);
     node->said_hello = true;
     node->verifies = hello.verifies();
-    node->agent_version = hello.agent_version();
+    node->agent_version = BoundedText(hello.agent_version(), kVersionBytes);
     node->last_seen_unix_ms = NowMs();
     ApplyReport(*node, hello.report());
 
@@ -229,7 +307,8 @@ absl::Status RolloutController::AgentConnected(const std::string& name, const pb
         "agent ", hello.agent_version(), " connected from ", link->Peer(), ": ", Name(node->state),
         node->healthy ? ", healthy" : ", not healthy", node->verifies ? "" : " (verification off)");
     if (!node->reasons.empty()) StrAppend(&message, " (", StrJoin(node->reasons, "; "), ")");
-    history.push_back(Entry(name, "connect", name, message));
+    store::HistoryEntry connect = Entry(name, "connect", name, message);
+    if (AdmitAgentEntry(*node, connect)) history.push_back(std::move(connect));
     SettleInFlight(*node, hello, history);
     (void)Commit(std::move(history));
     Advance();
@@ -255,7 +334,8 @@ absl::Status RolloutController::RefuseSecondAgent(Node& node, const std::string&
   if (first) {
     // Once per live stream: the refused agent retries with backoff for as long as it runs, and
     // the count in the node's status says how often.
-    (void)Commit({Entry(node.name, "second-agent", node.name, why)});
+    store::HistoryEntry entry = Entry(node.name, "second-agent", node.name, why);
+    if (AdmitAgentEntry(node, entry)) (void)Commit({std::move(entry)});
     Notify(View());
   }
   return absl::FailedPreconditionError(why);
@@ -335,6 +415,7 @@ void RolloutController::FinishMove(Node& node, const pb::CommandResult& result,
   std::string line =
       StrCat(Name(move.from), " → ", Name(move.to), " ", OutcomeName(result.outcome()));
   if (!result.message().empty()) StrAppend(&line, ": ", result.message());
+  line = BoundedText(line, kEntryMessageBytes);
   node.last_result = line;
   store::HistoryEntry entry = Entry(node.name, "result", node.name, line);
   entry.command_id = move.command_id;
@@ -454,9 +535,10 @@ void RolloutController::AgentMessage(const std::string& name, const AgentLink* l
       bool healthy_before = node->healthy;
       ApplyReport(*node, message.report());
       if (before != node->state || healthy_before != node->healthy) {
-        history.push_back(Entry(name, "report", name,
-                                StrCat("node now reports ", Name(node->state),
-                                       node->healthy ? ", healthy" : ", not healthy")));
+        store::HistoryEntry report = Entry(name, "report", name,
+                                           StrCat("node now reports ", Name(node->state),
+                                                  node->healthy ? ", healthy" : ", not healthy"));
+        if (AdmitAgentEntry(*node, report)) history.push_back(std::move(report));
       }
     }
     if (!history.empty()) (void)Commit(std::move(history));
@@ -483,7 +565,9 @@ void RolloutController::AgentDisconnected(const std::string& name, const AgentLi
       StrAppend(&message, " with move ", rollout_.in_flight->command_id,
                 " under way: its outcome is asked for when the agent is back");
     }
-    (void)Commit({Entry(name, "disconnect", name, message)});
+    // Nothing stored changes with a disconnect: only its entry, which the bucket bounds.
+    store::HistoryEntry entry = Entry(name, "disconnect", name, message);
+    if (AdmitAgentEntry(*node, entry)) (void)Commit({std::move(entry)});
     Advance();
   }
   RunDeferred(deferred);

@@ -111,6 +111,14 @@ struct ControllerOptions {
   // Whether the facts come from the cluster and change with moves (the leases): then no move is
   // sent until facts read after the last move's result arrive (WantsFacts says when to read).
   bool fresh_facts_after_moves = false;
+  // History entries kept: once the newest entry's sequence passes this many (and a batch more),
+  // the oldest are deleted. 0 keeps every entry.
+  int64_t history_keep = 100000;
+  // What one node's agent can add to the history (connect, disconnect, report, second-agent):
+  // a bucket of this many entries, refilled by one every agent_entry_interval. Entries beyond
+  // it are counted, not written, and the count goes into the node's next entry.
+  int agent_entry_burst = 30;
+  absl::Duration agent_entry_interval = absl::Seconds(2);
 };
 
 // PlanRollout's answer arrives later (the agents compute the diffs); `done` is called once,
@@ -211,6 +219,10 @@ class RolloutController {
       int64_t last_unix_ms = 0;
     };
     std::optional<SecondAgent> second_agent;
+    // What its agent may still add to the history (ControllerOptions::agent_entry_burst).
+    double entry_tokens = -1;  // -1: full, not yet used
+    int64_t entry_tokens_ms = 0;
+    int64_t entries_not_written = 0;
     // From its last report, for the preflight.
     std::string kube_controller_manager_version;
     std::vector<std::string> unfinished_transactions;
@@ -237,6 +249,11 @@ class RolloutController {
   // Takes up `stored` (or, without one, a new rollout of options_.nodes).
   void Restore(std::optional<store::StoredRollout> stored);
   Node* FindNode(const std::string& name);
+  // Whether `node`'s agent may add `entry` to the history now (its bucket); when it may and
+  // earlier ones were not written, says so in `entry`.
+  bool AdmitAgentEntry(Node& node, store::HistoryEntry& entry);
+  // Deletes the entries older than options_.history_keep before `newest`, in batches.
+  void ForgetOldHistory(int64_t newest);
   // Counts a second agent's refused stream from `peer` and says why, for the stream's end.
   absl::Status RefuseSecondAgent(Node& node, const std::string& peer);
   // The node's second_agent as one line for the operator; "" when none.
@@ -314,6 +331,7 @@ class RolloutController {
   int64_t facts_checked_ms_ = 0;
   int64_t facts_read_ms_ = 0;          // when the facts in facts_ began to be read
   int64_t facts_needed_after_ms_ = 0;  // the last move's result: facts must be newer
+  int64_t history_forgotten_through_ = 0;  // entries up to this sequence deleted (history_keep)
   bool FactsStale() const;
   rollout::Decision next_;
   std::map<int, std::function<void(const pb::RolloutStatus&)>> watchers_;

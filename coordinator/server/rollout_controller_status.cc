@@ -64,7 +64,18 @@ absl::StatusOr<pb::HistoryResponse> RolloutController::History(int64_t after_seq
   absl::StatusOr<std::vector<store::HistoryEntry>> entries = store_.History(after_sequence, limit);
   if (!entries.ok()) return entries.status();
   pb::HistoryResponse response;
+  // A page stays well under the 4 MiB a gRPC message may have, whatever the entries hold.
+  constexpr size_t kPageBytes = 2 * 1024 * 1024;
+  size_t page_bytes = 0;
   for (const store::HistoryEntry& entry : *entries) {
+    const size_t entry_bytes = entry.actor.size() + entry.kind.size() + entry.node.size() +
+                               entry.command_id.size() + entry.message.size() +
+                               entry.detail_json.size() + 64;
+    if (response.entries_size() > 0 && page_bytes + entry_bytes > kPageBytes) {
+      response.set_more(true);
+      break;
+    }
+    page_bytes += entry_bytes;
     pb::HistoryEntry* out = response.add_entries();
     out->set_sequence(entry.sequence);
     out->set_unix_ms(entry.unix_ms);

@@ -399,6 +399,7 @@ class SqliteStore : public Store {
   absl::StatusOr<std::vector<HistoryEntry>> Commit(
       const StoredRollout& rollout, const std::vector<HistoryEntry>& history) override;
   absl::StatusOr<std::vector<HistoryEntry>> History(int64_t after_sequence, int limit) override;
+  absl::Status ForgetHistoryThrough(int64_t through) override;
 
   // Decodes every stored row as Load and History would, and checks what History's readers need:
   // kDataLoss naming the first row that does not decode.
@@ -672,6 +673,16 @@ absl::StatusOr<std::vector<HistoryEntry>> SqliteStore::History(int64_t after_seq
     entry.detail_json = select->Text(7);
   }
   return entries;
+}
+
+absl::Status SqliteStore::ForgetHistoryThrough(int64_t through) {
+  return connection_.InTransaction("BEGIN IMMEDIATE", "forget old history", [&]() -> absl::Status {
+    absl::StatusOr<Statement> forget =
+        connection_.Prepare("DELETE FROM history WHERE sequence <= ?", "forget old history");
+    if (!forget.ok()) return forget.status();
+    forget->BindInt(through);
+    return forget->Run();
+  });
 }
 
 absl::Status SqliteStore::VerifyHistory() const {

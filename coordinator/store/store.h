@@ -127,6 +127,10 @@ class Store {
   // History entries with sequence > after_sequence, oldest first, at most `limit`
   // (limit > 0, else kInvalidArgument).
   virtual absl::StatusOr<std::vector<HistoryEntry>> History(int64_t after_sequence, int limit) = 0;
+
+  // Deletes the history entries with sequence <= `through` (the coordinator's retention); the
+  // others keep their numbers, and a number is never given again.
+  virtual absl::Status ForgetHistoryThrough(int64_t through) = 0;
 };
 
 // Keeps a database Open refused beside it: renames `path`, then its -wal, -shm and -journal files

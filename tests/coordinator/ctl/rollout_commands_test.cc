@@ -47,6 +47,8 @@ struct Script {
   absl::StatusOr<v1::RolloutStatus> change = MigratingStatus();  // Start ... Finalize
   absl::StatusOr<v1::PlanRolloutResponse> plan = v1::PlanRolloutResponse();
   absl::StatusOr<v1::HistoryResponse> history = v1::HistoryResponse();
+  // When not empty, each History call takes the first of these instead.
+  std::deque<v1::HistoryResponse> history_pages;
   absl::StatusOr<v1::NodesResponse> nodes = v1::NodesResponse();
   std::vector<v1::RolloutStatus> statuses = {MigratingStatus()};
   absl::Status stream_end;  // how the Status stream ends after `statuses`
@@ -89,6 +91,11 @@ class FakeOperatorClient : public OperatorClient {
   }
   absl::StatusOr<v1::HistoryResponse> History(const v1::HistoryRequest& request) override {
     Record("History", request);
+    if (!script_.history_pages.empty()) {
+      v1::HistoryResponse page = std::move(script_.history_pages.front());
+      script_.history_pages.pop_front();
+      return page;
+    }
     return script_.history;
   }
   absl::StatusOr<v1::NodesResponse> Nodes(const v1::NodesRequest& request) override {
@@ -557,6 +564,31 @@ TEST_F(RolloutCommandsTest, History) {
 
   script_.history = v1::HistoryResponse();
   EXPECT_EQ(Run({"history", "--after", "7"}).out, "no history entries after 7\n");
+}
+
+// The coordinator stops a page at a size (2 MiB): handoffctl asks for the rest, up to its limit.
+TEST_F(RolloutCommandsTest, HistoryFollowsThePages) {
+  v1::HistoryResponse first = TwoEntries();
+  first.set_more(true);
+  v1::HistoryResponse second;
+  v1::HistoryEntry* third = second.add_entries();
+  third->set_sequence(3);
+  third->set_unix_ms(1'700'000'002'000);
+  third->set_actor("cp-1");
+  third->set_kind("result");
+  third->set_message("in-tree → prepared succeeded");
+  script_.history_pages = {first, second};
+  Result result = Run({"history"});
+  EXPECT_EQ(result.code, kExitOk) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("3    2023-11-14T22:13:22Z  cp-1"));
+  EXPECT_THAT(script_.calls, ElementsAre("History {}", "History {after_sequence: 2 limit: 998}"));
+
+  // Paging stops at --limit.
+  script_.calls.clear();
+  script_.history_pages = {first, second};
+  Result limited = Run({"history", "--limit", "2", "-o", "json"});
+  EXPECT_EQ(nlohmann::json::parse(limited.out)["entries"].size(), 2u);
+  EXPECT_THAT(script_.calls, ElementsAre("History {limit: 2}"));
 }
 
 TEST_F(RolloutCommandsTest, Nodes) {

@@ -3,10 +3,12 @@
 // end to end in tests/coordinator/multiprocess.
 #include "coordinator/server/rollout_controller.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/server/temp_database.h"
@@ -80,6 +82,7 @@ class RolloutControllerTest : public ::testing::Test {
     options.nodes = nodes_;
     options.settings_yaml = kSettings;
     options.fresh_facts_after_moves = fresh_facts_after_moves_;
+    options.history_keep = history_keep_;
     absl::StatusOr<std::unique_ptr<RolloutController>> controller =
         RolloutController::Create(*store_, clock_, options);
     ASSERT_TRUE(controller.ok()) << controller.status();
@@ -145,6 +148,7 @@ class RolloutControllerTest : public ::testing::Test {
 
   std::vector<std::string> nodes_ = {"cp-1", "cp-2", "cp-3"};
   bool fresh_facts_after_moves_ = false;
+  int64_t history_keep_ = 100000;
   testing::TempDatabase database_{"controller"};
   FakeClock clock_{absl::FromUnixSeconds(1800000000)};
   std::unique_ptr<store::Store> store_;
@@ -706,6 +710,101 @@ TEST_F(RolloutControllerTest, AHelloWithoutAnInstanceIdNeverReplacesALiveStream)
       controller_->AgentConnected("cp-2", old_agent, std::make_shared<RecordingLink>()).code(),
       absl::StatusCode::kFailedPrecondition);
   EXPECT_FALSE(links_["cp-2"]->closed);
+}
+
+// Every entry of the history, page by page.
+std::vector<pb::HistoryEntry> AllHistory(RolloutController& controller) {
+  std::vector<pb::HistoryEntry> all;
+  int64_t after = 0;
+  while (true) {
+    absl::StatusOr<pb::HistoryResponse> page = controller.History(after, 0);
+    EXPECT_TRUE(page.ok()) << page.status();
+    if (!page.ok() || page->entries().empty()) break;
+    all.insert(all.end(), page->entries().begin(), page->entries().end());
+    after = page->entries(page->entries_size() - 1).sequence();
+  }
+  return all;
+}
+
+// The probe's case: hundreds of reconnects a second wrote history without end. One agent gets a
+// bucket of 30 entries, refilled by one every 2 s; what it was refused is counted and said.
+TEST_F(RolloutControllerTest, AnAgentReconnectingWithoutEndIsRecordedWithinItsBudget) {
+  ConnectAll(NodeState::kInTree);
+  const size_t before = AllHistory(*controller_).size();
+  for (int i = 0; i < 1000; ++i) {
+    controller_->AgentDisconnected("cp-1", links_["cp-1"].get());
+    Connect("cp-1", Hello("cp-1", NodeState::kInTree));
+  }
+  const std::vector<pb::HistoryEntry> flooded = AllHistory(*controller_);
+  EXPECT_LE(flooded.size() - before, 30u);
+  EXPECT_TRUE(controller_->Status().nodes(0).connected());
+
+  clock_.Advance(absl::Seconds(2));
+  controller_->AgentDisconnected("cp-1", links_["cp-1"].get());
+  const std::vector<pb::HistoryEntry> after = AllHistory(*controller_);
+  ASSERT_EQ(after.size(), flooded.size() + 1);
+  EXPECT_EQ(after.back().kind(), "disconnect");
+  EXPECT_THAT(after.back().message(),
+              HasSubstr("earlier entries of cp-1's agent not written: more than 30 at once, or "
+                        "one every 2s"));
+  // Another node's agent is not held back by cp-1's.
+  controller_->AgentDisconnected("cp-2", links_["cp-2"].get());
+  EXPECT_EQ(AllHistory(*controller_).back().node(), "cp-2");
+}
+
+// A hello of megabytes (reasons, versions) is kept within bounds in the node, its status and
+// its history entry.
+TEST_F(RolloutControllerTest, AHugeHelloIsKeptWithinBounds) {
+  pb::AgentHello hello = Hello("cp-1", NodeState::kInconsistent);
+  for (int i = 0; i < 100; ++i) hello.mutable_report()->add_reasons(std::string(40000, 'r'));
+  hello.mutable_report()->set_health_detail(std::string(100000, 'h'));
+  hello.set_agent_version(std::string(100000, 'v'));
+  Connect("cp-1", hello);
+  pb::NodesResponse nodes = controller_->Nodes();
+  EXPECT_EQ(nodes.nodes(0).reasons_size(), 33);  // 32 and a line saying how many more
+  EXPECT_EQ(nodes.nodes(0).reasons(32), "… and 68 more");
+  EXPECT_LT(nodes.ByteSizeLong(), 64u * 1024);
+  EXPECT_LT(controller_->Status().ByteSizeLong(), 64u * 1024);
+  const std::vector<pb::HistoryEntry> history = AllHistory(*controller_);
+  ASSERT_FALSE(history.empty());
+  EXPECT_EQ(history.back().kind(), "connect");
+  EXPECT_LE(history.back().message().size(), 4096u + 64);
+  EXPECT_THAT(history.back().message(), HasSubstr("more bytes not kept]"));
+}
+
+// The probe's case: past 4 MiB of history `history` failed with RESOURCE_EXHAUSTED. Pages stop
+// at 2 MiB and say there is more.
+TEST_F(RolloutControllerTest, HistoryIsServedInPagesOfBoundedSize) {
+  const std::string detail = "{\"evidence\":\"" + std::string(60000, 'e') + "\"}";
+  for (int i = 0; i < 100; ++i) controller_->RecordAudit("lease-release", "cp-1", "big", detail);
+  absl::StatusOr<pb::HistoryResponse> page = controller_->History(0, 0);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_TRUE(page->more());
+  EXPECT_LT(page->entries_size(), 100);
+  EXPECT_LE(page->ByteSizeLong(), 2u * 1024 * 1024 + 70000);
+  const std::vector<pb::HistoryEntry> all = AllHistory(*controller_);
+  EXPECT_EQ(std::count_if(all.begin(), all.end(),
+                          [](const pb::HistoryEntry& entry) { return entry.message() == "big"; }),
+            100);
+  // A detail larger than an entry keeps is replaced by a note of its size.
+  controller_->RecordAudit("lease-release", "cp-1", "huge",
+                           "{\"evidence\":\"" + std::string(70000, 'e') + "\"}");
+  EXPECT_EQ(AllHistory(*controller_).back().detail_json(),
+            R"json({"omitted":"70015 bytes, more than an entry keeps (65536)"})json");
+}
+
+TEST_F(RolloutControllerTest, OldEntriesBeyondTheKeepAreForgotten) {
+  history_keep_ = 10;
+  Reopen();
+  for (int i = 0; i < 50; ++i) controller_->RecordAudit("note", "", absl::StrCat("entry ", i), "");
+  const std::vector<pb::HistoryEntry> kept = AllHistory(*controller_);
+  ASSERT_FALSE(kept.empty());
+  EXPECT_LE(kept.size(), 20u);
+  EXPECT_GT(kept.front().sequence(), 1);
+  EXPECT_EQ(kept.back().message(), "entry 49");
+  // Numbers go on: never given again.
+  controller_->RecordAudit("note", "", "after", "");
+  EXPECT_EQ(AllHistory(*controller_).back().sequence(), kept.back().sequence() + 1);
 }
 
 TEST_F(RolloutControllerTest, AnUnknownNodeIsRefused) {

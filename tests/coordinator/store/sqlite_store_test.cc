@@ -30,6 +30,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
+using ::testing::SizeIs;
 
 std::string Message(const absl::Status& status) { return std::string(status.message()); }
 
@@ -405,6 +406,30 @@ TEST_F(SqliteStoreTest, CommitReplacesTheWholeRollout) {
   ASSERT_TRUE(store->Commit(smaller, {}).ok());
 
   ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, smaller));
+}
+
+// The retention's delete: the older entries go, the rest keep their numbers, numbers are never
+// given again (not even after every entry went), and the database still opens as sound.
+TEST_F(SqliteStoreTest, ForgettingOldHistoryKeepsTheNumbers) {
+  ASSERT_NO_FATAL_FAILURE(WriteLongHistory(20));
+  {
+    std::unique_ptr<Store> store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->ForgetHistoryThrough(15).ok());
+    std::vector<HistoryEntry> kept = AllHistory(*store);
+    ASSERT_EQ(kept.size(), 5u);
+    EXPECT_EQ(kept.front().sequence, 16);
+    EXPECT_EQ(kept.back().detail_json, "{\"marker\":\"entry-20-payload\"}");
+    ASSERT_TRUE(store->ForgetHistoryThrough(20).ok());
+    EXPECT_THAT(AllHistory(*store), IsEmpty());
+    absl::StatusOr<std::vector<HistoryEntry>> next =
+        store->Commit(FullRollout(), {Entry("start", "again")});
+    ASSERT_TRUE(next.ok()) << next.status();
+    EXPECT_EQ(next->front().sequence, 21);
+  }
+  std::unique_ptr<Store> reopened = OpenStore();
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_THAT(AllHistory(*reopened), SizeIs(1));
 }
 
 TEST_F(SqliteStoreTest, SurvivesClosingAndReopening) {
