@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <future>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "agent/daemon/agent_metrics.h"
@@ -101,6 +102,9 @@ absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
     }
     metrics_server = *std::move(served);
     logger->info("serving metrics on {}", metrics_server->url());
+    if (std::optional<std::string> warning = ExposureWarning(config.metrics_listen)) {
+      logger->warn("{}", *warning);
+    }
   }
 
   LogStream log(logger);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,11 @@
 
 namespace handoff {
 namespace {
+
+// civetweb's worker threads (one per connection being served) and how long a connection may take
+// to send its request.
+constexpr int kWorkers = 16;
+constexpr int kRequestTimeoutMs = 3000;
 
 struct HostPort {
   std::string host;
@@ -85,6 +91,19 @@ std::string WhyNotBound(const HostPort& address) {
 
 bool MetricsOff(const std::string& listen) { return listen.empty() || listen == "off"; }
 
+std::optional<std::string> ExposureWarning(const std::string& listen) {
+  absl::StatusOr<HostPort> address = ParseListen(listen);
+  if (!address.ok()) return std::nullopt;
+  const std::string& host = address->host;
+  if (host == "localhost" || host.rfind("127.", 0) == 0) return std::nullopt;
+  return absl::StrCat(
+      "metrics are served on ", listen,
+      ", not a loopback address: whoever reaches it reads the rollout's metrics and can hold the ",
+      kWorkers,
+      " connections it serves at once; bind 127.0.0.1 unless Prometheus scrapes from another "
+      "machine, and then let a firewall admit only Prometheus");
+}
+
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     const std::string& listen, std::shared_ptr<prometheus::Registry> registry) {
   absl::StatusOr<HostPort> address = ParseListen(listen);
@@ -93,8 +112,13 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
   server->registry_ = std::move(registry);
   server->host_ = address->host;
   try {
-    // civetweb's worker threads serve the scrapes; two let a slow scraper not block the next.
-    server->exposer_ = std::make_unique<prometheus::Exposer>(listen, 2);
+    // civetweb gives each connection a worker thread until its request is read: with two
+    // threads and civetweb's 30 s for a request, two idle connections kept every scrape out for
+    // 30 s. kWorkers threads, and kRequestTimeoutMs for a request to arrive, take many idle
+    // connections renewed every few seconds to hold Prometheus off, and then only briefly.
+    server->exposer_ = std::make_unique<prometheus::Exposer>(
+        std::vector<std::string>{"listening_ports", listen, "num_threads", std::to_string(kWorkers),
+                                 "request_timeout_ms", std::to_string(kRequestTimeoutMs)});
   } catch (const std::exception& error) {
     return absl::UnavailableError(
         absl::StrCat("cannot serve metrics on ", listen, ": ", WhyNotBound(*address)));

@@ -1,5 +1,7 @@
 // The daemons' Prometheus endpoint: prometheus-cpp's pull Exposer (civetweb) serving one registry
-// as the text exposition format on http://HOST:PORT/metrics, bound to that address only.
+// as the text exposition format on http://HOST:PORT/metrics, bound to that address only. A
+// connection that sends no request within 3 s is dropped, and 16 are served at once, so idle
+// connections do not keep scrapes out.
 //
 // Thread safety: the exposer serves scrapes on civetweb's threads of its own; start it after the
 // daemon has blocked the signals it takes on one thread, so that those threads inherit the mask.
@@ -8,6 +10,7 @@
 #define HANDOFF_AGENT_SYSTEM_METRICS_SERVER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -21,6 +24,10 @@ namespace handoff {
 
 // True for a --metrics-listen value that turns metrics off: "" or "off".
 bool MetricsOff(const std::string& listen);
+
+// What to warn of a --metrics-listen address that is not a loopback one (127.x, localhost);
+// nullopt for a loopback address or one that is not HOST:PORT.
+std::optional<std::string> ExposureWarning(const std::string& listen);
 
 class MetricsServer {
  public:

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "CLI/CLI.hpp"
@@ -320,6 +321,9 @@ int Run(const Options& options, const ConfigArgs& file) {
     }
     metrics_server = *std::move(served);
     spdlog::info("serving metrics on {}", metrics_server->url());
+    if (std::optional<std::string> warning = ExposureWarning(options.metrics_listen)) {
+      spdlog::warn("{}", *warning);
+    }
   }
 
   ServerOptions server_options;

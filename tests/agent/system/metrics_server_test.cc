@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -43,6 +45,46 @@ TEST(MetricsServerTest, ServesTheRegistryOnTheChosenLoopbackPort) {
   if (testing::HavePromtool()) {
     EXPECT_EQ(testing::PromtoolProblems(*text), "") << *text;
   }
+}
+
+// The probe's case: two idle TCP connections kept every scrape out for 30 s (the exposer had two
+// threads, and civetweb waits 30 s for a request). Now even sixteen, as many as it serves at
+// once, delay a scrape by 3 s at most: the scrape's own timeout (20 s) is well above that.
+TEST(MetricsServerTest, IdleConnectionsDoNotKeepScrapesOut) {
+  auto registry = std::make_shared<prometheus::Registry>();
+  prometheus::BuildCounter()
+      .Name("handoff_test_scrapes_total")
+      .Help("h")
+      .Register(*registry)
+      .Add({});
+  absl::StatusOr<std::unique_ptr<MetricsServer>> server =
+      MetricsServer::Start("127.0.0.1:0", registry);
+  ASSERT_TRUE(server.ok()) << server.status();
+  for (const int idle : {2, 16}) {
+    std::vector<int> connections;
+    for (int i = 0; i < idle; ++i) {
+      const int fd = socket(AF_INET, SOCK_STREAM, 0);
+      ASSERT_GE(fd, 0);
+      sockaddr_in address{};
+      address.sin_family = AF_INET;
+      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      address.sin_port = htons(static_cast<uint16_t>((*server)->port()));
+      ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+      connections.push_back(fd);  // connected, and never a byte sent
+    }
+    std::optional<std::string> text = testing::Scrape((*server)->url());
+    EXPECT_TRUE(text.has_value()) << idle << " idle connections kept the scrape out";
+    for (const int fd : connections) close(fd);
+  }
+}
+
+TEST(MetricsServerTest, OnlyANonLoopbackAddressIsWarnedOf) {
+  EXPECT_EQ(ExposureWarning("127.0.0.1:7451"), std::nullopt);
+  EXPECT_EQ(ExposureWarning("127.0.1.4:0"), std::nullopt);
+  EXPECT_EQ(ExposureWarning("localhost:7451"), std::nullopt);
+  EXPECT_THAT(ExposureWarning("0.0.0.0:7451"),
+              Optional(HasSubstr("metrics are served on 0.0.0.0:7451, not a loopback address")));
+  EXPECT_THAT(ExposureWarning("10.0.1.5:7451"), Optional(HasSubstr("bind 127.0.0.1 unless")));
 }
 
 TEST(MetricsServerTest, APortInUseIsRefusedWithTheReason) {
