@@ -41,16 +41,23 @@ rpc::ClientTls ClientTlsFor(const std::string& name) {
 
 class CoordinatorServerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ControllerOptions options;
-    options.nodes = {"cp-1", "cp-2"};
-    ASSERT_NO_FATAL_FAILURE(
-        testing::OpenController(database_, clock_, options, &store_, &controller_));
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartServer(TestServerOptions())); }
+
+  // Loopback, any free port, the test CA's coordinator certificate.
+  static ServerOptions TestServerOptions() {
     ServerOptions server_options;
     server_options.listen = "127.0.0.1:0";
     server_options.ca_pem = ReadTls("ca.crt");
     server_options.cert_pem = ReadTls("coordinator.crt");
     server_options.key_pem = ReadTls("coordinator.key");
+    return server_options;
+  }
+  // A controller of nodes cp-1 and cp-2, served with `server_options`.
+  void StartServer(const ServerOptions& server_options) {
+    ControllerOptions options;
+    options.nodes = {"cp-1", "cp-2"};
+    ASSERT_NO_FATAL_FAILURE(
+        testing::OpenController(database_, clock_, options, &store_, &controller_));
     absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
         CoordinatorServer::Start(*controller_, server_options);
     ASSERT_TRUE(server.ok()) << server.status();
@@ -213,38 +220,15 @@ TEST_F(CoordinatorServerTest, ASecondAgentProcessOfANodeIsRefusedItsOwnReconnect
 }
 
 // A server of its own, with the limits on agents' streams set for the test.
-class StreamLimitsServerTest : public ::testing::Test {
+class StreamLimitsServerTest : public CoordinatorServerTest {
  protected:
+  void SetUp() override {}  // each test starts its server with Start
   void Start(absl::Duration hello_deadline, size_t max_streams) {
-    ControllerOptions options;
-    options.nodes = {"cp-1", "cp-2"};
-    ASSERT_NO_FATAL_FAILURE(
-        testing::OpenController(database_, clock_, options, &store_, &controller_));
-    ServerOptions server_options;
-    server_options.listen = "127.0.0.1:0";
-    server_options.ca_pem = ReadTls("ca.crt");
-    server_options.cert_pem = ReadTls("coordinator.crt");
-    server_options.key_pem = ReadTls("coordinator.key");
+    ServerOptions server_options = TestServerOptions();
     server_options.hello_deadline = hello_deadline;
     server_options.max_streams_per_identity = max_streams;
-    absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
-        CoordinatorServer::Start(*controller_, server_options);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    address_ = "127.0.0.1:" + std::to_string(server_->port());
+    ASSERT_NO_FATAL_FAILURE(StartServer(server_options));
   }
-  void TearDown() override {
-    server_.reset();
-    controller_.reset();
-    store_.reset();
-  }
-
-  testing::TempDatabase database_{"server-limits"};
-  FakeClock clock_{absl::FromUnixSeconds(1800000000)};
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<RolloutController> controller_;
-  std::unique_ptr<CoordinatorServer> server_;
-  std::string address_;
 };
 
 // The probe's case: streams that never say hello were kept for as long as the client liked.
