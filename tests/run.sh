@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it:
-#   1. the Debian packages, and the real upstream components (tests/real/components.sh: the
-#      Kubernetes 1.26 and 1.27 components, kubeadm, the kubelet, etcd, crictl, the images, the
-#      fake AWS) built beside the C++ build, which treats warnings as errors;
-#   2. then, in the background, the kubeadm cluster's runs (label "kubeadm": real kubelets and
-#      containerd; minutes of waiting for each real move) and, at the lowest CPU priority, the
-#      second build: clang, unoptimised, ASan and UBSan, with libFuzzer's coverage (tests/fuzz);
+#   1. the Debian packages; then three builds at once: the real upstream components
+#      (tests/real/components.sh: the Kubernetes 1.26 and 1.27 components, kubeadm, the kubelet,
+#      etcd, crictl, the images, the fake AWS), the optimised C++ build of the product and of the
+#      whole-system runs' test binaries, warnings as errors, and, at the lowest CPU priority so
+#      that it takes only what the other two leave idle, the second C++ build: clang, unoptimised,
+#      ASan and UBSan, with libFuzzer's coverage in the product's code (tests/fuzz);
+#   2. in the background, the kubeadm cluster's runs (label "kubeadm": real kubelets and
+#      containerd; minutes of waiting for each real move);
 #   3. meanwhile, in front: the whole-system runs on the model and real components (labels
 #      "sandbox", "real": mostly waiting for leases, on addresses of their own, 127.0.1.N, where
-#      the kubeadm cluster has its own bridge), every other test of the optimised build, then
-#      the whole suite again in the sanitizer build with the fuzz targets' corpora, and each fuzz
-#      target for a while.
-# C++ compilations are cached by ccache (CCACHE_DIR, default ~/.cache/handoff/ccache), the Go
-# builds by Go's own cache: a second run rebuilds only what changed.
+#      the kubeadm cluster has its own bridge) and the package and systemd checks, in the
+#      optimised build; then every other test, once, in the sanitizer build with the fuzz
+#      targets' corpora, and each fuzz target for a while.
+# The unit tests run only under the sanitizers: running them optimised as well cost a third of
+# the CPU of a cold run and found nothing those runs do not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,27 +24,6 @@ mkdir -p "$CCACHE_DIR"
 ccache --max-size 5G > /dev/null
 started=$SECONDS
 stage() { printf '\n== [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$*"; }
-
-# The components build (Go, minutes on a cold cache, much of it downloading modules) runs beside
-# the C++ build; its log is shown if it fails, and a second run builds nothing.
-components_log="$(mktemp)"
-stage "real components (tests/real/components.sh), in the background: log in $components_log"
-bash tests/real/components.sh > "$components_log" 2>&1 &
-components_pid=$!
-
-stage "build (warnings are errors)"
-HANDOFF_BUILD_DIR=build bash packaging/build.sh -DHANDOFF_WERROR=ON -DHANDOFF_SANITIZE=OFF
-
-if ! wait "$components_pid"; then
-  cat "$components_log" >&2
-  echo "tests/run.sh: tests/real/components.sh failed (log above)" >&2
-  exit 1
-fi
-cat "$components_log"
-rm -f "$components_log"
-
-# A test labelled "real" or "kubeadm" fails, rather than skips, when a component is missing.
-export HANDOFF_REQUIRE_REAL=1
 
 # Background work runs in process groups of its own (setsid): ctest neither passes a signal on to
 # the test it runs nor takes SIGINT in the background, so whatever ends this script stops each
@@ -60,16 +41,19 @@ stop_background() {
 }
 trap stop_background EXIT
 
-kubeadm_log="$(mktemp)"
-stage "test: the kubeadm cluster's runs (label kubeadm), in the background: log in $kubeadm_log"
-setsid ctest --test-dir build --output-on-failure --label-regex '^kubeadm$' > "$kubeadm_log" 2>&1 &
-kubeadm_pid=$!
-background_groups+=("$kubeadm_pid")
+# The components build (Go, minutes on a cold cache, much of it downloading modules) runs beside
+# the C++ builds; its log is shown if it fails, and a second run builds nothing.
+components_log="$(mktemp)"
+stage "real components (tests/real/components.sh), in the background: log in $components_log"
+setsid bash tests/real/components.sh > "$components_log" 2>&1 &
+components_pid=$!
+background_groups+=("$components_pid")
 
 # One clang build serves the sanitizers and the fuzz targets (-DHANDOFF_FUZZ=ON instruments
-# everything with ASan, UBSan and libFuzzer's coverage). Unoptimised: clang at -O0 compiles this
-# code in half the time GCC takes with the same sanitizers, and the sanitizers need no
-# optimiser. At nice 19 it takes only the CPU the runs in front leave idle while they wait.
+# everything with ASan and UBSan, and the product's code with libFuzzer's coverage).
+# Unoptimised: clang at -O0 compiles this code in half the time GCC takes with the same
+# sanitizers, and the sanitizers need no optimiser. At nice 19 it takes only the CPU the work in
+# front leaves idle: the builds the whole-system runs need come first.
 sanitize_log="$(mktemp)"
 stage "build: ASan + UBSan + libFuzzer (clang, build-sanitize), in the background: log in $sanitize_log"
 if [ -f build-sanitize/CMakeCache.txt ] &&
@@ -77,17 +61,39 @@ if [ -f build-sanitize/CMakeCache.txt ] &&
   rm -rf build-sanitize # configured by another compiler
 fi
 setsid nice -n 19 bash -c 'CC=clang-14 CXX=clang++-14 cmake -S . -B build-sanitize -G Ninja \
-  -DCMAKE_BUILD_TYPE= -DHANDOFF_FUZZ=ON -DHANDOFF_WERROR=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache &&
-  cmake --build build-sanitize --parallel "$(nproc)"' > "$sanitize_log" 2>&1 &
+  -DCMAKE_BUILD_TYPE= -DHANDOFF_FUZZ=ON -DHANDOFF_WERROR=ON -DHANDOFF_UNIT_TESTS=ON \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache && cmake --build build-sanitize --parallel "$(nproc)"' \
+  > "$sanitize_log" 2>&1 &
 sanitize_pid=$!
 background_groups+=("$sanitize_pid")
+
+stage "build: the product and the whole-system runs, optimised (warnings are errors)"
+HANDOFF_BUILD_DIR=build bash packaging/build.sh -DHANDOFF_WERROR=ON -DHANDOFF_SANITIZE=OFF \
+  -DHANDOFF_UNIT_TESTS=OFF
+
+stage "build: waiting for the real components"
+if ! wait "$components_pid"; then
+  cat "$components_log" >&2
+  echo "tests/run.sh: tests/real/components.sh failed (log above)" >&2
+  exit 1
+fi
+cat "$components_log"
+rm -f "$components_log"
+
+# A test labelled "real" or "kubeadm" fails, rather than skips, when a component is missing.
+export HANDOFF_REQUIRE_REAL=1
+
+kubeadm_log="$(mktemp)"
+stage "test: the kubeadm cluster's runs (label kubeadm), in the background: log in $kubeadm_log"
+setsid ctest --test-dir build --output-on-failure --label-regex '^kubeadm$' > "$kubeadm_log" 2>&1 &
+kubeadm_pid=$!
+background_groups+=("$kubeadm_pid")
 
 stage "test: the whole-system runs (labels sandbox, real), one at a time"
 ctest --test-dir build --output-on-failure --label-regex '^(sandbox|real)$'
 
-stage "test: everything else"
-ctest --test-dir build --output-on-failure --parallel "$(nproc)" \
-  --label-exclude '^(sandbox|real|kubeadm)$'
+stage "test: the package and the systemd units, of the optimised build"
+ctest --test-dir build --output-on-failure --label-regex '^(package|systemd)$'
 
 stage "build: waiting for the sanitizer build"
 if ! wait "$sanitize_pid"; then
@@ -98,9 +104,9 @@ fi
 tail -n 1 "$sanitize_log"
 rm -f "$sanitize_log"
 
-stage "test: everything again under ASan + UBSan, the fuzz targets' corpora included"
+stage "test: everything else, under ASan + UBSan, the fuzz targets' corpora included"
 # The whole-system runs (labels sandbox, real, kubeadm: minutes of real lease handovers and the
-# upstream components) ran in the optimised pass; their parts are tested here by their own suites.
+# upstream components) run in the optimised build; their parts are tested here by their own suites.
 # tests/sanitizers/lsan.supp says why its one suppression is there.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp" \
