@@ -52,17 +52,21 @@ background_groups+=("$components_pid")
 # One clang build serves the sanitizers and the fuzz targets (-DHANDOFF_FUZZ=ON instruments
 # everything with ASan and UBSan, and the product's code with libFuzzer's coverage).
 # Unoptimised: clang at -O0 compiles this code in half the time GCC takes with the same
-# sanitizers, and the sanitizers need no optimiser. At nice 19 it takes only the CPU the work in
-# front leaves idle: the builds the whole-system runs need come first.
+# sanitizers, and the sanitizers need no optimiser. At the lowest priority it takes only the CPU
+# the work in front leaves idle: the builds the whole-system runs need come first. A nice value
+# counts only within its session's autogroup (kernel.sched_autogroup_enabled, on by default) and
+# setsid starts a new one, which would take an equal share beside the front's: the group's own
+# nice (/proc/self/autogroup) is set to 19 too.
 sanitize_log="$(mktemp)"
 stage "build: ASan + UBSan + libFuzzer (clang, build-sanitize), in the background: log in $sanitize_log"
 if [ -f build-sanitize/CMakeCache.txt ] &&
   ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++-14$' build-sanitize/CMakeCache.txt; then
   rm -rf build-sanitize # configured by another compiler
 fi
-setsid nice -n 19 bash -c 'CC=clang-14 CXX=clang++-14 cmake -S . -B build-sanitize -G Ninja \
+setsid bash -c '{ echo 19 > /proc/self/autogroup; } 2> /dev/null || true
+  exec nice -n 19 env CC=clang-14 CXX=clang++-14 bash -c "cmake -S . -B build-sanitize -G Ninja \
   -DCMAKE_BUILD_TYPE= -DHANDOFF_FUZZ=ON -DHANDOFF_WERROR=ON -DHANDOFF_UNIT_TESTS=ON \
-  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache && cmake --build build-sanitize --parallel "$(nproc)"' \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache && cmake --build build-sanitize --parallel $(nproc)"' \
   > "$sanitize_log" 2>&1 &
 sanitize_pid=$!
 background_groups+=("$sanitize_pid")
