@@ -107,6 +107,12 @@ class GrpcOperatorClient : public OperatorClient {
   absl::StatusOr<v1::RolloutStatus> Finalize(const v1::FinalizeRequest& request) override {
     return Unary(&v1::OperatorService::Stub::Finalize, request);
   }
+  absl::StatusOr<v1::RolloutStatus> AddNode(const v1::AddNodeRequest& request) override {
+    return Unary(&v1::OperatorService::Stub::AddNode, request);
+  }
+  absl::StatusOr<v1::RolloutStatus> RemoveNode(const v1::RemoveNodeRequest& request) override {
+    return Unary(&v1::OperatorService::Stub::RemoveNode, request);
+  }
   absl::StatusOr<v1::HistoryResponse> History(const v1::HistoryRequest& request) override {
     return Unary(&v1::OperatorService::Stub::History, request);
   }

@@ -39,6 +39,8 @@ class OperatorClient {
   virtual absl::StatusOr<v1::RolloutStatus> Finalize(const v1::FinalizeRequest& request) = 0;
   virtual absl::StatusOr<v1::HistoryResponse> History(const v1::HistoryRequest& request) = 0;
   virtual absl::StatusOr<v1::NodesResponse> Nodes(const v1::NodesRequest& request) = 0;
+  virtual absl::StatusOr<v1::RolloutStatus> AddNode(const v1::AddNodeRequest& request) = 0;
+  virtual absl::StatusOr<v1::RolloutStatus> RemoveNode(const v1::RemoveNodeRequest& request) = 0;
 
   // The Status stream: calls `on_status` on the calling thread with each RolloutStatus, in the
   // order received. `stop` may be called from another thread, repeatedly, while the stream is

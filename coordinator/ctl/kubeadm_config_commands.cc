@@ -1,5 +1,7 @@
-// handoffctl kubeadm-config plan|apply: kubeadm's stored ClusterConfiguration made external, so
-// that a later `kubeadm upgrade` keeps the move (coordinator/kube/kubeadm_config.h).
+// handoffctl kubeadm-config plan|apply: kubeadm's stored ClusterConfiguration made external at
+// the nodes' version, so that a later `kubeadm upgrade` keeps the move and a later
+// `kubeadm join --control-plane` builds the node alike, or put back to the in-tree one for a
+// rollback (coordinator/kube/kubeadm_config.h).
 #include <memory>
 
 #include "agent/base/strings.h"
@@ -18,6 +20,8 @@ struct KubeadmConfigFlags {
   std::string settings_file;
   std::string external_cloud_volume_plugin;
   bool disable_nodeipam = false;
+  std::string kubernetes_version;
+  std::string to = "external";
 };
 
 void AddFlags(CLI::App& command, KubeadmConfigFlags& flags) {
@@ -32,6 +36,17 @@ void AddFlags(CLI::App& command, KubeadmConfigFlags& flags) {
   command.add_flag("--disable-nodeipam", flags.disable_nodeipam,
                    "Add -nodeipam to controllerManager --controllers (the cloud-controller-manager "
                    "runs Node IPAM)");
+  command.add_option(
+      "--kubernetes-version", flags.kubernetes_version,
+      "Set kubernetesVersion, the version the nodes' control planes run (e.g. v1.27.16), so "
+      "that kubeadm join --control-plane and kubeadm upgrade use its images. Towards external "
+      "the default is --settings' kubernetesVersion; towards in-tree, the saved one's");
+  command
+      .add_option("--to", flags.to,
+                  "external (after the move: the default) or in-tree (after a rollback to "
+                  "in-tree: the ClusterConfiguration as it was before the first apply, kept "
+                  "in kube-system/handoff-kubeadm-config-in-tree)")
+      ->check(CLI::IsMember({"external", "in-tree"}));
 }
 
 absl::StatusOr<kube::KubeadmConfigOptions> OptionsOf(CommandContext& context,
@@ -47,7 +62,13 @@ absl::StatusOr<kube::KubeadmConfigOptions> OptionsOf(CommandContext& context,
     if (!settings.ok()) return settings.status();
     options.external_cloud_volume_plugin = settings->external_cloud_volume_plugin;
     options.disable_nodeipam = settings->migrate_nodeipam;
+    if (settings->k8s_version && flags.to == "external") {
+      options.kubernetes_version = settings->k8s_version->ToString();
+    }
   }
+  if (!flags.kubernetes_version.empty()) options.kubernetes_version = flags.kubernetes_version;
+  options.target = flags.to == "in-tree" ? kube::KubeadmConfigTarget::kInTree
+                                         : kube::KubeadmConfigTarget::kExternal;
   if (!flags.external_cloud_volume_plugin.empty()) {
     options.external_cloud_volume_plugin = flags.external_cloud_volume_plugin;
   }
@@ -65,6 +86,16 @@ nlohmann::ordered_json PlanJson(const kube::KubeadmConfigPlan& plan) {
   return json;
 }
 
+// What an unchanged ClusterConfiguration already is, for the "no changes" line.
+std::string Already(const KubeadmConfigFlags& flags) {
+  std::string what = flags.to == "in-tree"
+                         ? std::string("the in-tree one kept before the move")
+                         : std::string(
+                               "external (kube-apiserver and kube-controller-manager "
+                               "with cloud-provider: external)");
+  return what;
+}
+
 int Plan(CommandContext& context, const KubeadmConfigFlags& flags) {
   absl::StatusOr<kube::KubeadmConfigOptions> options = OptionsOf(context, flags);
   if (!options.ok()) return context.Fail(options.status());
@@ -78,8 +109,7 @@ int Plan(CommandContext& context, const KubeadmConfigFlags& flags) {
   }
   if (plan->empty()) {
     context.err() << "kubeadm-config: no changes; the ClusterConfiguration (" << plan->api_version
-                  << ") already runs kube-apiserver and kube-controller-manager with "
-                     "cloud-provider: external\n";
+                  << ") is already " << Already(flags) << "\n";
     return kExitOk;
   }
   context.err() << "kubeadm-config plan: " << plan->changes.size()
@@ -106,9 +136,14 @@ int Apply(CommandContext& context, const KubeadmConfigFlags& flags) {
     context.out() << json.dump(2) << "\n";
     return kExitOk;
   }
+  if (result->saved_in_tree_copy) {
+    context.out() << "kubeadm-config: kept the in-tree ClusterConfiguration in "
+                     "kube-system/handoff-kubeadm-config-in-tree (apply --to in-tree restores "
+                     "it)\n";
+  }
   if (result->plan.empty()) {
-    context.out() << "kubeadm-config: no changes; the ClusterConfiguration already runs "
-                     "kube-apiserver and kube-controller-manager with cloud-provider: external\n";
+    context.out() << "kubeadm-config: no changes; the ClusterConfiguration is already "
+                  << Already(flags) << "\n";
     return kExitOk;
   }
   context.out() << "kubeadm-config: updated kube-system/kubeadm-config ("
@@ -128,8 +163,10 @@ void AddKubeadmConfigCommands(CLI::App& app, CommandContext& context) {
   CLI::App* group = app.add_subcommand(
       "kubeadm-config",
       "kubeadm regenerates kube-apiserver's and kube-controller-manager's manifests from "
-      "kube-system/kubeadm-config on `kubeadm upgrade`; make it say cloud-provider: external "
-      "(without cloud-config or Leader Migration) so that an upgrade after the move keeps it");
+      "kube-system/kubeadm-config on `kubeadm upgrade`, and builds a node joined with kubeadm "
+      "join --control-plane from it; make it say cloud-provider: external (without cloud-config "
+      "or Leader Migration) at the version the nodes run, so that an upgrade or a join after "
+      "the move keeps it, or (--to in-tree) put back the in-tree one after a rollback");
   group->require_subcommand(1);
   auto plan_flags = std::make_shared<KubeadmConfigFlags>();
   CLI::App* plan = group->add_subcommand(

@@ -68,6 +68,10 @@ struct ReasonFlags : Flags {
   std::string reason;
 };
 
+struct MembershipFlags : ReasonFlags {
+  std::string node;
+};
+
 struct RollbackFlags : Flags {
   std::string to;
 };
@@ -313,6 +317,14 @@ std::string StatusText(const v1::RolloutStatus& status) {
   for (const v1::NodeProgress& node : status.nodes()) {
     if (!node.second_agent().empty())
       StrAppend(&text, "\nWARNING ", node.name(), ": ", node.second_agent(), "\n");
+  }
+  for (const v1::NodeProgress& node : status.candidates()) {
+    StrAppend(&text, "\ncandidate ", node.name(), " (",
+              NodeStateCell(node.state(), node.connected()),
+              node.healthy() ? ", healthy" : ", not healthy",
+              "): its agent is connected, but it is not a member of the rollout; "
+              "`handoffctl nodes add ",
+              node.name(), "` makes it one\n");
   }
   text += CloudControllersText(status);
   return text;
@@ -632,9 +644,9 @@ int Nodes(CommandContext& context, const Flags& flags) {
                                                  "LAST RESULT"}};
   std::string details;
   for (const v1::NodeInfo& node : nodes->nodes()) {
-    rows.push_back({node.name(), NodeStateCell(node.state(), node.connected()),
-                    YesNo(node.connected()), YesNo(node.healthy()), YesNo(node.verifies()),
-                    OrDash(node.agent_version()),
+    rows.push_back({node.candidate() ? StrCat(node.name(), " (candidate)") : node.name(),
+                    NodeStateCell(node.state(), node.connected()), YesNo(node.connected()),
+                    YesNo(node.healthy()), YesNo(node.verifies()), OrDash(node.agent_version()),
                     OrDash(node.peer()), TimeText(node.last_seen_unix_ms()),
                     OrDash(node.last_result())});
     if (!node.reasons().empty()) {
@@ -853,10 +865,58 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
       "nodes",
       "The control-plane nodes as the coordinator knows them: state, connected, healthy, whether "
       "the agent verifies its moves, agent version, peer address, last seen, last result; then "
-      "why a node is inconsistent or not healthy");
+      "why a node is inconsistent or not healthy. A node whose agent is connected but which is "
+      "not a member of the rollout (a machine that joined the control plane) is listed as a "
+      "candidate: `nodes add` makes it a member, `nodes remove` takes a member whose machine is "
+      "gone out of the rollout");
   AddFormat(*nodes, *nodes_flags);
   nodes->footer(Footer(""));
-  nodes->callback([&context, nodes_flags] { context.exit_code = Nodes(context, *nodes_flags); });
+
+  auto add_flags = std::make_shared<MembershipFlags>();
+  CLI::App* add = AddChangeCommand(
+      *nodes, "add",
+      "Make the candidate NODE (its agent connected, not a member) a member of the rollout, last "
+      "in its order; the rollout's moves then bring it to the goal. Refused (nothing changed) "
+      "unless its agent has reported it consistent and verified healthy, no move is under way, "
+      "and its state fits beside the members' (no in-tree node beside a migrated or finalized "
+      "one, no prepared beside finalized, no stopped beside migrated or finalized). Recorded in "
+      "the history and kept across coordinator restarts.");
+  add->add_option("node", add_flags->node, "The node's name (its agent's certificate's)")
+      ->required();
+  add->add_option("--reason", add_flags->reason, "Why, for the history");
+  AddFormat(*add, *add_flags);
+  add->callback([&context, add_flags] {
+    context.exit_code = Change(context, *add_flags, "nodes add", [&](OperatorClient& client) {
+      v1::AddNodeRequest request;
+      request.set_node(add_flags->node);
+      request.set_reason(add_flags->reason);
+      return client.AddNode(request);
+    });
+  });
+
+  auto remove_flags = std::make_shared<MembershipFlags>();
+  CLI::App* remove = AddChangeCommand(
+      *nodes, "remove",
+      "Take the member NODE out of the rollout once its machine is gone: refused while its agent "
+      "is connected (its managers may still run: `kubeadm reset` on it stops its static pods "
+      "and the agent), while a move to it is under way, or when it is the last node. Recorded in "
+      "the history and kept across coordinator restarts.");
+  remove->add_option("node", remove_flags->node, "The node's name")->required();
+  remove->add_option("--reason", remove_flags->reason, "Why, for the history");
+  AddFormat(*remove, *remove_flags);
+  remove->callback([&context, remove_flags] {
+    context.exit_code = Change(context, *remove_flags, "nodes remove", [&](OperatorClient& client) {
+      v1::RemoveNodeRequest request;
+      request.set_node(remove_flags->node);
+      request.set_reason(remove_flags->reason);
+      return client.RemoveNode(request);
+    });
+  });
+
+  nodes->callback([&context, nodes, nodes_flags] {
+    if (!nodes->get_subcommands().empty()) return;  // nodes add / nodes remove
+    context.exit_code = Nodes(context, *nodes_flags);
+  });
 }
 
 }  // namespace handoff::ctl

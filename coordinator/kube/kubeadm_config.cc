@@ -1,6 +1,7 @@
 #include "coordinator/kube/kubeadm_config.h"
 
 #include <optional>
+#include <regex>
 
 #include "agent/base/strings.h"
 #include "agent/base/unified_diff.h"
@@ -258,6 +259,101 @@ class Editor {
   KubeadmConfigPlan& plan_;
 };
 
+// kubeadm's kubernetesVersion as handoff writes it: a release version, "v" optional.
+absl::Status CheckKubernetesVersion(const std::string& version) {
+  static const std::regex kRelease(R"(v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?)");
+  if (std::regex_match(version, kRelease)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      StrCat("kubernetesVersion \"", version, "\" is not a release version such as v1.27.16"));
+}
+
+// Sets root.kubernetesVersion to `version` unless it is "" or already that.
+void SetKubernetesVersion(YAML::Node root, const std::string& version,
+                          std::vector<std::string>& changes) {
+  if (version.empty()) return;
+  const std::string current = HasField(root, "kubernetesVersion", YAML::NodeType::Scalar)
+                                  ? root["kubernetesVersion"].Scalar()
+                                  : std::string();
+  if (current == version) return;
+  SetSorted(root, "kubernetesVersion", YAML::Node(version));
+  changes.push_back(current.empty() ? StrCat("kubernetesVersion: add ", version)
+                                    : StrCat("kubernetesVersion: ", current, " -> ", version));
+}
+
+// `text` as a ClusterConfiguration map, or why not.
+absl::StatusOr<YAML::Node> LoadClusterConfiguration(std::string_view text,
+                                                    const std::string& source) {
+  absl::StatusOr<YAML::Node> parsed = LoadYaml(text, source);
+  if (!parsed.ok()) return parsed.status();
+  if (!parsed->IsMap()) return absl::InvalidArgumentError(StrCat(source, ": not a map"));
+  const std::string kind =
+      HasField(*parsed, "kind", YAML::NodeType::Scalar) ? (*parsed)["kind"].Scalar() : "";
+  if (kind != "ClusterConfiguration") {
+    return absl::InvalidArgumentError(
+        StrCat(source, ": kind is \"", kind, "\", expected ClusterConfiguration"));
+  }
+  return parsed;
+}
+
+std::string InTreeCopySource() {
+  return StrCat(kKubeadmConfigNamespace, "/", kInTreeCopyName, " data.", kClusterConfigurationKey);
+}
+
+ObjectRef KubeadmConfigRef() {
+  return ObjectRef{&kConfigMaps, std::string(kKubeadmConfigNamespace),
+                   std::string(kKubeadmConfigName)};
+}
+
+ObjectRef InTreeCopyRef() {
+  return ObjectRef{&kConfigMaps, std::string(kKubeadmConfigNamespace),
+                   std::string(kInTreeCopyName)};
+}
+
+// The saved in-tree ClusterConfiguration; FailedPrecondition when there is none.
+absl::StatusOr<std::string> ReadInTreeCopy(KubeClient& client) {
+  absl::StatusOr<Json> copy = client.Get(InTreeCopyRef());
+  if (!copy.ok()) {
+    if (copy.status().code() == absl::StatusCode::kNotFound) {
+      return absl::FailedPreconditionError(
+          StrCat("there is no ", kKubeadmConfigNamespace, "/", kInTreeCopyName,
+                 ": handoffctl kubeadm-config apply keeps the in-tree ClusterConfiguration there "
+                 "when it first makes it external, and this cluster's was not made external by "
+                 "it; edit kube-system/kubeadm-config by hand (kubectl -n kube-system edit "
+                 "configmap kubeadm-config)"));
+    }
+    return copy.status();
+  }
+  std::string text = StringAt(*copy, {"data", kClusterConfigurationKey});
+  if (text.empty()) {
+    return absl::FailedPreconditionError(StrCat(InTreeCopySource(), " is empty"));
+  }
+  return text;
+}
+
+// Keeps `text` (kubeadm-config's ClusterConfiguration before the first edit) in the in-tree copy,
+// unless it is already external or the copy exists. True when it created the copy.
+absl::StatusOr<bool> SaveInTreeCopy(KubeClient& client, const std::string& text) {
+  absl::StatusOr<KubeadmConfigPlan> external = PlanClusterConfiguration(text, {});
+  if (!external.ok()) return external.status();
+  if (external->empty()) return false;  // already external: nothing in-tree to keep
+  Json copy = {{"apiVersion", "v1"},
+               {"kind", "ConfigMap"},
+               {"metadata",
+                {{"name", std::string(kInTreeCopyName)},
+                 {"namespace", std::string(kKubeadmConfigNamespace)},
+                 {"labels", {{"app.kubernetes.io/managed-by", "handoff"}}},
+                 {"annotations",
+                  {{"handoff.io/what",
+                    "kube-system/kubeadm-config's ClusterConfiguration before handoffctl "
+                    "kubeadm-config apply made it external; `apply --to in-tree` restores it"}}}}},
+               {"data", {{std::string(kClusterConfigurationKey), text}}}};
+  absl::StatusOr<Json> created = client.Create(kConfigMaps, kKubeadmConfigNamespace, copy);
+  if (created.ok()) return true;
+  // Made by another apply in between: the first one's copy stands.
+  if (created.status().code() == absl::StatusCode::kAlreadyExists) return false;
+  return created.status();
+}
+
 }  // namespace
 
 std::string KubeadmConfigPlan::Diff() const {
@@ -271,23 +367,19 @@ absl::StatusOr<KubeadmConfigPlan> PlanClusterConfiguration(std::string_view text
                                                            const KubeadmConfigOptions& options) {
   const std::string source =
       StrCat(kKubeadmConfigNamespace, "/", kKubeadmConfigName, " data.", kClusterConfigurationKey);
-  absl::StatusOr<YAML::Node> parsed = LoadYaml(text, source);
-  if (!parsed.ok()) return parsed.status();
-  if (!parsed->IsMap()) {
-    return absl::InvalidArgumentError(StrCat(source, ": not a map"));
+  if (!options.kubernetes_version.empty()) {
+    if (absl::Status version = CheckKubernetesVersion(options.kubernetes_version); !version.ok()) {
+      return version;
+    }
   }
+  absl::StatusOr<YAML::Node> parsed = LoadClusterConfiguration(text, source);
+  if (!parsed.ok()) return parsed.status();
   YAML::Node root = YAML::Clone(*parsed);
   KubeadmConfigPlan plan;
   plan.before = std::string(text);
   plan.api_version = HasField(root, "apiVersion", YAML::NodeType::Scalar)
                          ? root["apiVersion"].Scalar()
                          : std::string();
-  const std::string kind =
-      HasField(root, "kind", YAML::NodeType::Scalar) ? root["kind"].Scalar() : std::string();
-  if (kind != "ClusterConfiguration") {
-    return absl::InvalidArgumentError(
-        StrCat(source, ": kind is \"", kind, "\", expected ClusterConfiguration"));
-  }
   bool list_form;
   if (plan.api_version == "kubeadm.k8s.io/v1beta4") {
     list_form = true;
@@ -346,6 +438,8 @@ absl::StatusOr<KubeadmConfigPlan> PlanClusterConfiguration(std::string_view text
     }
   }
 
+  SetKubernetesVersion(root, options.kubernetes_version, plan.changes);
+
   plan.after = plan.changes.empty() ? plan.before : EmitYaml(root);
   if (!plan.changes.empty() && EmitYaml(*parsed) != plan.before) {
     plan.notes.emplace_back(
@@ -356,6 +450,42 @@ absl::StatusOr<KubeadmConfigPlan> PlanClusterConfiguration(std::string_view text
       "kubelets: the kubelet's --cloud-provider is not in the ClusterConfiguration; handoff-agent "
       "sets it in each node's /var/lib/kubelet/kubeadm-flags.env, and nodes joined later need "
       "nodeRegistration.kubeletExtraArgs cloud-provider: external in their JoinConfiguration");
+  plan.notes.emplace_back(
+      "kubeadm writes no cloud-controller-manager: a node joined with kubeadm join "
+      "--control-plane after the move comes up external, and handoffctl nodes add brings it to "
+      "the others' state (its agent adds the cloud-controller-manager)");
+  return plan;
+}
+
+absl::StatusOr<KubeadmConfigPlan> PlanInTreeConfiguration(std::string_view current,
+                                                          std::string_view saved,
+                                                          const KubeadmConfigOptions& options) {
+  if (!options.kubernetes_version.empty()) {
+    if (absl::Status version = CheckKubernetesVersion(options.kubernetes_version); !version.ok()) {
+      return version;
+    }
+  }
+  absl::StatusOr<YAML::Node> parsed = LoadClusterConfiguration(saved, InTreeCopySource());
+  if (!parsed.ok()) return parsed.status();
+  KubeadmConfigPlan plan;
+  plan.before = std::string(current);
+  plan.api_version = HasField(*parsed, "apiVersion", YAML::NodeType::Scalar)
+                         ? (*parsed)["apiVersion"].Scalar()
+                         : std::string();
+  YAML::Node root = YAML::Clone(*parsed);
+  std::vector<std::string> version_change;
+  SetKubernetesVersion(root, options.kubernetes_version, version_change);
+  plan.after = version_change.empty() ? std::string(saved) : EmitYaml(root);
+  if (plan.after != plan.before) {
+    plan.changes.push_back(StrCat("ClusterConfiguration: back to the in-tree one kept in ",
+                                  kKubeadmConfigNamespace, "/", kInTreeCopyName,
+                                  " before the move"));
+    for (std::string& change : version_change) plan.changes.push_back(std::move(change));
+  }
+  plan.notes.emplace_back(
+      "kubelets: handoff-agent puts each node's kubelet back on the in-tree provider; nodes "
+      "joined later need nodeRegistration.kubeletExtraArgs cloud-provider: aws in their "
+      "JoinConfiguration");
   return plan;
 }
 
@@ -372,8 +502,7 @@ absl::StatusOr<KubeadmConfigPlan> PlanKubeadmConfigMap(const Json& config_map,
 
 absl::StatusOr<KubeadmConfigPlan> ReadKubeadmConfigPlan(KubeClient& client,
                                                         const KubeadmConfigOptions& options) {
-  absl::StatusOr<Json> config_map = client.Get(ObjectRef{
-      &kConfigMaps, std::string(kKubeadmConfigNamespace), std::string(kKubeadmConfigName)});
+  absl::StatusOr<Json> config_map = client.Get(KubeadmConfigRef());
   if (!config_map.ok()) {
     if (config_map.status().code() == absl::StatusCode::kNotFound) {
       return absl::NotFoundError(StrCat(config_map.status().message(),
@@ -382,17 +511,46 @@ absl::StatusOr<KubeadmConfigPlan> ReadKubeadmConfigPlan(KubeClient& client,
     }
     return config_map.status();
   }
+  if (options.target == KubeadmConfigTarget::kInTree) {
+    absl::StatusOr<std::string> saved = ReadInTreeCopy(client);
+    if (!saved.ok()) return saved.status();
+    return PlanInTreeConfiguration(StringAt(*config_map, {"data", kClusterConfigurationKey}),
+                                   *saved, options);
+  }
   return PlanKubeadmConfigMap(*config_map, options);
 }
 
 absl::StatusOr<KubeadmConfigApplyResult> ApplyKubeadmConfig(KubeClient& client,
                                                             const KubeadmConfigOptions& options) {
   KubeadmConfigApplyResult result;
-  const ObjectRef ref{&kConfigMaps, std::string(kKubeadmConfigNamespace),
-                      std::string(kKubeadmConfigName)};
-  absl::StatusOr<MutateResult> mutated =
-      client.Mutate(ref, [&options, &result](Json& config_map) -> absl::StatusOr<bool> {
-        absl::StatusOr<KubeadmConfigPlan> plan = PlanKubeadmConfigMap(config_map, options);
+  std::optional<std::string> saved;
+  if (options.target == KubeadmConfigTarget::kInTree) {
+    absl::StatusOr<std::string> copy = ReadInTreeCopy(client);
+    if (!copy.ok()) return copy.status();
+    saved = *std::move(copy);
+  } else {
+    // The in-tree configuration is kept before it is first changed.
+    absl::StatusOr<Json> config_map = client.Get(KubeadmConfigRef());
+    if (!config_map.ok()) return config_map.status();
+    const std::string text = StringAt(*config_map, {"data", kClusterConfigurationKey});
+    if (!text.empty()) {
+      absl::StatusOr<Json> existing = client.Get(InTreeCopyRef());
+      if (!existing.ok() && existing.status().code() != absl::StatusCode::kNotFound) {
+        return existing.status();
+      }
+      if (!existing.ok()) {
+        absl::StatusOr<bool> created = SaveInTreeCopy(client, text);
+        if (!created.ok()) return created.status();
+        result.saved_in_tree_copy = *created;
+      }
+    }
+  }
+  absl::StatusOr<MutateResult> mutated = client.Mutate(
+      KubeadmConfigRef(), [&options, &result, &saved](Json& config_map) -> absl::StatusOr<bool> {
+        absl::StatusOr<KubeadmConfigPlan> plan =
+            saved ? PlanInTreeConfiguration(
+                        StringAt(config_map, {"data", kClusterConfigurationKey}), *saved, options)
+                  : PlanKubeadmConfigMap(config_map, options);
         if (!plan.ok()) return plan.status();
         result.plan = *std::move(plan);
         if (result.plan.empty()) return false;

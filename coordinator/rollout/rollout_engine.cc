@@ -409,10 +409,14 @@ std::optional<PlannedMove> Plan(const std::vector<NodeStatus>& nodes, NodeState 
                       {S::kFinalized, S::kMigrated},
                       {S::kPrepared, S::kMigrated}});
     case S::kFinalized:
+      // Last, a node that joined external (kubeadm's configuration after the move: its
+      // kube-controller-manager external, no cloud-controller-manager) gets its
+      // cloud-controller-manager once no in-tree manager is left (R2, D2).
       return FirstOf(nodes, holders,
                      {{S::kInTree, S::kPrepared},
                       {S::kPrepared, S::kMigrated},
-                      {S::kMigrated, S::kFinalized}});
+                      {S::kMigrated, S::kFinalized},
+                      {S::kExternal, S::kFinalized}});
     case S::kPrepared:
     case S::kInTree: {
       bool any_ccm = false;
@@ -452,8 +456,11 @@ std::string StrategyObstacle(const std::vector<NodeStatus>& nodes, const Goal& g
     }
     return "";
   }
-  std::string downtime =
-      NamesWithStates(nodes, kNoNode, [](const NodeStatus& n) { return IsDowntimeState(n.state); });
+  // An external node finalizes on the way to finalized (Plan): only stopped is in the way then.
+  const bool to_finalized = goal.target == NodeState::kFinalized;
+  std::string downtime = NamesWithStates(nodes, kNoNode, [&](const NodeStatus& n) {
+    return IsDowntimeState(n.state) && !(to_finalized && n.state == NodeState::kExternal);
+  });
   if (!downtime.empty()) {
     return Text(downtime,
                 " on the downtime path; only the downtime strategy moves such a node (handoffctl "

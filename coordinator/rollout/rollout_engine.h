@@ -112,7 +112,8 @@ struct Decision {
 //
 // The phases of each goal, in order; each moves one node at a time:
 //   kMigrated:  in-tree → prepared; finalized → migrated; prepared → migrated.
-//   kFinalized: in-tree → prepared; prepared → migrated; migrated → finalized.
+//   kFinalized: in-tree → prepared; prepared → migrated; migrated → finalized; external →
+//               finalized (a node that joined with kubeadm's configuration after the move).
 //   kPrepared:  in-tree → prepared; finalized → migrated; migrated → prepared.
 //   kInTree:    as kPrepared while any node is migrated or finalized; then prepared → in-tree.
 // Within a phase, holders last (facts.holders): first the nodes that hold none of the three
@@ -138,7 +139,8 @@ struct Decision {
 //  D3 no node parks its in-tree manager again (external → stopped) while any node is finalized;
 //  D4 no node returns to in-tree from stopped while any node is external (besides R3).
 // A node on the other strategy's own states (prepared or migrated for the downtime strategy,
-// stopped or external for Leader Migration) makes the goal kStuck, naming it.
+// stopped or external for Leader Migration, except external on the way to finalized) makes the
+// goal kStuck, naming it.
 // The order is strict: a blocked move is waited for, never skipped.
 // First of all: while any node awaits its agent's hello → kWait, naming those nodes (their states
 // may be stale, so not even kDone can be judged).

@@ -493,6 +493,22 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
     });
   }
 
+  grpc::ServerUnaryReactor* AddNode(grpc::CallbackServerContext* context,
+                                    const pb::AddNodeRequest* request,
+                                    pb::RolloutStatus* response) override {
+    return Change(context, response, [&](const std::string& actor) {
+      return controller_.AddNode(actor, request->node(), request->reason());
+    });
+  }
+
+  grpc::ServerUnaryReactor* RemoveNode(grpc::CallbackServerContext* context,
+                                       const pb::RemoveNodeRequest* request,
+                                       pb::RolloutStatus* response) override {
+    return Change(context, response, [&](const std::string& actor) {
+      return controller_.RemoveNode(actor, request->node(), request->reason());
+    });
+  }
+
   grpc::ServerUnaryReactor* Finalize(grpc::CallbackServerContext* context,
                                      const pb::FinalizeRequest* /*request*/,
                                      pb::RolloutStatus* response) override {

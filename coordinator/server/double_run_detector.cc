@@ -63,7 +63,27 @@ DoubleRunDetector::DoubleRunDetector(DetectorOptions options) : options_(std::mo
   }
 }
 
+bool DoubleRunDetector::IsMember(const std::string& node) const {
+  return std::find(options_.nodes.begin(), options_.nodes.end(), node) != options_.nodes.end();
+}
+
+void DoubleRunDetector::SetNodes(const std::vector<std::string>& nodes) {
+  options_.nodes = nodes;
+  for (const std::string& node : options_.nodes) {
+    if (nodes_.count(node) == 0) nodes_[node].unknown_reason = StrCat(node, ": no sample yet");
+  }
+}
+
 void DoubleRunDetector::Away(const std::string& node) {
+  if (!IsMember(node)) {
+    for (auto& [controller, runs] : runs_) {
+      for (auto& [key, run] : runs) {
+        if (run.node == node) run.current = false;
+      }
+    }
+    nodes_.erase(node);
+    return;
+  }
   NodeView& view = nodes_[node];
   view.known = false;
   view.offset_ms.reset();  // the next stream finds it again
@@ -79,7 +99,7 @@ void DoubleRunDetector::Away(const std::string& node) {
 std::string DoubleRunDetector::UnknownReason() const {
   std::vector<std::string> reasons;
   for (const auto& [node, view] : nodes_) {
-    if (!view.known) reasons.push_back(view.unknown_reason);
+    if (!view.known && IsMember(node)) reasons.push_back(view.unknown_reason);
   }
   return absl::StrJoin(reasons, "; ");
 }

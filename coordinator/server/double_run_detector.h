@@ -40,7 +40,8 @@
 namespace handoff::server {
 
 struct DetectorOptions {
-  // The control-plane nodes; each must be known for a gap to be measured.
+  // The control-plane nodes (the rollout's members); each must be known for a gap to be
+  // measured. Samples of other nodes (candidates) prove runs too, but never hold a gap back.
   std::vector<std::string> nodes;
   // The controllers watched, in the order shown.
   std::vector<std::string> controllers = {"route", "service", "cloud-node-lifecycle"};
@@ -94,8 +95,12 @@ class DoubleRunDetector {
   // (a double run per pair of processes, a long gap once per gap).
   std::vector<Finding> Observe(const std::string& node, const v1::ControllerSample& sample,
                                std::optional<int64_t> received_unix_ms = std::nullopt);
-  // `node`'s agent disconnected: what runs there is unknown until its next sample.
+  // `node`'s agent disconnected: what runs there is unknown until its next sample. A node that is
+  // not a member is forgotten (what it ran stays proven up to its last sighting).
   void Away(const std::string& node);
+  // The members changed (a node joined or left the rollout): a node that left no longer holds a
+  // gap back (its machine is gone); one that joined does, until its first sample.
+  void SetNodes(const std::vector<std::string>& nodes);
 
   // Who runs each watched controller now, the current and last gap; empty before any sample.
   std::vector<v1::CloudControllerView> View() const;
@@ -126,6 +131,8 @@ class DoubleRunDetector {
   // Forgets `controller`'s oldest ended runs beyond max_finished_runs.
   void Forget(const std::string& controller);
   std::optional<Finding> CheckGap(const std::string& controller, int64_t now_ms);
+
+  bool IsMember(const std::string& node) const;
 
   DetectorOptions options_;
   bool sampled_ = false;

@@ -1,11 +1,13 @@
 #include "coordinator/server/rollout_controller.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <random>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "agent/base/strings.h"
+#include "coordinator/rollout/membership.h"
 #include "coordinator/server/bounded_text.h"
 #include "coordinator/server/rollout_controller_internal.h"
 #include "google/protobuf/util/json_util.h"
@@ -77,14 +79,21 @@ absl::Status CheckNodes(const std::vector<std::string>& nodes) {
   return absl::OkStatus();
 }
 
-// A stored rollout resumes only with the nodes and (once started) the settings it began with:
+// A stored rollout resumes only with its nodes and (once started) the settings it began with:
 // every node must move with the same ones, and the nodes' order is the order of the moves.
+// --nodes names them, or the nodes the membership began as before operators changed it.
 absl::Status CheckResumable(const store::StoredRollout& stored, const ControllerOptions& options) {
   std::vector<std::string> stored_names;
   for (const store::StoredNode& node : stored.nodes) stored_names.push_back(node.name);
-  if (stored_names != options.nodes) {
+  if (stored_names != options.nodes &&
+      (stored.launch_nodes.empty() || stored.launch_nodes != options.nodes)) {
+    std::string began;
+    if (!stored.launch_nodes.empty()) {
+      began = StrCat(" (it began with ", StrJoin(stored.launch_nodes, ","),
+                     "; handoffctl nodes add and remove changed it since)");
+    }
     return absl::FailedPreconditionError(StrCat(
-        "the coordinator's state holds a rollout of the nodes ", StrJoin(stored_names, ","),
+        "the coordinator's state holds a rollout of the nodes ", StrJoin(stored_names, ","), began,
         " but --nodes says ", StrJoin(options.nodes, ","),
         ": give the same nodes in the same order, or (only once that rollout is over) move the "
         "state dir aside to begin a new one"));
@@ -139,14 +148,20 @@ absl::StatusOr<std::unique_ptr<RolloutController>> RolloutController::Create(
 }
 
 void RolloutController::Restore(std::optional<store::StoredRollout> stored) {
-  if (stored) rollout_ = *std::move(stored);
-  for (const std::string& name : options_.nodes) {
-    Node node;
-    node.name = name;
+  if (stored) {
+    // The stored membership: --nodes, or what operators have made of it since (CheckResumable).
+    rollout_ = *std::move(stored);
     for (const store::StoredNode& recorded : rollout_.nodes) {
-      if (recorded.name == name) static_cast<store::StoredNode&>(node) = recorded;
+      Node node;
+      static_cast<store::StoredNode&>(node) = recorded;
+      nodes_.push_back(std::move(node));
     }
-    nodes_.push_back(std::move(node));
+  } else {
+    for (const std::string& name : options_.nodes) {
+      Node node;
+      node.name = name;
+      nodes_.push_back(std::move(node));
+    }
   }
   rollout_.settings_yaml = options_.settings_yaml;
 }
@@ -156,6 +171,11 @@ RolloutController::Node* RolloutController::FindNode(const std::string& name) {
     if (node.name == name) return &node;
   }
   return nullptr;
+}
+
+RolloutController::Node* RolloutController::FindCandidate(const std::string& name) {
+  auto it = candidates_.find(name);
+  return it == candidates_.end() ? nullptr : &it->second;
 }
 
 int64_t RolloutController::NowMs() const { return absl::ToUnixMillis(clock_.Now()); }
@@ -274,10 +294,19 @@ absl::Status RolloutController::AgentConnected(const std::string& name, const pb
   {
     std::lock_guard<std::mutex> lock(mu_);
     Node* node = FindNode(name);
-    if (node == nullptr) {
-      return absl::FailedPreconditionError(StrCat(
-          "node ", name, " is not one of this rollout's nodes (", StrJoin(options_.nodes, ","),
-          "): start the coordinator with --nodes naming every control-plane node"));
+    const bool candidate = node == nullptr;
+    if (candidate) {
+      node = FindCandidate(name);
+      if (node == nullptr) {
+        if (candidates_.size() >= kMaxCandidates) {
+          return absl::FailedPreconditionError(
+              StrCat("node ", name, " is not a member of the rollout, and ", candidates_.size(),
+                     " other nodes already wait to join (at most ", kMaxCandidates,
+                     "): add or stop those first (handoffctl nodes)"));
+        }
+        node = &candidates_[name];
+        node->name = name;
+      }
     }
     if (node->link && node->link != link) {
       if (hello.instance_id().empty() || hello.instance_id() != node->instance_id) {
@@ -301,6 +330,22 @@ absl::Status RolloutController::AgentConnected(const std::string& name, const pb
     welcome.mutable_welcome()->set_rollout_id(rollout_.rollout_id);
     welcome.mutable_welcome()->set_coordinator_version(HANDOFF_VERSION);
     link->Send(welcome);
+
+    if (candidate) {
+      // Once per candidate: its agent retries for as long as it runs.
+      if (!node->join_recorded) {
+        node->join_recorded = true;
+        store::HistoryEntry entry = Entry(
+            name, "join-request", name,
+            StrCat("agent ", hello.agent_version(), " connected from ", link->Peer(), " for node ",
+                   name, ", which is not a member of the rollout: ", Name(node->state),
+                   node->healthy ? ", healthy" : ", not healthy", "; handoffctl nodes add ", name,
+                   " makes it one"));
+        if (AdmitAgentEntry(*node, entry)) (void)Commit({std::move(entry)});
+      }
+      Notify(View());
+      return absl::OkStatus();
+    }
 
     std::vector<store::HistoryEntry> history;
     std::string message = StrCat(
@@ -511,7 +556,18 @@ void RolloutController::AgentMessage(const std::string& name, const AgentLink* l
   {
     std::lock_guard<std::mutex> lock(mu_);
     Node* node = FindNode(name);
-    if (node == nullptr || node->link.get() != link) return;  // a replaced stream
+    if (node == nullptr) {
+      // A candidate: only its reports count (what AddNode judges); nothing is sent to it.
+      Node* candidate = FindCandidate(name);
+      if (candidate == nullptr || candidate->link.get() != link) return;
+      candidate->last_seen_unix_ms = NowMs();
+      if (message.has_report()) {
+        ApplyReport(*candidate, message.report());
+        Notify(View());
+      }
+      return;
+    }
+    if (node->link.get() != link) return;  // a replaced stream
     node->last_seen_unix_ms = NowMs();
     std::vector<store::HistoryEntry> history;
     if (message.has_result()) {
@@ -552,7 +608,16 @@ void RolloutController::AgentDisconnected(const std::string& name, const AgentLi
   {
     std::lock_guard<std::mutex> lock(mu_);
     Node* node = FindNode(name);
-    if (node == nullptr || node->link.get() != link) return;
+    if (node == nullptr) {
+      // A candidate is known only while its agent is connected.
+      Node* candidate = FindCandidate(name);
+      if (candidate != nullptr && candidate->link.get() == link) {
+        candidates_.erase(name);
+        Notify(View());
+      }
+      return;
+    }
+    if (node->link.get() != link) return;
     std::string message = "agent disconnected";
     if (node->second_agent) {
       StrAppend(&message, " (", SecondAgentText(*node), ")");
@@ -636,20 +701,22 @@ void RolloutController::Tick() {
   RunDeferred(deferred);
 }
 
+rollout::NodeStatus RolloutController::EngineNode(const Node& node) const {
+  rollout::NodeStatus status;
+  status.name = node.name;
+  status.state = node.state;
+  status.connected = node.link != nullptr;
+  status.healthy = node.healthy;
+  status.in_transition = rollout_.in_flight && rollout_.in_flight->node == node.name;
+  status.awaiting_hello = !node.said_hello;
+  status.kube_controller_manager_version = node.kube_controller_manager_version;
+  status.unfinished_transactions = node.unfinished_transactions;
+  return status;
+}
+
 std::vector<rollout::NodeStatus> RolloutController::EngineNodes() const {
   std::vector<rollout::NodeStatus> nodes;
-  for (const Node& node : nodes_) {
-    rollout::NodeStatus status;
-    status.name = node.name;
-    status.state = node.state;
-    status.connected = node.link != nullptr;
-    status.healthy = node.healthy;
-    status.in_transition = rollout_.in_flight && rollout_.in_flight->node == node.name;
-    status.awaiting_hello = !node.said_hello;
-    status.kube_controller_manager_version = node.kube_controller_manager_version;
-    status.unfinished_transactions = node.unfinished_transactions;
-    nodes.push_back(std::move(status));
-  }
+  for (const Node& node : nodes_) nodes.push_back(EngineNode(node));
   return nodes;
 }
 
@@ -917,6 +984,85 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Pause(const std::string& ac
     }
     absl::Status committed = Commit({Entry(actor, "pause", "", message)});
     if (!committed.ok()) return committed;
+  }
+  Advance();
+  return BuildStatus(View());
+}
+
+absl::StatusOr<pb::RolloutStatus> RolloutController::AddNode(const std::string& actor,
+                                                             const std::string& name,
+                                                             const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (FindNode(name) != nullptr) {
+    return absl::FailedPreconditionError(
+        StrCat("node ", name, " is already a member of the rollout"));
+  }
+  Node* candidate = FindCandidate(name);
+  if (candidate == nullptr) {
+    return absl::NotFoundError(
+        StrCat("no agent of a node named ", name,
+               " is connected: a node joins once its agent, with a certificate for ", name,
+               " from this coordinator's CA, has connected (handoffctl nodes lists them)"));
+  }
+  if (absl::Status allowed = rollout::CheckJoin(EngineNodes(), EngineNode(*candidate));
+      !allowed.ok()) {
+    return allowed;
+  }
+  const std::vector<std::string> launch_before = rollout_.launch_nodes;
+  if (rollout_.launch_nodes.empty()) {
+    for (const Node& node : nodes_) rollout_.launch_nodes.push_back(node.name);
+  }
+  std::string message =
+      StrCat("node ", name, " joined the rollout as ", Name(candidate->state),
+             ", verified healthy, its agent connected from ", candidate->link->Peer());
+  if (!reason.empty()) StrAppend(&message, ": ", reason);
+  Node joined = std::move(*candidate);
+  candidates_.erase(name);
+  joined.goal_start = joined.state;
+  joined.last_result = StrCat("joined as ", Name(joined.state));
+  nodes_.push_back(std::move(joined));
+  if (absl::Status committed = Commit({Entry(actor, "node-added", name, message)});
+      !committed.ok()) {
+    // Not recorded: it is not a member.
+    candidates_[name] = std::move(nodes_.back());
+    nodes_.pop_back();
+    rollout_.launch_nodes = launch_before;
+    return committed;
+  }
+  Advance();
+  return BuildStatus(View());
+}
+
+absl::StatusOr<pb::RolloutStatus> RolloutController::RemoveNode(const std::string& actor,
+                                                                const std::string& name,
+                                                                const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (FindNode(name) == nullptr && FindCandidate(name) != nullptr) {
+    return absl::FailedPreconditionError(
+        StrCat("node ", name,
+               " is not a member of the rollout (its agent is connected, and "
+               "handoffctl nodes add would make it one)"));
+  }
+  if (absl::Status allowed = rollout::CheckLeave(EngineNodes(), name); !allowed.ok()) {
+    return allowed;
+  }
+  const std::vector<std::string> launch_before = rollout_.launch_nodes;
+  if (rollout_.launch_nodes.empty()) {
+    for (const Node& node : nodes_) rollout_.launch_nodes.push_back(node.name);
+  }
+  auto it = std::find_if(nodes_.begin(), nodes_.end(),
+                         [&](const Node& node) { return node.name == name; });
+  const std::ptrdiff_t position = it - nodes_.begin();
+  std::string message = StrCat("node ", name, " left the rollout (last reported ", Name(it->state),
+                               "; its agent is gone)");
+  if (!reason.empty()) StrAppend(&message, ": ", reason);
+  Node left = std::move(*it);
+  nodes_.erase(it);
+  if (absl::Status committed = Commit({Entry(actor, "node-removed", name, message)});
+      !committed.ok()) {
+    nodes_.insert(nodes_.begin() + position, std::move(left));
+    rollout_.launch_nodes = launch_before;
+    return committed;
   }
   Advance();
   return BuildStatus(View());

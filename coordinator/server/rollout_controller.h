@@ -99,7 +99,9 @@ class MoveListener {
 using rollout::HostnameMatchesNode;
 
 struct ControllerOptions {
-  std::vector<std::string> nodes;  // the control-plane nodes, in rollout order
+  // The control-plane nodes a new rollout begins with, in rollout order (membership changes
+  // later: AddNode, RemoveNode).
+  std::vector<std::string> nodes;
   std::string settings_yaml;       // sent with every move and plan
   // How long Plan waits for the agents' diffs.
   absl::Duration plan_timeout = absl::Seconds(30);
@@ -128,8 +130,9 @@ using PlanCallback = std::function<void(absl::StatusOr<pb::PlanRolloutResponse>)
 class RolloutController {
  public:
   // Loads the rollout from `store` (or starts a new, idle one). Refuses when a stored rollout
-  // names other nodes than `options.nodes`, or when it is under way with other settings. Borrows
-  // store and clock, which must outlive the controller.
+  // names other nodes than `options.nodes` (unless they are the nodes its membership began as
+  // before AddNode/RemoveNode changed it: the stored membership is then taken), or when it is
+  // under way with other settings. Borrows store and clock, which must outlive the controller.
   static absl::StatusOr<std::unique_ptr<RolloutController>> Create(store::Store& store,
                                                                    Clock& clock,
                                                                    ControllerOptions options);
@@ -138,7 +141,10 @@ class RolloutController {
   // --- agents ---
   // An agent said hello on `link` as `node` (its identity already checked against its
   // certificate). Sends the Welcome on `link` (before any command), or returns an error to end
-  // the stream with (FailedPrecondition for a node the rollout does not know). A newer stream from
+  // the stream with. A node that is not a member becomes a candidate: shown in the status and
+  // the node list, recorded once in the history ("join-request"), never moved, forgotten when
+  // its stream ends, until AddNode; beyond kMaxCandidates at once it is refused
+  // (FailedPrecondition). A newer stream from
   // the same agent process (AgentHello.instance_id) replaces the older one, which is closed; one
   // from another process while the node's stream is live is refused (FailedPrecondition), shown
   // in the node's status and recorded in the history once per live stream.
@@ -184,6 +190,16 @@ class RolloutController {
   // while a node is stopped or external, and otherwise continues with Leader Migration.
   absl::StatusOr<pb::RolloutStatus> Rollback(const std::string& actor, NodeState to);
   absl::StatusOr<pb::RolloutStatus> Finalize(const std::string& actor);
+  // Membership (rollout/membership.h). The candidate `node` joins, last in the rollout's order,
+  // when CheckJoin allows (FailedPrecondition with its rule otherwise; NotFound when no such
+  // candidate is connected); the normal moves then bring it to the goal. The member `node` leaves
+  // when CheckLeave allows. Each is a history entry ("node-added", "node-removed", with `reason`)
+  // committed with the new membership; the first change also records the nodes the membership
+  // began as (store::StoredRollout::launch_nodes).
+  absl::StatusOr<pb::RolloutStatus> AddNode(const std::string& actor, const std::string& node,
+                                            const std::string& reason);
+  absl::StatusOr<pb::RolloutStatus> RemoveNode(const std::string& actor, const std::string& node,
+                                               const std::string& reason);
   // The moves `goal` (kInconsistent: the current goal, or migrated) would take, and the agents'
   // diffs; `done` receives the answer.
   // `strategy`: the path to plan along; nullopt: the rollout's own.
@@ -226,7 +242,10 @@ class RolloutController {
     // From its last report, for the preflight.
     std::string kube_controller_manager_version;
     std::vector<std::string> unfinished_transactions;
+    bool join_recorded = false;  // a candidate's "join-request" entry is written
   };
+  // Candidates (nodes that are not members) whose agents are connected, at most this many.
+  static constexpr size_t kMaxCandidates = 16;
   // A PlanRollout waiting for its agents' diffs (rollout_controller_plans.cc).
   struct PendingPlan {
     int64_t id = 0;
@@ -248,7 +267,8 @@ class RolloutController {
   // Everything below expects mu_ held.
   // Takes up `stored` (or, without one, a new rollout of options_.nodes).
   void Restore(std::optional<store::StoredRollout> stored);
-  Node* FindNode(const std::string& name);
+  Node* FindNode(const std::string& name);  // a member
+  Node* FindCandidate(const std::string& name);
   // Whether `node`'s agent may add `entry` to the history now (its bucket); when it may and
   // earlier ones were not written, says so in `entry`.
   bool AdmitAgentEntry(Node& node, store::HistoryEntry& entry);
@@ -285,7 +305,8 @@ class RolloutController {
   void SettleUnanswered(Node& node, const store::InFlight& move,
                         std::vector<store::HistoryEntry>& history);
   // The one translation of the controller's nodes into the engine's (and the preflight's) shape.
-  std::vector<rollout::NodeStatus> EngineNodes() const;
+  rollout::NodeStatus EngineNode(const Node& node) const;
+  std::vector<rollout::NodeStatus> EngineNodes() const;  // the members'
   // The facts, with each lease holder's host resolved to a node of `nodes`.
   rollout::ClusterFacts EngineFacts(const std::vector<rollout::NodeStatus>& nodes) const;
   rollout::Control EngineControl() const;
@@ -326,7 +347,8 @@ class RolloutController {
 
   mutable std::mutex mu_;
   store::StoredRollout rollout_;  // goal, control, in flight, settings (nodes_ is the truth)
-  std::vector<Node> nodes_;
+  std::vector<Node> nodes_;       // the members, in rollout order
+  std::map<std::string, Node> candidates_;  // connected agents of nodes that are not members
   FactsReport facts_;
   int64_t facts_checked_ms_ = 0;
   int64_t facts_read_ms_ = 0;          // when the facts in facts_ began to be read

@@ -115,6 +115,21 @@ pb::NodesResponse RolloutController::Nodes() {
     info->set_last_result(node.last_result);
     info->set_second_agent(SecondAgentText(node));
   }
+  for (const auto& [name, candidate] : candidates_) {
+    pb::NodeInfo* info = response.add_nodes();
+    info->set_name(name);
+    info->set_state(ShownState(candidate));
+    for (const std::string& reason : candidate.reasons) info->add_reasons(reason);
+    info->set_connected(candidate.link != nullptr);
+    info->set_healthy(candidate.healthy);
+    info->set_health_detail(candidate.health_detail);
+    info->set_agent_version(candidate.agent_version);
+    info->set_verifies(candidate.verifies);
+    if (candidate.link) info->set_peer(candidate.link->Peer());
+    info->set_last_seen_unix_ms(candidate.last_seen_unix_ms);
+    info->set_second_agent(SecondAgentText(candidate));
+    info->set_candidate(true);
+  }
   return response;
 }
 
@@ -160,6 +175,14 @@ pb::RolloutStatus RolloutController::BuildStatus(const EngineView& view) const {
     }
     progress->set_last_result(node.last_result);
     progress->set_second_agent(SecondAgentText(node));
+  }
+  for (const auto& [name, candidate] : candidates_) {
+    pb::NodeProgress* progress = status.add_candidates();
+    progress->set_name(name);
+    progress->set_state(ShownState(candidate));
+    progress->set_connected(candidate.link != nullptr);
+    progress->set_healthy(candidate.healthy);
+    progress->set_second_agent(SecondAgentText(candidate));
   }
 
   pb::ClusterFacts* facts = status.mutable_facts();

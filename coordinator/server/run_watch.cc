@@ -10,7 +10,19 @@ namespace handoff::server {
 
 RunWatch::RunWatch(RolloutController& controller, DetectorOptions options,
                    CoordinatorEvents* events)
-    : controller_(controller), events_(events), detector_(std::move(options)) {}
+    : controller_(controller), events_(events), detector_(std::move(options)) {
+  // Called with the controller's mutex held: takes only this watch's own lock.
+  watch_token_ = controller_.Watch([this](const pb::RolloutStatus& status) {
+    std::vector<std::string> members;
+    for (const pb::NodeProgress& node : status.nodes()) members.push_back(node.name());
+    std::lock_guard<std::mutex> lock(mu_);
+    if (members == members_) return;
+    members_ = std::move(members);
+    detector_.SetNodes(members_);
+  });
+}
+
+RunWatch::~RunWatch() { controller_.Unwatch(watch_token_); }
 
 void RunWatch::Observe(const std::string& node, const pb::ControllerSample& sample,
                        std::optional<int64_t> received_unix_ms) {

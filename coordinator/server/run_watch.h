@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "coordinator/server/coordinator_events.h"
 #include "coordinator/server/double_run_detector.h"
@@ -28,9 +29,13 @@ namespace handoff::server {
 
 class RunWatch {
  public:
-  // Borrows `controller` and `events` (may be null), which must outlive the watch.
+  // Borrows `controller` and `events` (may be null), which must outlive the watch. Follows the
+  // controller's members (its status feed) into the detector (DoubleRunDetector::SetNodes).
   RunWatch(RolloutController& controller, DetectorOptions options,
            CoordinatorEvents* events = nullptr);
+  ~RunWatch();
+  RunWatch(const RunWatch&) = delete;
+  RunWatch& operator=(const RunWatch&) = delete;
 
   // `received_unix_ms`: when the sample arrived, on the coordinator's clock (DoubleRunDetector).
   void Observe(const std::string& node, const pb::ControllerSample& sample,
@@ -46,6 +51,8 @@ class RunWatch {
   DoubleRunDetector detector_;
   // Per controller, the last gap told to events_ (start, end; unix ms).
   std::map<std::string, std::pair<int64_t, int64_t>> gaps_told_;
+  std::vector<std::string> members_;  // as last told to the detector
+  int watch_token_ = 0;
 };
 
 }  // namespace handoff::server

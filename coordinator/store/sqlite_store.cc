@@ -23,10 +23,11 @@ namespace handoff::store {
 namespace {
 
 // A file written by a newer coordinator is refused outright: only its writer knows whether this
-// code could read it without losing anything. An older one is upgraded on open (kUpgradeFrom1).
-// Version 1: the released coordinator's schema. Version 2: the rollout's strategy and the
-// downtime strategy's measured outage.
-constexpr int64_t kSchemaVersion = 2;
+// code could read it without losing anything. An older one is upgraded on open (kUpgradeFrom1,
+// kUpgradeFrom2). Version 1: the released coordinator's schema. Version 2: the rollout's strategy
+// and the downtime strategy's measured outage. Version 3: the nodes the membership began as
+// (launch_nodes), once operators can add and remove nodes.
+constexpr int64_t kSchemaVersion = 3;
 constexpr int64_t kOldestSchemaVersion = 1;
 
 // Constant SQL only; every value goes in through a bound parameter.
@@ -53,7 +54,8 @@ CREATE TABLE rollout (
   strategy TEXT NOT NULL DEFAULT 'leader-migration',
   downtime_all_stopped_unix_ms INTEGER NOT NULL DEFAULT 0,
   downtime_controller_manager_back_unix_ms INTEGER NOT NULL DEFAULT 0,
-  downtime_cloud_controllers_back_unix_ms INTEGER NOT NULL DEFAULT 0
+  downtime_cloud_controllers_back_unix_ms INTEGER NOT NULL DEFAULT 0,
+  launch_nodes TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE nodes (
   position INTEGER PRIMARY KEY NOT NULL,
@@ -84,6 +86,12 @@ ALTER TABLE rollout ADD COLUMN downtime_all_stopped_unix_ms INTEGER NOT NULL DEF
 ALTER TABLE rollout ADD COLUMN downtime_controller_manager_back_unix_ms INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE rollout ADD COLUMN downtime_cloud_controllers_back_unix_ms INTEGER NOT NULL DEFAULT 0;
 UPDATE meta SET value = 2 WHERE key = 'schema_version';
+)sql";
+
+// Version 2 to 3, likewise. A version 2 membership never changed: '' reads as the nodes' own.
+constexpr char kUpgradeFrom2[] = R"sql(
+ALTER TABLE rollout ADD COLUMN launch_nodes TEXT NOT NULL DEFAULT '';
+UPDATE meta SET value = 3 WHERE key = 'schema_version';
 )sql";
 
 struct DatabaseCloser {
@@ -404,10 +412,10 @@ class SqliteStore : public Store {
   // Decodes every stored row as Load and History would, and checks what History's readers need:
   // kDataLoss naming the first row that does not decode.
   absl::Status VerifyRows() const;
-  // Upgrades a version 1 database to kSchemaVersion and verifies its rows, in one transaction:
-  // on any error nothing of the upgrade stays. Nothing to do when another process upgraded the
-  // file since `CheckSchema` read its version.
-  absl::Status UpgradeFromVersion1() const;
+  // Upgrades a version 1 or 2 database to kSchemaVersion and verifies its rows, in one
+  // transaction: on any error nothing of the upgrade stays. Nothing to do when another process
+  // upgraded the file since `CheckSchema` read its version.
+  absl::Status Upgrade() const;
 
   const Connection& connection() const { return connection_; }
 
@@ -443,8 +451,8 @@ absl::Status SqliteStore::ReadRollout(std::optional<StoredRollout>& out) const {
       "SELECT rollout_id, goal, paused, halted, halt_reason, in_flight_command_id, "
       "in_flight_node, in_flight_from, in_flight_to, in_flight_sent_unix_ms, "
       "next_command_sequence, revision, settings_yaml, strategy, downtime_all_stopped_unix_ms, "
-      "downtime_controller_manager_back_unix_ms, downtime_cloud_controllers_back_unix_ms "
-      "FROM rollout WHERE id = 1",
+      "downtime_controller_manager_back_unix_ms, downtime_cloud_controllers_back_unix_ms, "
+      "launch_nodes FROM rollout WHERE id = 1",
       "load the rollout");
   if (!select.ok()) return select.status();
   absl::StatusOr<bool> row = select->Step();
@@ -496,6 +504,7 @@ absl::Status SqliteStore::ReadRollout(std::optional<StoredRollout>& out) const {
   rollout.downtime.all_stopped_unix_ms = select->Int(14);
   rollout.downtime.controller_manager_back_unix_ms = select->Int(15);
   rollout.downtime.cloud_controllers_back_unix_ms = select->Int(16);
+  rollout.launch_nodes = ToStrings(StrSplit(select->Text(17), "\n", /*skip_empty=*/true));
 
   absl::StatusOr<Statement> nodes = connection_.Prepare(
       "SELECT name, state, goal_start, last_result FROM nodes ORDER BY position", "load the nodes");
@@ -545,8 +554,8 @@ absl::Status SqliteStore::WriteRollout(const StoredRollout& rollout) const {
       "in_flight_command_id, in_flight_node, in_flight_from, in_flight_to, "
       "in_flight_sent_unix_ms, next_command_sequence, revision, settings_yaml, strategy, "
       "downtime_all_stopped_unix_ms, downtime_controller_manager_back_unix_ms, "
-      "downtime_cloud_controllers_back_unix_ms) "
-      "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "downtime_cloud_controllers_back_unix_ms, launch_nodes) "
+      "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       "commit: write the rollout");
   if (!insert.ok()) return insert.status();
   insert->BindText(rollout.rollout_id);
@@ -573,7 +582,8 @@ absl::Status SqliteStore::WriteRollout(const StoredRollout& rollout) const {
       .BindText(strategy)
       .BindInt(rollout.downtime.all_stopped_unix_ms)
       .BindInt(rollout.downtime.controller_manager_back_unix_ms)
-      .BindInt(rollout.downtime.cloud_controllers_back_unix_ms);
+      .BindInt(rollout.downtime.cloud_controllers_back_unix_ms)
+      .BindText(StrJoin(rollout.launch_nodes, "\n"));
   if (absl::Status status = insert->Run(); !status.ok()) return status;
 
   if (absl::Status status = connection_.Execute("DELETE FROM nodes", "commit: clear the nodes");
@@ -732,7 +742,7 @@ absl::Status SqliteStore::VerifyRows() const {
   return connection_.InTransaction("BEGIN", "check the stored rows", [&] { return CheckRows(); });
 }
 
-absl::Status SqliteStore::UpgradeFromVersion1() const {
+absl::Status SqliteStore::Upgrade() const {
   // FULL, so that the upgrade is on disk before the coordinator commits anything on top of it
   // (SetDurability, which sets it for good, runs only once the rows are known to decode).
   if (absl::Status status =
@@ -740,14 +750,22 @@ absl::Status SqliteStore::UpgradeFromVersion1() const {
       !status.ok()) {
     return status;
   }
-  // IMMEDIATE: a second coordinator opening the same file waits here, then finds version 2.
+  // IMMEDIATE: a second coordinator opening the same file waits here, then finds the version
+  // it upgraded to.
   return connection_.InTransaction(
-      "BEGIN IMMEDIATE", "upgrade the schema from version 1", [&]() -> absl::Status {
+      "BEGIN IMMEDIATE", "upgrade the schema", [&]() -> absl::Status {
         absl::StatusOr<int64_t> version = ReadSchemaVersion(connection_);
         if (!version.ok()) return version.status();
         if (*version == 1) {
           if (absl::Status status =
                   connection_.Execute(kUpgradeFrom1, "upgrade the schema from version 1");
+              !status.ok()) {
+            return status;
+          }
+        }
+        if (*version <= 2) {
+          if (absl::Status status =
+                  connection_.Execute(kUpgradeFrom2, "upgrade the schema from version 2");
               !status.ok()) {
             return status;
           }
@@ -1028,7 +1046,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
   auto store = std::make_unique<SqliteStore>(std::move(connection));
   // The upgrade verifies the rows in its own transaction, and takes back its writes when they
   // do not decode.
-  absl::Status rows = *version == 1 ? store->UpgradeFromVersion1() : store->VerifyRows();
+  absl::Status rows = *version < kSchemaVersion ? store->Upgrade() : store->VerifyRows();
   if (!rows.ok()) return rows;
   if (absl::Status status = SetDurability(store->connection()); !status.ok()) return status;
   return store;

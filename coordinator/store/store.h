@@ -63,7 +63,10 @@ struct StoredRollout {
   int64_t next_command_sequence = 1;  // for "<rollout_id>-<sequence>" command ids
   int64_t revision = 0;               // the status revision last shown
   std::string settings_yaml;          // the settings the rollout was started with
-  std::vector<StoredNode> nodes;      // in rollout order
+  std::vector<StoredNode> nodes;      // in rollout order: the members now
+  // The nodes the membership began as (the coordinator's --nodes), once operators have added or
+  // removed one since; empty while it never changed. One name per line in the database.
+  std::vector<std::string> launch_nodes;
 };
 
 struct HistoryEntry {
@@ -105,11 +108,12 @@ class Store {
   // both versions). A write-ahead log <path>-wal without the database is refused with kDataLoss
   // too: a new database beside it would take the old log's pages for its own.
   //
-  // A database of schema version 1 (written by a coordinator that knew only Leader Migration)
-  // is upgraded in place to version 2 once the checks of its file and schema pass: the rollout
-  // gains the strategy (leader-migration) and the downtime marks (0), the schema version becomes
-  // 2 and the rows are decoded, all in one SQLite transaction, so that a crash or a row that does
-  // not decode leaves the database at version 1 as it was. A version 2 database is not touched.
+  // A database of an older schema version is upgraded in place to version 3 once the checks of
+  // its file and schema pass: version 1 (a coordinator that knew only Leader Migration) gains the
+  // strategy (leader-migration) and the downtime marks (0), versions 1 and 2 the launch nodes
+  // (none: their membership never changed); the schema version becomes 3 and the rows are
+  // decoded, all in one SQLite transaction, so that a crash or a row that does not decode leaves
+  // the database as it was. A version 3 database is not touched.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
                                                      const StoreOptions& options);

@@ -464,8 +464,11 @@ TEST_F(CtlTest, KubeadmConfigPlanApplyAndAgain) {
   Result apply =
       Run({"kubeadm-config", "apply", "--kubeconfig", kubeconfig_, "--settings", settings});
   EXPECT_EQ(apply.code, kExitOk) << apply.err;
-  EXPECT_THAT(apply.out, StartsWith("kubeadm-config: updated kube-system/kubeadm-config (5 "
-                                    "change(s)):\n"));
+  EXPECT_THAT(apply.out,
+              StartsWith("kubeadm-config: kept the in-tree ClusterConfiguration in "
+                         "kube-system/handoff-kubeadm-config-in-tree (apply --to in-tree restores "
+                         "it)\nkubeadm-config: updated kube-system/kubeadm-config (5 "
+                         "change(s)):\n"));
   std::optional<Json> config_map =
       cluster_.store().Get(kube::kConfigMaps, "kube-system", "kubeadm-config");
   EXPECT_THAT(kube::StringAt(*config_map, {"data", "ClusterConfiguration"}),
@@ -480,6 +483,25 @@ TEST_F(CtlTest, KubeadmConfigPlanApplyAndAgain) {
   Result replan = Run({"kubeadm-config", "plan", "--kubeconfig", kubeconfig_});
   EXPECT_EQ(replan.out, "");
   EXPECT_THAT(replan.err, StartsWith("kubeadm-config: no changes;"));
+
+  // The version the nodes run, from the flag (or the settings' kubernetesVersion).
+  Result version = Run(
+      {"kubeadm-config", "apply", "--kubeconfig", kubeconfig_, "--kubernetes-version", "v1.27.16"});
+  EXPECT_EQ(version.code, kExitOk) << version.err;
+  EXPECT_THAT(version.out, HasSubstr("  kubernetesVersion: v1.26.9 -> v1.27.16\n"));
+
+  // The way back after a rollback: the ClusterConfiguration as it was, at version N.
+  Result back = Run({"kubeadm-config", "apply", "--kubeconfig", kubeconfig_, "--to", "in-tree",
+                     "--kubernetes-version", "v1.26.13"});
+  EXPECT_EQ(back.code, kExitOk) << back.err;
+  EXPECT_THAT(back.out, HasSubstr("back to the in-tree one kept in "
+                                  "kube-system/handoff-kubeadm-config-in-tree"));
+  config_map = cluster_.store().Get(kube::kConfigMaps, "kube-system", "kubeadm-config");
+  const std::string restored = kube::StringAt(*config_map, {"data", "ClusterConfiguration"});
+  EXPECT_THAT(restored,
+              AllOf(HasSubstr("cloud-provider: aws"), HasSubstr("kubernetesVersion: v1.26.13")));
+  Result bad = Run({"kubeadm-config", "plan", "--kubeconfig", kubeconfig_, "--to", "prepared"});
+  EXPECT_EQ(bad.code, kExitRefused);
 }
 
 TEST_F(CtlTest, KubeconfigFromTheEnvironment) {

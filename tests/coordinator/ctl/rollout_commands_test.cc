@@ -89,6 +89,12 @@ class FakeOperatorClient : public OperatorClient {
   absl::StatusOr<v1::RolloutStatus> Finalize(const v1::FinalizeRequest& request) override {
     return Change("Finalize", request);
   }
+  absl::StatusOr<v1::RolloutStatus> AddNode(const v1::AddNodeRequest& request) override {
+    return Change("AddNode", request);
+  }
+  absl::StatusOr<v1::RolloutStatus> RemoveNode(const v1::RemoveNodeRequest& request) override {
+    return Change("RemoveNode", request);
+  }
   absl::StatusOr<v1::HistoryResponse> History(const v1::HistoryRequest& request) override {
     Record("History", request);
     if (!script_.history_pages.empty()) {
@@ -389,6 +395,9 @@ TEST_F(RolloutCommandsTest, EachChangeSendsItsRequestAndPrintsTheStatus) {
       {{"rollback", "--to", "in-tree"}, "Rollback {to: NODE_STATE_IN_TREE}"},
       {{"rollback", "--to", "prepared"}, "Rollback {to: NODE_STATE_PREPARED}"},
       {{"finalize"}, "Finalize {}"},
+      {{"nodes", "add", "cp-4", "--reason", "new image"},
+       "AddNode {node: \"cp-4\" reason: \"new image\"}"},
+      {{"nodes", "remove", "cp-1"}, "RemoveNode {node: \"cp-1\"}"},
   };
   for (const auto& [args, call] : cases) {
     script_.calls.clear();

@@ -24,6 +24,10 @@ class WatchOnlyOperatorClient : public OperatorClient {
   absl::StatusOr<v1::RolloutStatus> Finalize(const v1::FinalizeRequest&) override {
     return Unused();
   }
+  absl::StatusOr<v1::RolloutStatus> AddNode(const v1::AddNodeRequest&) override { return Unused(); }
+  absl::StatusOr<v1::RolloutStatus> RemoveNode(const v1::RemoveNodeRequest&) override {
+    return Unused();
+  }
   absl::StatusOr<v1::HistoryResponse> History(const v1::HistoryRequest&) override {
     return Unused();
   }

@@ -9,6 +9,7 @@ namespace {
 
 using ::handoff::testing::FakeCluster;
 using ::handoff::testing::Message;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -111,7 +112,8 @@ TEST(KubeadmConfigTest, V1beta3) {
             " etcd:\n"
             "   local:\n");
   // The notes say what kubeadm-config cannot hold.
-  EXPECT_THAT(plan->notes, ElementsAre(HasSubstr("kubeadm-flags.env")));
+  EXPECT_THAT(plan->notes, ElementsAre(HasSubstr("kubeadm-flags.env"),
+                                       HasSubstr("kubeadm writes no cloud-controller-manager")));
   // Planning the result again finds nothing to do.
   absl::StatusOr<KubeadmConfigPlan> again = PlanClusterConfiguration(plan->after, {});
   ASSERT_TRUE(again.ok());
@@ -283,6 +285,110 @@ TEST(KubeadmConfigTest, ApplyAgainstTheFakeServerWithAConflict) {
   absl::StatusOr<KubeadmConfigApplyResult> again = ApplyKubeadmConfig(*client, {});
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->plan.empty());
+}
+
+// A node joined with kubeadm join --control-plane after the move is built from kubernetesVersion:
+// it must be the version the nodes run.
+TEST(KubeadmConfigTest, SetsTheVersionTheNodesRun) {
+  KubeadmConfigOptions options;
+  options.kubernetes_version = "v1.27.16";
+  absl::StatusOr<KubeadmConfigPlan> plan = PlanClusterConfiguration(kV1beta3, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(plan->changes, ::testing::Contains("kubernetesVersion: v1.26.9 -> v1.27.16"));
+  EXPECT_THAT(plan->after, HasSubstr("\nkubernetesVersion: v1.27.16\n"));
+  absl::StatusOr<KubeadmConfigPlan> again = PlanClusterConfiguration(plan->after, options);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->empty());
+  // Only the version left to change.
+  options.kubernetes_version = "v1.27.17";
+  again = PlanClusterConfiguration(plan->after, options);
+  ASSERT_TRUE(again.ok());
+  EXPECT_THAT(again->changes, ElementsAre("kubernetesVersion: v1.27.16 -> v1.27.17"));
+  for (const char* bad : {"1.27", "latest", "v1.27.16 ", "v1.27.x"}) {
+    options.kubernetes_version = bad;
+    EXPECT_THAT(Message(PlanClusterConfiguration(kV1beta3, options).status()),
+                HasSubstr("is not a release version such as v1.27.16"))
+        << bad;
+  }
+}
+
+TEST(KubeadmConfigTest, TheWayBackIsTheSavedConfigurationAtItsVersion) {
+  KubeadmConfigOptions forward;
+  forward.kubernetes_version = "v1.27.16";
+  absl::StatusOr<KubeadmConfigPlan> external = PlanClusterConfiguration(kV1beta3, forward);
+  ASSERT_TRUE(external.ok());
+  absl::StatusOr<KubeadmConfigPlan> back = PlanInTreeConfiguration(external->after, kV1beta3, {});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->after, kV1beta3);
+  EXPECT_THAT(back->changes, ElementsAre(HasSubstr("back to the in-tree one kept in "
+                                                   "kube-system/handoff-kubeadm-config-in-tree")));
+  KubeadmConfigOptions to_n;
+  to_n.kubernetes_version = "v1.26.13";
+  back = PlanInTreeConfiguration(external->after, kV1beta3, to_n);
+  ASSERT_TRUE(back.ok());
+  EXPECT_THAT(back->after, AllOf(HasSubstr("kubernetesVersion: v1.26.13\n"),
+                                 HasSubstr("    cloud-provider: aws\n")));
+  EXPECT_THAT(back->changes, ElementsAre(HasSubstr("back to the in-tree one"),
+                                         "kubernetesVersion: v1.26.9 -> v1.26.13"));
+  absl::StatusOr<KubeadmConfigPlan> there = PlanInTreeConfiguration(kV1beta3, kV1beta3, {});
+  ASSERT_TRUE(there.ok());
+  EXPECT_TRUE(there->empty());
+  EXPECT_THAT(Message(PlanInTreeConfiguration(kV1beta3, "kind: InitConfiguration\n", {}).status()),
+              HasSubstr("handoff-kubeadm-config-in-tree data.ClusterConfiguration: kind is "
+                        "\"InitConfiguration\""));
+}
+
+TEST(KubeadmConfigTest, ApplyKeepsTheInTreeConfigurationAndTheWayBackRestoresIt) {
+  FakeCluster cluster;
+  std::unique_ptr<KubeClient> client = cluster.Client();
+  auto stored = [&cluster](std::string_view name) {
+    std::optional<Json> config_map = cluster.store().Get(kConfigMaps, "kube-system", name);
+    return config_map ? StringAt(*config_map, {"data", "ClusterConfiguration"}) : std::string();
+  };
+  const std::string original = stored(kKubeadmConfigName);
+  ASSERT_FALSE(original.empty());
+
+  KubeadmConfigOptions forward;
+  forward.kubernetes_version = "v1.27.16";
+  absl::StatusOr<KubeadmConfigApplyResult> applied = ApplyKubeadmConfig(*client, forward);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_TRUE(applied->saved_in_tree_copy);
+  EXPECT_EQ(stored(kInTreeCopyName), original);
+  EXPECT_THAT(stored(kKubeadmConfigName), HasSubstr("kubernetesVersion: v1.27.16"));
+  // Again: nothing to change, and the copy is the first one.
+  applied = ApplyKubeadmConfig(*client, forward);
+  ASSERT_TRUE(applied.ok());
+  EXPECT_FALSE(applied->saved_in_tree_copy);
+  EXPECT_TRUE(applied->plan.empty());
+  EXPECT_EQ(stored(kInTreeCopyName), original);
+
+  KubeadmConfigOptions back;
+  back.target = KubeadmConfigTarget::kInTree;
+  absl::StatusOr<KubeadmConfigPlan> planned = ReadKubeadmConfigPlan(*client, back);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  EXPECT_EQ(planned->after, original);
+  applied = ApplyKubeadmConfig(*client, back);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(stored(kKubeadmConfigName), original);
+  planned = ReadKubeadmConfigPlan(*client, back);
+  ASSERT_TRUE(planned.ok());
+  EXPECT_TRUE(planned->empty());
+
+  // Without the copy there is no way back to take, and nothing is written.
+  ASSERT_TRUE(cluster.store().Remove(kConfigMaps, "kube-system", kInTreeCopyName));
+  ASSERT_TRUE(ApplyKubeadmConfig(*client, forward).ok());
+  ASSERT_TRUE(cluster.store().Remove(kConfigMaps, "kube-system", kInTreeCopyName));
+  const std::string external = stored(kKubeadmConfigName);
+  applied = ApplyKubeadmConfig(*client, back);
+  EXPECT_EQ(applied.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(Message(applied.status()), HasSubstr("there is no kube-system/"
+                                                   "handoff-kubeadm-config-in-tree"));
+  EXPECT_EQ(stored(kKubeadmConfigName), external);
+  // An external configuration is not kept as the in-tree one.
+  applied = ApplyKubeadmConfig(*client, forward);
+  ASSERT_TRUE(applied.ok());
+  EXPECT_FALSE(applied->saved_in_tree_copy);
+  EXPECT_EQ(stored(kInTreeCopyName), "");
 }
 
 TEST(KubeadmConfigTest, NotAKubeadmCluster) {

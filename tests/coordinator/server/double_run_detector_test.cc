@@ -173,6 +173,43 @@ TEST(DoubleRunDetectorTest, ALongGapIsAFindingOnlyWhileEveryNodeIsKnown) {
   EXPECT_THAT(detector.Observe("cp-2", Sample(23000, {{kCcm, 22, {}}})), IsEmpty());
 }
 
+// A member removed from the rollout (its machine gone) no longer keeps gaps from being measured;
+// a new member does until its first sample.
+TEST(DoubleRunDetectorTest, TheMembersDecideWhoseKnowledgeAGapNeeds) {
+  DoubleRunDetector detector(Options());
+  detector.Observe("cp-1", Sample(0, {{kKcm, 11, {"service"}}}));
+  detector.Observe("cp-2", Sample(0, {{kCcm, 22, {}}}));
+  detector.Away("cp-2");
+  EXPECT_THAT(detector.Observe("cp-1", Sample(20000, {})), IsEmpty());
+  detector.SetNodes({"cp-1", "cp-3"});
+  // cp-3 has said nothing yet.
+  EXPECT_THAT(detector.Observe("cp-1", Sample(21000, {})), IsEmpty());
+  EXPECT_THAT(ViewOf(detector.View(), "service").unknown_reason(),
+              HasSubstr("cp-3: no sample yet"));
+  std::vector<Finding> findings = detector.Observe("cp-3", Sample(22000, {{kCcm, 33, {}}}));
+  ASSERT_THAT(findings, SizeIs(1));
+  EXPECT_EQ(findings[0].kind, Finding::Kind::kLongGap);
+}
+
+// A node that is not a member (a candidate) proves runs, a double run included, and its going away
+// holds no gap back.
+TEST(DoubleRunDetectorTest, ACandidatesRunsCountAndItsAbsenceHoldsNothingBack) {
+  DoubleRunDetector detector(Options());
+  detector.Observe("cp-1", Sample(0, {{kKcm, 11, {"service"}}}));
+  detector.Observe("cp-2", Sample(0, {{kCcm, 22, {}}}));
+  detector.Observe("cp-9", Sample(0, {{kKcm, 99, {"service"}}}));
+  detector.Observe("cp-1", Sample(3000, {{kKcm, 11, {"service"}}}));
+  std::vector<Finding> findings = detector.Observe("cp-9", Sample(3000, {{kKcm, 99, {"service"}}}));
+  ASSERT_THAT(findings, SizeIs(1));
+  EXPECT_EQ(findings[0].kind, Finding::Kind::kDoubleRun);
+  detector.Away("cp-9");
+  detector.Observe("cp-2", Sample(4000, {{kCcm, 22, {}}}));
+  detector.Observe("cp-1", Sample(4000, {}));
+  findings = detector.Observe("cp-1", Sample(20000, {}));
+  ASSERT_THAT(findings, SizeIs(1));
+  EXPECT_EQ(findings[0].kind, Finding::Kind::kLongGap);
+}
+
 TEST(DoubleRunDetectorTest, AControllerNoManagerRunsHasNoGap) {
   // route with --configure-cloud-routes=false: never started anywhere, never a finding.
   DoubleRunDetector detector(Options());

@@ -807,12 +807,164 @@ TEST_F(RolloutControllerTest, OldEntriesBeyondTheKeepAreForgotten) {
   EXPECT_EQ(AllHistory(*controller_).back().sequence(), kept.back().sequence() + 1);
 }
 
-TEST_F(RolloutControllerTest, AnUnknownNodeIsRefused) {
-  auto link = std::make_shared<RecordingLink>();
-  absl::Status status =
-      controller_->AgentConnected("cp-9", Hello("cp-9", NodeState::kInTree), link);
-  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(status.message()), HasSubstr("cp-1,cp-2,cp-3"));
+// The kinds of the history's entries, in order.
+std::vector<std::string> HistoryKinds(RolloutController& controller) {
+  std::vector<std::string> kinds;
+  for (const pb::HistoryEntry& entry : AllHistory(controller)) kinds.push_back(entry.kind());
+  return kinds;
+}
+
+const pb::HistoryEntry* LastOfKind(const std::vector<pb::HistoryEntry>& history,
+                                   const std::string& kind) {
+  const pb::HistoryEntry* last = nullptr;
+  for (const pb::HistoryEntry& entry : history) {
+    if (entry.kind() == kind) last = &entry;
+  }
+  return last;
+}
+
+std::vector<std::string> NodeNames(const pb::RolloutStatus& status) {
+  std::vector<std::string> names;
+  for (const pb::NodeProgress& node : status.nodes()) names.push_back(node.name());
+  return names;
+}
+
+TEST_F(RolloutControllerTest, AnUnknownNodeWaitsAsACandidateAndJoinsWhenAdded) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  RunToCompletion();
+  ASSERT_EQ(controller_->Status().phase(), pb::RolloutStatus::DONE);
+
+  // A machine joined with kubeadm, its agent connected: a candidate, welcomed, never moved.
+  std::shared_ptr<RecordingLink> joined = Connect("cp-4", Hello("cp-4", NodeState::kPrepared));
+  ASSERT_FALSE(joined->sent.empty());
+  EXPECT_TRUE(joined->sent.front().has_welcome());
+  pb::RolloutStatus status = controller_->Status();
+  EXPECT_THAT(NodeNames(status), ElementsAre("cp-1", "cp-2", "cp-3"));
+  ASSERT_THAT(status.candidates(), SizeIs(1));
+  EXPECT_EQ(status.candidates(0).name(), "cp-4");
+  EXPECT_EQ(status.candidates(0).state(), pb::NODE_STATE_PREPARED);
+  EXPECT_EQ(status.phase(), pb::RolloutStatus::DONE);
+  pb::NodesResponse nodes = controller_->Nodes();
+  ASSERT_THAT(nodes.nodes(), SizeIs(4));
+  EXPECT_TRUE(nodes.nodes(3).candidate());
+  EXPECT_FALSE(nodes.nodes(0).candidate());
+  // Its agent reconnecting (and retrying) writes one request.
+  controller_->AgentDisconnected("cp-4", joined.get());
+  EXPECT_THAT(controller_->Status().candidates(), SizeIs(0));
+  joined = Connect("cp-4", Hello("cp-4", NodeState::kPrepared));
+  std::vector<pb::HistoryEntry> history = AllHistory(*controller_);
+  const pb::HistoryEntry* request = LastOfKind(history, "join-request");
+  ASSERT_NE(request, nullptr);
+  EXPECT_THAT(request->message(), HasSubstr("handoffctl nodes add cp-4 makes it one"));
+
+  absl::StatusOr<pb::RolloutStatus> added = controller_->AddNode("bob", "cp-4", "new image");
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_THAT(NodeNames(*added), ElementsAre("cp-1", "cp-2", "cp-3", "cp-4"));
+  EXPECT_THAT(added->candidates(), SizeIs(0));
+  history = AllHistory(*controller_);
+  const pb::HistoryEntry* entry = LastOfKind(history, "node-added");
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(entry->actor(), "bob");
+  EXPECT_EQ(entry->node(), "cp-4");
+  EXPECT_THAT(entry->message(), HasSubstr("joined the rollout as prepared"));
+  EXPECT_THAT(entry->message(), HasSubstr("new image"));
+  // The normal moves bring it to the goal.
+  EXPECT_THAT(RunToCompletion(), ElementsAre("cp-4:prepared>migrated"));
+  EXPECT_EQ(controller_->Status().phase(), pb::RolloutStatus::DONE);
+  EXPECT_EQ(controller_->AddNode("bob", "cp-4", "").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(controller_->AddNode("bob", "cp-9", "").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(RolloutControllerTest, AJoinTheRulesForbidIsRefusedAndChangesNothing) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  RunToCompletion();
+  const size_t entries = AllHistory(*controller_).size();
+  Connect("cp-4", Hello("cp-4", NodeState::kInTree));
+  absl::StatusOr<pb::RolloutStatus> added = controller_->AddNode("bob", "cp-4", "");
+  EXPECT_EQ(added.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(added.status().message()),
+              HasSubstr("M1: node cp-4 (in-tree) cannot join beside node cp-1 (migrated)"));
+  pb::RolloutStatus status = controller_->Status();
+  EXPECT_THAT(NodeNames(status), ElementsAre("cp-1", "cp-2", "cp-3"));
+  EXPECT_THAT(status.candidates(), SizeIs(1));
+  EXPECT_EQ(AllHistory(*controller_).size(), entries + 1);  // the join request only
+  // An unhealthy node is not taken on either, whatever its state.
+  pb::AgentMessage report;
+  *report.mutable_report() = Report(NodeState::kPrepared, /*healthy=*/false);
+  controller_->AgentMessage("cp-4", links_["cp-4"].get(), report);
+  EXPECT_THAT(std::string(controller_->AddNode("bob", "cp-4", "").status().message()),
+              HasSubstr("M2: node cp-4 is not verified healthy"));
+}
+
+TEST_F(RolloutControllerTest, AMemberLeavesOnceItsAgentIsGoneAndTheMembershipSurvivesARestart) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  RunToCompletion();
+  EXPECT_THAT(std::string(controller_->RemoveNode("bob", "cp-1", "").status().message()),
+              HasSubstr("M3: node cp-1's agent is still connected"));
+  controller_->AgentDisconnected("cp-1", links_["cp-1"].get());
+  absl::StatusOr<pb::RolloutStatus> removed =
+      controller_->RemoveNode("bob", "cp-1", "instance terminated");
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_THAT(NodeNames(*removed), ElementsAre("cp-2", "cp-3"));
+  Connect("cp-4", Hello("cp-4", NodeState::kMigrated));
+  ASSERT_TRUE(controller_->AddNode("bob", "cp-4", "").ok());
+
+  // Restarted with the --nodes it began with: the stored membership is the one taken.
+  Reopen();
+  EXPECT_THAT(NodeNames(controller_->Status()), ElementsAre("cp-2", "cp-3", "cp-4"));
+  const std::vector<std::string> kinds = HistoryKinds(*controller_);
+  EXPECT_NE(std::find(kinds.begin(), kinds.end(), "node-removed"), kinds.end());
+  EXPECT_NE(std::find(kinds.begin(), kinds.end(), "node-added"), kinds.end());
+  const std::vector<pb::HistoryEntry> history = AllHistory(*controller_);
+  EXPECT_THAT(LastOfKind(history, "node-removed")->message(),
+              HasSubstr("node cp-1 left the rollout (last reported migrated; its agent is gone): "
+                        "instance terminated"));
+  // And with the nodes it has now.
+  nodes_ = {"cp-2", "cp-3", "cp-4"};
+  Reopen();
+  EXPECT_THAT(NodeNames(controller_->Status()), ElementsAre("cp-2", "cp-3", "cp-4"));
+  // Not with others.
+  controller_.reset();
+  ControllerOptions options;
+  options.nodes = {"cp-1", "cp-2"};
+  options.settings_yaml = kSettings;
+  absl::StatusOr<std::unique_ptr<RolloutController>> other =
+      RolloutController::Create(*store_, clock_, options);
+  ASSERT_FALSE(other.ok());
+  EXPECT_THAT(std::string(other.status().message()), HasSubstr("it began with cp-1,cp-2,cp-3"));
+}
+
+TEST_F(RolloutControllerTest, ANodeWithAMoveUnderWayCannotLeave) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  std::string moving;
+  ASSERT_TRUE(InFlightCommand(&moving).has_value());
+  controller_->AgentDisconnected(moving, links_[moving].get());
+  EXPECT_THAT(std::string(controller_->RemoveNode("bob", moving, "").status().message()),
+              HasSubstr("M3: a move to node " + moving + " is outstanding"));
+}
+
+TEST_F(RolloutControllerTest, CandidatesAreBoundedAndForgottenWhenTheirAgentsLeave) {
+  std::vector<std::shared_ptr<RecordingLink>> candidates;
+  for (int i = 0; i < 16; ++i) {
+    const std::string name = "extra-" + std::to_string(i);
+    candidates.push_back(Connect(name, Hello(name, NodeState::kInTree)));
+  }
+  auto one_too_many = std::make_shared<RecordingLink>();
+  absl::Status refused =
+      controller_->AgentConnected("extra-16", Hello("extra-16", NodeState::kInTree), one_too_many);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("at most 16"));
+  EXPECT_THAT(controller_->Status().candidates(), SizeIs(16));
+  controller_->AgentDisconnected("extra-0", candidates[0].get());
+  EXPECT_THAT(controller_->Status().candidates(), SizeIs(15));
+  EXPECT_TRUE(
+      controller_->AgentConnected("extra-16", Hello("extra-16", NodeState::kInTree), one_too_many)
+          .ok());
 }
 
 TEST_F(RolloutControllerTest, ARestartWithOtherNodesIsRefused) {

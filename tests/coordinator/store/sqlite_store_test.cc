@@ -65,6 +65,7 @@ void ExpectSameRollout(const StoredRollout& actual, const StoredRollout& expecte
   EXPECT_EQ(actual.next_command_sequence, expected.next_command_sequence);
   EXPECT_EQ(actual.revision, expected.revision);
   EXPECT_EQ(actual.settings_yaml, expected.settings_yaml);
+  EXPECT_EQ(actual.launch_nodes, expected.launch_nodes);
   ASSERT_EQ(actual.nodes.size(), expected.nodes.size());
   for (size_t i = 0; i < expected.nodes.size(); ++i) {
     EXPECT_EQ(Fields(actual.nodes[i]), Fields(expected.nodes[i])) << "node " << i;
@@ -104,6 +105,7 @@ StoredRollout FullRollout() {
       {"cp-5", NodeState::kStopped, NodeState::kExternal, "stopped"},
       {"cp-6", NodeState::kExternal, NodeState::kStopped, ""},
   };
+  rollout.launch_nodes = {"cp-1", "cp-2", "cp-9"};
   return rollout;
 }
 
@@ -460,7 +462,7 @@ TEST_F(SqliteStoreTest, UsesWalJournalMode) {
   ASSERT_NE(OpenStore(), nullptr);
   RawDatabase raw(path_);
   EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "2");
+  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "3");
 }
 
 TEST_F(SqliteStoreTest, CommitAppendsHistoryWithIncreasingSequences) {
@@ -596,12 +598,12 @@ TEST_F(SqliteStoreTest, CommitFailingPartWayStoresNothing) {
 
 TEST_F(SqliteStoreTest, RefusesANewerSchemaVersion) {
   ASSERT_NE(OpenStore(), nullptr);
-  for (int version : {3, 99}) {
+  for (int version : {4, 99}) {
     ASSERT_NO_FATAL_FAILURE(Tamper("UPDATE meta SET value = " + std::to_string(version) +
                                    " WHERE key = 'schema_version'"));
     SCOPED_TRACE(version);
     ExpectOpenRefused(absl::StatusCode::kFailedPrecondition,
-                      {"schema version " + std::to_string(version), "reads schema version 2"});
+                      {"schema version " + std::to_string(version), "reads schema version 3"});
   }
 }
 
@@ -698,7 +700,7 @@ TEST_F(SqliteStoreTest, CreatesTheDatabaseWholeAndLeavesNoTemporaryFile) {
   ASSERT_EQ(::stat(path_.c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0600u);
   RawDatabase raw(path_);
-  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "2");
+  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "3");
 }
 
 TEST_F(SqliteStoreTest, StoresHistoryTextAsUtf8) {
@@ -856,7 +858,7 @@ TEST_F(SqliteStoreTest, UpgradesAVersion1DatabaseKeepingEveryValue) {
             std::make_tuple(2, 1714567890123, "coordinator", "command", "cp-2", "r-20240501-a-4",
                             "prepared -> migrated", R"({"from":"prepared","to":"migrated"})"));
   EXPECT_EQ(history[0].actor, "CN=alice");
-  EXPECT_EQ(SchemaVersion(), "2");
+  EXPECT_EQ(SchemaVersion(), "3");
 
   // The upgraded file has the shape of a new one (the columns, their types and defaults).
   const std::string upgraded_columns = RolloutColumns();
@@ -867,7 +869,35 @@ TEST_F(SqliteStoreTest, UpgradesAVersion1DatabaseKeepingEveryValue) {
               AllOf(HasSubstr("strategy TEXT 1 'leader-migration'"),
                     HasSubstr("downtime_all_stopped_unix_ms INTEGER 1 0"),
                     HasSubstr("downtime_controller_manager_back_unix_ms INTEGER 1 0"),
-                    HasSubstr("downtime_cloud_controllers_back_unix_ms INTEGER 1 0")));
+                    HasSubstr("downtime_cloud_controllers_back_unix_ms INTEGER 1 0"),
+                    HasSubstr("launch_nodes TEXT 1 ''")));
+}
+
+// A version 2 database (before operators could change the membership) is upgraded too: its
+// membership never changed, so it began as it is (no launch nodes).
+TEST_F(SqliteStoreTest, UpgradesAVersion2DatabaseKeepingEveryValue) {
+  WriteVersion1Database();
+  ASSERT_NO_FATAL_FAILURE(Tamper(
+      "ALTER TABLE rollout ADD COLUMN strategy TEXT NOT NULL DEFAULT 'leader-migration';"
+      "ALTER TABLE rollout ADD COLUMN downtime_all_stopped_unix_ms INTEGER NOT NULL DEFAULT 0;"
+      "ALTER TABLE rollout ADD COLUMN downtime_controller_manager_back_unix_ms INTEGER NOT NULL "
+      "DEFAULT 0;"
+      "ALTER TABLE rollout ADD COLUMN downtime_cloud_controllers_back_unix_ms INTEGER NOT NULL "
+      "DEFAULT 0;"
+      "UPDATE rollout SET strategy = 'downtime', downtime_all_stopped_unix_ms = 17;"
+      "UPDATE meta SET value = 2 WHERE key = 'schema_version';"));
+  ASSERT_EQ(SchemaVersion(), "2");
+  StoredRollout expected = Version1Rollout();
+  expected.strategy = Strategy::kDowntime;
+  expected.downtime.all_stopped_unix_ms = 17;
+  {
+    std::unique_ptr<Store> store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
+    EXPECT_THAT(AllHistory(*store), SizeIs(2));
+  }
+  EXPECT_EQ(SchemaVersion(), "3");
+  EXPECT_THAT(RolloutColumns(), HasSubstr("launch_nodes TEXT 1 ''"));
 }
 
 TEST_F(SqliteStoreTest, UpgradesAnEmptyVersion1Database) {
@@ -877,7 +907,7 @@ TEST_F(SqliteStoreTest, UpgradesAnEmptyVersion1Database) {
   absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_FALSE(loaded->has_value());
-  EXPECT_EQ(SchemaVersion(), "2");
+  EXPECT_EQ(SchemaVersion(), "3");
 }
 
 TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
@@ -886,7 +916,7 @@ TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
   const std::string columns = RolloutColumns();
   StoredRollout rollout = Version1Rollout();
   {
-    // Opened again: already version 2, nothing to add (a second ALTER would fail).
+    // Opened again: already version 3, nothing to add (a second ALTER would fail).
     std::unique_ptr<Store> store = OpenStore();
     ASSERT_NE(store, nullptr);
     ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, rollout));
@@ -902,7 +932,7 @@ TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
   std::unique_ptr<Store> store = OpenStore();
   ASSERT_NE(store, nullptr);
   ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, rollout));
-  EXPECT_EQ(SchemaVersion(), "2");
+  EXPECT_EQ(SchemaVersion(), "3");
 }
 
 // The upgrade is one transaction: the columns added before the schema version's update fails
