@@ -3,9 +3,9 @@
 #   1. the Debian packages; then three builds at once: the real upstream components
 #      (tests/real/components.sh: the Kubernetes 1.26 and 1.27 components, kubeadm, the kubelet,
 #      etcd, crictl, the images, the fake AWS), the optimised C++ build of the product and of the
-#      whole-system runs' test binaries, warnings as errors, and, at the lowest CPU priority so
-#      that it takes only what the other two leave idle, the second C++ build: clang, unoptimised,
-#      ASan and UBSan, with libFuzzer's coverage in the product's code (tests/fuzz);
+#      whole-system runs' test binaries, warnings as errors, and, at the lowest CPU priority until
+#      those two are done, so that it takes only what they leave idle, the second C++ build: clang,
+#      unoptimised, ASan and UBSan, with libFuzzer's coverage in the product's code (tests/fuzz);
 #   2. in the background, the kubeadm cluster's runs (label "kubeadm": real kubelets and
 #      containerd; minutes of waiting for each real move);
 #   3. meanwhile, in front: the whole-system runs on the model and real components (labels
@@ -86,6 +86,10 @@ rm -f "$components_log"
 
 # A test labelled "real" or "kubeadm" fails, rather than skips, when a component is missing.
 export HANDOFF_REQUIRE_REAL=1
+
+# From here the sanitizer build is what the end waits for: it takes an equal share beside the
+# whole-system runs (mostly waiting for leases and kubelets) instead of only what they leave idle.
+{ echo 0 > "/proc/$sanitize_pid/autogroup"; } 2> /dev/null || true
 
 kubeadm_log="$(mktemp)"
 stage "test: the kubeadm cluster's runs (label kubeadm), in the background: log in $kubeadm_log"

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <set>
@@ -24,8 +25,10 @@
 #include "agent/fs/file_system.h"
 #include "agent/system/clock.h"
 #include "agent/system/process_table.h"
+#include "coordinator/kube/client.h"
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"
+#include "coordinator/kube/resource.h"
 #include "coordinator/pki/pki.h"
 #include "coordinator/sandbox/kubeadm/host_changes.h"
 #include "coordinator/sandbox/kubeadm/node_files.h"
@@ -313,6 +316,10 @@ class KubeadmCluster : public SandboxCluster {
   absl::Status RunKubeadm();
   // Cancelled once the operator interrupted the run.
   absl::Status Interrupted() const;
+  // A client of the API server as the cluster's admin (admin.conf, once kubeadm init wrote it).
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> AdminClient() const;
+  // Waits until the first `count` nodes' etcd mirror pods carry their client URL.
+  absl::Status AwaitEtcdMirrorPods(kube::KubeClient& client, size_t count) const;
   absl::Status WriteSettings();
   // Follows each manager's pod log that appeared since the last poll, once the process that
   // wrote it is known.
@@ -627,9 +634,17 @@ absl::Status KubeadmCluster::RunKubeadm() {
   if (!ca.ok()) return ca.status();
   absl::StatusOr<std::string> pin = pki::PublicKeyPin(*ca);
   if (!pin.ok()) return pin.status();
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> admin_client = AdminClient();
+  if (!admin_client.ok()) return admin_client.status();
   // One at a time: a stacked etcd grows by one member per join.
   for (size_t i = 1; i < nodes_.size(); ++i) {
     if (absl::Status interrupted = Interrupted(); !interrupted.ok()) return interrupted;
+    // kubeadm join finds the etcd members through their mirror pods' annotation
+    // (kubeadm.kubernetes.io/etcd.advertise-client-urls) and gives up after about 40 s; on a
+    // loaded machine a kubelet creates them later than that after kubeadm init returns.
+    if (absl::Status mirrored = AwaitEtcdMirrorPods(**admin_client, i); !mirrored.ok()) {
+      return mirrored;
+    }
     const Node& node = nodes_[i];
     written = WriteNodeFile(node, kubeadm::kKubeadmConfigPath,
                             kubeadm::JoinConfiguration(plan_, i, *pin), 0600);
@@ -664,6 +679,44 @@ absl::Status KubeadmCluster::WriteSettings() {
              "  image: ",
              kCcmImage, "\n"),
       info);
+}
+
+absl::StatusOr<std::unique_ptr<kube::KubeClient>> KubeadmCluster::AdminClient() const {
+  absl::StatusOr<kube::ClusterCredentials> credentials =
+      kube::LoadKubeconfig(*fs_, StrCat(setup_.dir, "/admin.conf"), "");
+  if (!credentials.ok()) return credentials.status();
+  absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport =
+      kube::NewCurlTransport(*credentials);
+  if (!transport.ok()) return transport.status();
+  return std::make_unique<kube::KubeClient>(*std::move(transport), *clock_,
+                                            kube::ClientOptionsFor(*credentials));
+}
+
+absl::Status KubeadmCluster::AwaitEtcdMirrorPods(kube::KubeClient& client, size_t count) const {
+  const absl::Time deadline = absl::Now() + absl::Minutes(3);
+  std::string missing;
+  while (true) {
+    missing.clear();
+    for (size_t i = 0; i < count; ++i) {
+      absl::StatusOr<kube::Json> pod =
+          client.Get(kube::ObjectRef{&kube::kPods, "kube-system", StrCat("etcd-", nodes_[i].name)});
+      const bool annotated =
+          pod.ok() && !kube::StringAt(*pod, {"metadata", "annotations",
+                                             "kubeadm.kubernetes.io/etcd.advertise-client-urls"})
+                           .empty();
+      if (!annotated) StrAppend(&missing, missing.empty() ? "" : ", ", "etcd-", nodes_[i].name);
+    }
+    if (missing.empty()) return absl::OkStatus();
+    if (absl::Status interrupted = Interrupted(); !interrupted.ok()) return interrupted;
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          StrCat("the etcd mirror pods ", missing,
+                 " did not appear in kube-system within 3 minutes; kubeadm join reads the etcd "
+                 "members from them (see the kubelets' logs under ",
+                 setup_.dir, "/logs/)"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
 }
 
 absl::Status KubeadmCluster::Interrupted() const {
@@ -756,14 +809,9 @@ absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/
   if (!status.ok()) return status;
   status = WriteSettings();
   if (!status.ok()) return status;
-  absl::StatusOr<kube::ClusterCredentials> credentials =
-      kube::LoadKubeconfig(*fs_, StrCat(setup_.dir, "/admin.conf"), "");
-  if (!credentials.ok()) return credentials.status();
-  absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport =
-      kube::NewCurlTransport(*credentials);
-  if (!transport.ok()) return transport.status();
-  monitor_.leases().SetClient(std::make_unique<kube::KubeClient>(
-      *std::move(transport), *clock_, kube::ClientOptionsFor(*credentials)));
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> client = AdminClient();
+  if (!client.ok()) return client.status();
+  monitor_.leases().SetClient(*std::move(client));
   setup_.say(StrCat("API server on https://", kEndpointIp, ":", kubeadm::kApiServerPort,
                     " (kubeadm's kube-system objects, Nodes registered by their kubelets with "
                     "the in-tree AWS provider)"));
