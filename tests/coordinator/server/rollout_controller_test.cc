@@ -95,6 +95,15 @@ class RolloutControllerTest : public ::testing::Test {
     controller_->SetFacts(facts);
   }
 
+  // A coordinator restart on the same database with `nodes` as --nodes; the old one is gone.
+  absl::StatusOr<std::unique_ptr<RolloutController>> RestartWith(std::vector<std::string> nodes) {
+    controller_.reset();
+    ControllerOptions options;
+    options.nodes = std::move(nodes);
+    options.settings_yaml = kSettings;
+    return RolloutController::Create(*store_, clock_, options);
+  }
+
   std::shared_ptr<RecordingLink> Connect(const std::string& node, const pb::AgentHello& hello) {
     auto link = std::make_shared<RecordingLink>();
     EXPECT_TRUE(controller_->AgentConnected(node, hello, link).ok());
@@ -928,12 +937,7 @@ TEST_F(RolloutControllerTest, AMemberLeavesOnceItsAgentIsGoneAndTheMembershipSur
   Reopen();
   EXPECT_THAT(NodeNames(controller_->Status()), ElementsAre("cp-2", "cp-3", "cp-4"));
   // Not with others.
-  controller_.reset();
-  ControllerOptions options;
-  options.nodes = {"cp-1", "cp-2"};
-  options.settings_yaml = kSettings;
-  absl::StatusOr<std::unique_ptr<RolloutController>> other =
-      RolloutController::Create(*store_, clock_, options);
+  absl::StatusOr<std::unique_ptr<RolloutController>> other = RestartWith({"cp-1", "cp-2"});
   ASSERT_FALSE(other.ok());
   EXPECT_THAT(std::string(other.status().message()), HasSubstr("it began with cp-1,cp-2,cp-3"));
 }
@@ -970,12 +974,7 @@ TEST_F(RolloutControllerTest, CandidatesAreBoundedAndForgottenWhenTheirAgentsLea
 TEST_F(RolloutControllerTest, ARestartWithOtherNodesIsRefused) {
   ConnectAll(NodeState::kInTree);
   ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
-  controller_.reset();
-  ControllerOptions options;
-  options.nodes = {"cp-1", "cp-2"};
-  options.settings_yaml = kSettings;
-  absl::StatusOr<std::unique_ptr<RolloutController>> other =
-      RolloutController::Create(*store_, clock_, options);
+  absl::StatusOr<std::unique_ptr<RolloutController>> other = RestartWith({"cp-1", "cp-2"});
   ASSERT_FALSE(other.ok());
   EXPECT_THAT(std::string(other.status().message()), HasSubstr("cp-1,cp-2,cp-3"));
 }
