@@ -14,6 +14,16 @@ bool OnDowntimePath(NodeState state) {
   return state == NodeState::kInTree || state == NodeState::kFinalized || IsDowntimeState(state);
 }
 
+// One step along the Leader Migration path or the downtime path.
+bool AlongOnePath(NodeState from, NodeState to) {
+  if (from == NodeState::kInconsistent || to == NodeState::kInconsistent) return false;
+  const int from_steps = StepsFromInTree(from);
+  const int to_steps = StepsFromInTree(to);
+  if (from_steps - to_steps != 1 && to_steps - from_steps != 1) return false;
+  return (OnLeaderMigrationPath(from) && OnLeaderMigrationPath(to)) ||
+         (OnDowntimePath(from) && OnDowntimePath(to));
+}
+
 }  // namespace
 
 int StepsFromInTree(NodeState state) {
@@ -66,15 +76,12 @@ absl::StatusOr<NodeState> ParseTargetState(std::string_view name) {
 }
 
 bool AreAdjacent(NodeState from, NodeState to) {
-  if (from == NodeState::kInconsistent || to == NodeState::kInconsistent) return false;
-  const int from_steps = StepsFromInTree(from);
-  const int to_steps = StepsFromInTree(to);
-  if (from_steps - to_steps != 1 && to_steps - from_steps != 1) return false;
-  return (OnLeaderMigrationPath(from) && OnLeaderMigrationPath(to)) ||
-         (OnDowntimePath(from) && OnDowntimePath(to));
+  return AlongOnePath(from, to) || (from == NodeState::kExternal && to == NodeState::kMigrated) ||
+         (from == NodeState::kMigrated && to == NodeState::kExternal);
 }
 
 bool IsForward(NodeState from, NodeState to) {
+  if (from == NodeState::kExternal && to == NodeState::kMigrated) return true;
   return StepsFromInTree(to) > StepsFromInTree(from);
 }
 

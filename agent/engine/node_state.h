@@ -31,9 +31,14 @@ enum class NodeState {
 std::string_view NodeStateName(NodeState state);
 // Accepts every consistent state's name; anything else is an error listing them.
 absl::StatusOr<NodeState> ParseTargetState(std::string_view name);
-// Whether `to` is one step from `from` along either path (both consistent).
+// Whether `to` is one step from `from` (both consistent): along either path, or between the
+// paths' two middle states external ⇄ migrated, which differ only by a cloud-controller-manager
+// with Leader Migration. That step brings a node joined with kubeadm's external configuration
+// (kube-controller-manager external, no cloud-controller-manager: kubeadm writes none) into a
+// Leader Migration rollout.
 bool AreAdjacent(NodeState from, NodeState to);
-// Whether `to` lies after `from` (a forward move): in-tree first, finalized last.
+// Whether `to` lies after `from` (a forward move): in-tree first, finalized last; external →
+// migrated is forward (it starts a cloud-controller-manager), migrated → external backward.
 bool IsForward(NodeState from, NodeState to);
 // Whether the state lies on the downtime path only (stopped, external).
 bool IsDowntimeState(NodeState state);

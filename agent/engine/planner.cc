@@ -99,7 +99,8 @@ class Planner {
       return Precondition(
           StrCat("the node is ", NodeStateName(current_.state), " and ", NodeStateName(target),
                  " is not one step away; move one step at a time (in-tree ⇄ prepared ⇄ migrated ⇄ "
-                 "finalized, or with downtime in-tree ⇄ stopped ⇄ external ⇄ finalized)"));
+                 "finalized, or with downtime in-tree ⇄ stopped ⇄ external ⇄ finalized, and "
+                 "external ⇄ migrated)"));
     }
     absl::Status status;
     switch (target) {
@@ -110,17 +111,20 @@ class Planner {
         status = current_.state == NodeState::kPrepared ? PreparedToInTree() : StoppedToInTree();
         break;
       case NodeState::kMigrated:
-        status = current_.state == NodeState::kPrepared ? Migrate() : FinalizedToMigrated();
+        status = current_.state == NodeState::kPrepared    ? Migrate()
+                 : current_.state == NodeState::kFinalized ? FinalizedToMigrated()
+                                                           : AddCloudControllerManager(true);
         break;
       case NodeState::kFinalized:
-        status = current_.state == NodeState::kMigrated ? Finalize() : ExternalToFinalized();
+        status =
+            current_.state == NodeState::kMigrated ? Finalize() : AddCloudControllerManager(false);
         break;
       case NodeState::kStopped:
         status = current_.state == NodeState::kInTree ? Stop() : ExternalToStopped();
         break;
       case NodeState::kExternal:
-        status =
-            current_.state == NodeState::kStopped ? StoppedToExternal() : FinalizedToExternal();
+        status = current_.state == NodeState::kStopped ? StoppedToExternal()
+                                                       : RemoveCloudControllerManager();
         break;
       case NodeState::kInconsistent:
         status = absl::InvalidArgumentError("not a target");
@@ -301,14 +305,8 @@ class Planner {
     return std::optional<std::string>(file->Emit());
   }
 
-  absl::Status Migrate() {
-    const ComponentView& kcm = *view_.controller_manager;
-    // The cloud-controller-manager is built from the kube-controller-manager as it runs now.
-    const std::string ccm_path =
-        JoinPath(settings_.paths.manifest_dir, "cloud-controller-manager.yaml");
-    absl::StatusOr<StaticPod> ccm =
-        BuildCloudControllerManager(kcm, settings_, ccm_path, true, &plan_.notes);
-    if (!ccm.ok()) return ccm.status();
+  // The Leader Migration file for the cloud-controller-manager of the settings' image.
+  absl::StatusOr<std::string> CloudControllerManagerConfig() const {
     absl::StatusOr<KubeVersion> ccm_version = KubeVersion::FromImage(settings_.ccm.image);
     if (!ccm_version.ok()) {
       if (!settings_.k8s_version) {
@@ -320,8 +318,18 @@ class Planner {
       }
       ccm_version = *settings_.k8s_version;
     }
-    absl::StatusOr<std::string> config =
-        RenderConfig(lm::Component::kCloudControllerManager, *ccm_version);
+    return RenderConfig(lm::Component::kCloudControllerManager, *ccm_version);
+  }
+
+  absl::Status Migrate() {
+    const ComponentView& kcm = *view_.controller_manager;
+    // The cloud-controller-manager is built from the kube-controller-manager as it runs now.
+    const std::string ccm_path =
+        JoinPath(settings_.paths.manifest_dir, "cloud-controller-manager.yaml");
+    absl::StatusOr<StaticPod> ccm =
+        BuildCloudControllerManager(kcm, settings_, ccm_path, true, &plan_.notes);
+    if (!ccm.ok()) return ccm.status();
+    absl::StatusOr<std::string> config = CloudControllerManagerConfig();
     if (!config.ok()) return config.status();
     absl::StatusOr<std::optional<std::string>> kubelet = PlanKubeletExternal();
     if (!kubelet.ok()) return kubelet.status();
@@ -653,9 +661,12 @@ class Planner {
   }
 
   // external → finalized: the cloud-controller-manager, without Leader Migration (nothing to
-  // hand over: no manager runs the cloud controllers). It is built from the in-tree
-  // kube-controller-manager the record holds, whose --cloud-config it takes over.
-  absl::Status ExternalToFinalized() {
+  // hand over: no manager runs the cloud controllers). external → migrated: the same with Leader
+  // Migration and its file, written first (a node that joined with kubeadm's external
+  // configuration during a Leader Migration rollout; the other managers hold the lease). It is
+  // built from the in-tree kube-controller-manager the record holds, whose --cloud-config it
+  // takes over; a node with no record (kubeadm wrote it external) gets it from the external one.
+  absl::Status AddCloudControllerManager(bool leader_migration) {
     const ComponentView& kcm = *view_.controller_manager;
     ComponentView source = kcm;
     if (snapshot_.migration_record) {
@@ -674,16 +685,24 @@ class Planner {
     const std::string ccm_path =
         JoinPath(settings_.paths.manifest_dir, "cloud-controller-manager.yaml");
     absl::StatusOr<StaticPod> ccm =
-        BuildCloudControllerManager(source, settings_, ccm_path, false, &plan_.notes);
+        BuildCloudControllerManager(source, settings_, ccm_path, leader_migration, &plan_.notes);
     if (!ccm.ok()) return ccm.status();
+    if (leader_migration) {
+      absl::StatusOr<std::string> config = CloudControllerManagerConfig();
+      if (!config.ok()) return config.status();
+      Write(settings_.paths.leader_migration_config, *config, "");
+    }
     Write(ccm_path, ccm->Emit(), std::string(kCloudControllerManager));
     return absl::OkStatus();
   }
 
-  // finalized → external: the cloud-controller-manager goes.
-  absl::Status FinalizedToExternal() {
+  // finalized → external and migrated → external: the cloud-controller-manager goes, then the
+  // Leader Migration file it mounted (if any).
+  absl::Status RemoveCloudControllerManager() {
     const ComponentView& ccm = *view_.cloud_controller_manager;
     Write(ccm.path, std::nullopt, ccm.component);
+    if (ccm.LeaderMigrationEnabled())
+      Write(settings_.paths.leader_migration_config, std::nullopt, "");
     return absl::OkStatus();
   }
 

@@ -40,8 +40,11 @@ struct Plan {
   // one place or both; stopped → external writes the migration record, kube-apiserver, the
   // external kube-controller-manager back in the manifest directory, removes the parked copy,
   // then kube-scheduler and the kubelet; external → finalized adds the cloud-controller-manager
-  // (no Leader Migration). Each move back is its forward move reversed, restoring from the
-  // migration record (external → stopped parks the recorded in-tree kube-controller-manager).
+  // (no Leader Migration). external → migrated (a node kubeadm joined external during a Leader
+  // Migration rollout) writes the Leader Migration file, then the cloud-controller-manager with
+  // Leader Migration; migrated → external removes them in the reverse order. Each move back is its
+  // forward move reversed, restoring from the migration record (external → stopped parks the
+  // recorded in-tree kube-controller-manager).
   std::vector<FileChange> changes;
   std::vector<std::string> notes;  // for the operator: what the plan assumes or leaves to them
   bool empty() const { return changes.empty(); }

@@ -15,7 +15,8 @@ namespace handoff::rollout {
 namespace {
 
 constexpr std::string_view kChain =
-    "in-tree ⇄ prepared ⇄ migrated ⇄ finalized (or in-tree ⇄ stopped ⇄ external ⇄ finalized)";
+    "in-tree ⇄ prepared ⇄ migrated ⇄ finalized (or in-tree ⇄ stopped ⇄ external ⇄ finalized, "
+    "and external ⇄ migrated)";
 
 // Why one move may not be sent now. `needs_operator` tells NextStep whether the obstacle can clear
 // by itself (a result coming back, an agent reconnecting, the lease finding a holder: kWait) or
@@ -165,8 +166,12 @@ std::vector<Refusal> MoveRefusals(const std::vector<NodeStatus>& nodes, std::siz
     // (That they are healthy is a condition of every move, checked before this.)
     // This also covers finalized → migrated, which re-enables Leader Migration on this node's
     // cloud-controller-manager; in a safe cluster every other node is then migrated/finalized.
+    // An external node runs no cloud controllers (its kube-controller-manager is external, it has
+    // no cloud-controller-manager), so it is not in the way: a node kubeadm joined external
+    // during the rollout migrates beside prepared ones.
     auto not_prepared = [](const NodeStatus& n) {
-      return !RunsCloudControllerManager(n.state) && n.state != NodeState::kPrepared;
+      return !RunsCloudControllerManager(n.state) && n.state != NodeState::kPrepared &&
+             n.state != NodeState::kExternal;
     };
     if (std::string in_the_way = NamesWithStates(nodes, index, not_prepared); !in_the_way.empty()) {
       refusals.push_back(Refusal{true, Text("R1: ", in_the_way,
@@ -404,10 +409,14 @@ std::optional<PlannedMove> Plan(const std::vector<NodeStatus>& nodes, NodeState 
   using S = NodeState;
   switch (goal) {
     case S::kMigrated:
+      // Last, a node that joined external (kubeadm's configuration during the move: its
+      // kube-controller-manager external, no cloud-controller-manager) gets its
+      // cloud-controller-manager with Leader Migration.
       return FirstOf(nodes, holders,
                      {{S::kInTree, S::kPrepared},
                       {S::kFinalized, S::kMigrated},
-                      {S::kPrepared, S::kMigrated}});
+                      {S::kPrepared, S::kMigrated},
+                      {S::kExternal, S::kMigrated}});
     case S::kFinalized:
       // Last, a node that joined external (kubeadm's configuration after the move: its
       // kube-controller-manager external, no cloud-controller-manager) gets its
@@ -456,10 +465,23 @@ std::string StrategyObstacle(const std::vector<NodeStatus>& nodes, const Goal& g
     }
     return "";
   }
-  // An external node finalizes on the way to finalized (Plan): only stopped is in the way then.
-  const bool to_finalized = goal.target == NodeState::kFinalized;
+  // An external node migrates or finalizes on the way to those goals (Plan); on the way back it
+  // has no in-tree kube-controller-manager to return to that the rollout knows of.
+  const bool forward = goal.target == NodeState::kMigrated || goal.target == NodeState::kFinalized;
+  if (!forward) {
+    std::string external = NamesWithStates(
+        nodes, kNoNode, [](const NodeStatus& n) { return n.state == NodeState::kExternal; });
+    if (!external.empty()) {
+      return Text(external,
+                  " runs an external kube-controller-manager and no cloud-controller-manager; "
+                  "Leader Migration brings such a node forward only (a node kubeadm joined with "
+                  "the external configuration has no in-tree manager to go back to): remove it "
+                  "(handoffctl nodes remove) or replace it with a node of the old version "
+                  "(rollback --strategy replace)");
+    }
+  }
   std::string downtime = NamesWithStates(nodes, kNoNode, [&](const NodeStatus& n) {
-    return IsDowntimeState(n.state) && !(to_finalized && n.state == NodeState::kExternal);
+    return IsDowntimeState(n.state) && !(forward && n.state == NodeState::kExternal);
   });
   if (!downtime.empty()) {
     return Text(downtime,

@@ -4,7 +4,8 @@
 //
 // The safety rules it enforces (README "Rollout rules"; Kubernetes' Leader Migration guide):
 //  R1 no node becomes migrated unless every other node that is not migrated/finalized is
-//     prepared, connected and verified healthy, and the migration-lease RBAC is in place;
+//     prepared (or external: it runs no cloud controllers), connected and verified healthy,
+//     and the migration-lease RBAC is in place;
 //  R2 no node becomes finalized while any node is in-tree or prepared;
 //  R3 no node returns to in-tree while any node is migrated or finalized;
 //  R4 at most one node is in transition at a time; the next node moves only after the previous
@@ -111,7 +112,9 @@ struct Decision {
 // Never returns a move that CheckMove would refuse.
 //
 // The phases of each goal, in order; each moves one node at a time:
-//   kMigrated:  in-tree → prepared; finalized → migrated; prepared → migrated.
+//   kMigrated:  in-tree → prepared; finalized → migrated; prepared → migrated; external →
+//               migrated (a node kubeadm joined with the external configuration: the agent adds
+//               the cloud-controller-manager with Leader Migration).
 //   kFinalized: in-tree → prepared; prepared → migrated; migrated → finalized; external →
 //               finalized (a node that joined with kubeadm's configuration after the move).
 //   kPrepared:  in-tree → prepared; finalized → migrated; migrated → prepared.
@@ -139,8 +142,8 @@ struct Decision {
 //  D3 no node parks its in-tree manager again (external → stopped) while any node is finalized;
 //  D4 no node returns to in-tree from stopped while any node is external (besides R3).
 // A node on the other strategy's own states (prepared or migrated for the downtime strategy,
-// stopped or external for Leader Migration, except external on the way to finalized) makes the
-// goal kStuck, naming it.
+// stopped or external for Leader Migration, except external on the way to migrated or
+// finalized) makes the goal kStuck, naming it and what the operator can do.
 // The order is strict: a blocked move is waited for, never skipped.
 // First of all: while any node awaits its agent's hello → kWait, naming those nodes (their states
 // may be stale, so not even kDone can be judged).

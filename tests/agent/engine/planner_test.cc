@@ -515,5 +515,62 @@ TEST(PlannerDowntimeTest, TheWholePathPlansAsOneChain) {
   EXPECT_EQ(fs.files(), LoadNode("kubeadm").files());
 }
 
+// A node kubeadm joined with the external configuration during a Leader Migration rollout:
+// external, and no migration record (handoff never moved it).
+MemoryFileSystem KubeadmJoinedExternalNode() {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  Step(fs, NodeState::kStopped);
+  Step(fs, NodeState::kExternal);
+  fs.DeleteFile(kRecord);
+  return fs;
+}
+
+TEST(PlannerJoinTest, AnExternalNodeGetsItsCloudControllerManagerWithLeaderMigrationAndBack) {
+  MemoryFileSystem fs = KubeadmJoinedExternalNode();
+  const std::map<std::string, std::string> joined = fs.files();
+  // The file before the manager that mounts it; nothing else changes.
+  StepInOrder(fs, NodeState::kMigrated, {"/etc/leadermigration.conf", "cloud-controller-manager"});
+  absl::StatusOr<StaticPod> ccm = StaticPod::Parse(*fs.ReadFile(kCcm), kCcm);
+  ASSERT_TRUE(ccm.ok()) << ccm.status();
+  EXPECT_EQ(ccm->GetFlag(0, "enable-leader-migration"), "true");
+  EXPECT_EQ(ccm->GetFlag(0, "leader-migration-config"), "/etc/leadermigration.conf");
+  EXPECT_EQ(ccm->GetFlag(0, "cloud-provider"), "aws");
+  // No record to take the in-tree --cloud-config from.
+  EXPECT_FALSE(ccm->GetFlag(0, "cloud-config"));
+  // The Leader Migration file the in-place path writes for the same cloud-controller-manager.
+  MemoryFileSystem in_place = LoadNode("kubeadm");
+  for (NodeState step : {NodeState::kPrepared, NodeState::kMigrated}) Step(in_place, step);
+  EXPECT_EQ(*fs.ReadFile("/etc/leadermigration.conf"),
+            *in_place.ReadFile("/etc/leadermigration.conf"));
+  for (const char* path : {kKcm, kApiserver, kScheduler, kKubeletFlags}) {
+    EXPECT_EQ(*fs.ReadFile(path), joined.at(path)) << path;
+  }
+
+  // On to finalized as any migrated node; and migrated → external takes both away again.
+  MemoryFileSystem finalized = fs;
+  StepInOrder(finalized, NodeState::kFinalized,
+              {"cloud-controller-manager", "/etc/leadermigration.conf"});
+  StepInOrder(fs, NodeState::kExternal, {"cloud-controller-manager", "/etc/leadermigration.conf"});
+  EXPECT_EQ(fs.files(), joined);
+
+  // Back to prepared needs what handoff never had: the in-tree manager it would restore.
+  Step(fs, NodeState::kMigrated);
+  absl::StatusOr<Plan> plan = PlanNode(fs, NodeState::kPrepared, KubeadmSettings());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("no migration record"));
+}
+
+TEST(PlannerJoinTest, AMigratedNodeMovedInPlaceGoesExternalAndBackToTheSameBytes) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  for (NodeState step : {NodeState::kPrepared, NodeState::kMigrated}) Step(fs, step);
+  const std::map<std::string, std::string> migrated = fs.files();
+  StepInOrder(fs, NodeState::kExternal, {"cloud-controller-manager", "/etc/leadermigration.conf"});
+  // The record stays: the in-tree manager can still be restored from external.
+  EXPECT_TRUE(fs.ReadFile(kRecord).ok());
+  StepInOrder(fs, NodeState::kMigrated, {"/etc/leadermigration.conf", "cloud-controller-manager"});
+  EXPECT_EQ(fs.files(), migrated);
+}
+
 }  // namespace
 }  // namespace handoff

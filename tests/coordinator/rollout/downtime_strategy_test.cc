@@ -127,11 +127,17 @@ TEST(DowntimeStrategyTest, D4NoInTreeManagerReturnsWhileANodeIsExternal) {
 TEST(DowntimeStrategyTest, StoppedAndExternalAreOnlyOneStepFromTheirNeighbours) {
   EXPECT_THAT(Refusal(Nodes({kInTree, kInTree}), "a", kExternal), StartsWith("not one step"));
   EXPECT_THAT(Refusal(Nodes({kStopped, kStopped}), "a", kPrepared), StartsWith("not one step"));
-  EXPECT_THAT(Refusal(Nodes({kExternal, kExternal}), "a", kMigrated), StartsWith("not one step"));
+  EXPECT_THAT(Refusal(Nodes({kStopped, kStopped}), "a", kMigrated), StartsWith("not one step"));
+  EXPECT_THAT(Refusal(Nodes({kExternal, kExternal}), "a", kPrepared), StartsWith("not one step"));
   EXPECT_THAT(Refusal(Nodes({kPrepared, kPrepared}), "a", kStopped), StartsWith("not one step"));
   EXPECT_TRUE(AreAdjacent(kFinalized, kExternal));
   EXPECT_TRUE(IsForward(kStopped, kExternal));
   EXPECT_FALSE(IsForward(kExternal, kStopped));
+  // The paths' middle states differ only by a cloud-controller-manager with Leader Migration.
+  EXPECT_TRUE(AreAdjacent(kExternal, kMigrated));
+  EXPECT_TRUE(AreAdjacent(kMigrated, kExternal));
+  EXPECT_TRUE(IsForward(kExternal, kMigrated));
+  EXPECT_FALSE(IsForward(kMigrated, kExternal));
 }
 
 TEST(DowntimeStrategyTest, ANodeOnTheLeaderMigrationPathIsNamedAndNothingMoves) {

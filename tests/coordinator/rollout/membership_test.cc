@@ -235,9 +235,8 @@ TEST(MembershipTableTest, AJoinedNodeIsBroughtToTheGoalByTheNormalMoves) {
             ++done;
             continue;
           }
-          // Only such a node stops it (one joined external into a Leader Migration rollout before
-          // every node is migrated, say: R1 holds the others back, and external → finalized is
-          // its only move).
+          // Only such a node stops it (one joined external into a Leader Migration rollback, say:
+          // it has no in-tree manager to go back to).
           EXPECT_THAT(moves.back(), StartsWith("stuck: "))
               << Describe(states) << " + " << NodeStateName(joining_state);
           EXPECT_TRUE(other_path) << Describe(states) << " + " << NodeStateName(joining_state)
@@ -270,6 +269,22 @@ TEST(MembershipTest, AnExternalNodeJoiningAFinalizedRolloutIsFinalized) {
   nodes.push_back(Joining(kExternal));
   EXPECT_THAT(Drive(nodes, Goal{kFinalized, Strategy::kLeaderMigration}, GoodFacts()),
               ElementsAre("d:finalized", "done"));
+}
+
+// A node joined with kubeadm's external configuration while the others are still prepared
+// runs no cloud controllers: R1 does not hold the others back, and it gets its
+// cloud-controller-manager (with Leader Migration) after them.
+TEST(MembershipTest, AnExternalNodeJoiningALeaderMigrationRolloutIsMigratedAfterThePreparedOnes) {
+  const std::vector<NodeStatus> members = Nodes({kPrepared, kPrepared, kMigrated});
+  ASSERT_TRUE(CheckJoin(members, Joining(kExternal)).ok());
+  std::vector<NodeStatus> nodes = members;
+  nodes.push_back(Joining(kExternal));
+  EXPECT_THAT(Drive(nodes, Goal{kMigrated, Strategy::kLeaderMigration}, GoodFacts()),
+              ElementsAre("a:migrated", "b:migrated", "d:migrated", "done"));
+  // On the way back it is named, and nothing moves: it has no in-tree manager to return to.
+  EXPECT_THAT(Drive(nodes, Goal{kInTree, Strategy::kLeaderMigration}, GoodFacts()),
+              ElementsAre(StartsWith("stuck: d (external) runs an external "
+                                     "kube-controller-manager and no cloud-controller-manager")));
 }
 
 TEST(MembershipTest, AStoppedNodeCannotJoinBesideACloudControllerManager) {
