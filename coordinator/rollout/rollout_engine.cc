@@ -507,6 +507,52 @@ std::string_view StrategyName(Strategy strategy) {
   return strategy == Strategy::kDowntime ? "downtime" : "leader-migration";
 }
 
+std::optional<Decision> GeneralObstacle(const std::vector<NodeStatus>& nodes,
+                                        const Control& control) {
+  std::optional<Refusal> refusal = GeneralRefusal(nodes, control);
+  if (!refusal) return std::nullopt;
+  return MakeDecision(refusal->needs_operator ? Decision::Kind::kStuck : Decision::Kind::kWait,
+                      std::move(refusal->message));
+}
+
+Decision TryMove(const std::vector<NodeStatus>& nodes, const std::string& node, NodeState to,
+                 const ClusterFacts& facts, const Control& control) {
+  using Kind = Decision::Kind;
+  if (absl::Status names = ValidateNames(nodes); !names.ok()) {
+    return MakeDecision(Kind::kStuck, std::string(names.message()));
+  }
+  std::optional<std::size_t> index = FindNode(nodes, node);
+  if (!index || to == NodeState::kInconsistent) {
+    return MakeDecision(Kind::kStuck, Text("no move of node ", node, " to ", NodeStateName(to)));
+  }
+  if (std::optional<Decision> obstacle = GeneralObstacle(nodes, control)) return *obstacle;
+  const NodeStatus& moving = nodes[*index];
+  std::vector<Refusal> refusals = MoveRefusals(nodes, *index, to, facts);
+  if (refusals.empty()) {
+    Decision move;
+    move.kind = Kind::kMove;
+    move.node = moving.name;
+    move.to = to;
+    move.reason =
+        Text("node ", moving.name, ": ", NodeStateName(moving.state), " → ", NodeStateName(to));
+    return move;
+  }
+  // What the operator must fix is reported before what will pass by itself.
+  bool needs_operator = false;
+  for (const Refusal& r : refusals) needs_operator = needs_operator || r.needs_operator;
+  std::vector<std::string> reasons;
+  for (Refusal& r : refusals) {
+    if (r.needs_operator == needs_operator) reasons.push_back(std::move(r.message));
+  }
+  return MakeDecision(needs_operator ? Kind::kStuck : Kind::kWait,
+                      Text("to move node ", moving.name, " from ", NodeStateName(moving.state),
+                           " to ", NodeStateName(to), ": ", StrJoin(reasons, "; ")));
+}
+
+int LeaseHolderRank(const NodeStatus& node, const LeaseHolders& holders) {
+  return HolderRank(node, holders);
+}
+
 absl::Status CheckMove(const std::vector<NodeStatus>& nodes, const std::string& node, NodeState to,
                        const ClusterFacts& facts, const Control& control) {
   if (absl::Status names = ValidateNames(nodes); !names.ok()) return names;
@@ -568,28 +614,12 @@ Decision NextStep(const std::vector<NodeStatus>& nodes, const Goal& goal, const 
     return MakeDecision(Kind::kStuck, StrCat("no move leads towards ", NodeStateName(goal.target)));
   }
   const NodeStatus& moving = nodes[planned->index];
-  std::vector<Refusal> refusals = MoveRefusals(nodes, planned->index, planned->to, facts);
-  if (refusals.empty()) {
-    Decision move;
-    move.kind = Kind::kMove;
-    move.node = moving.name;
-    move.to = planned->to;
-    move.reason = Text("node ", moving.name, ": ", NodeStateName(moving.state), " → ",
-                       NodeStateName(planned->to), " towards ", NodeStateName(goal.target));
-    assert(CheckMove(nodes, move.node, move.to, facts, control).ok());
-    return move;
+  Decision decision = TryMove(nodes, moving.name, planned->to, facts, control);
+  if (decision.kind == Kind::kMove) {
+    StrAppend(&decision.reason, " towards ", NodeStateName(goal.target));
+    assert(CheckMove(nodes, decision.node, decision.to, facts, control).ok());
   }
-  // What the operator must fix is reported before what will pass by itself: waiting on a
-  // reconnect would only delay telling them.
-  bool needs_operator = false;
-  for (const Refusal& r : refusals) needs_operator = needs_operator || r.needs_operator;
-  std::vector<std::string> reasons;
-  for (Refusal& r : refusals) {
-    if (r.needs_operator == needs_operator) reasons.push_back(std::move(r.message));
-  }
-  return MakeDecision(needs_operator ? Kind::kStuck : Kind::kWait,
-                      Text("to move node ", moving.name, " from ", NodeStateName(moving.state),
-                           " to ", NodeStateName(planned->to), ": ", StrJoin(reasons, "; ")));
+  return decision;
 }
 
 }  // namespace handoff::rollout

@@ -28,6 +28,7 @@
 #ifndef HANDOFF_COORDINATOR_ROLLOUT_ROLLOUT_ENGINE_H_
 #define HANDOFF_COORDINATOR_ROLLOUT_ROLLOUT_ENGINE_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -166,6 +167,25 @@ Decision NextStep(const std::vector<NodeStatus>& nodes, const Goal& goal, const 
 // node names that are empty or not unique are InvalidArgument.
 absl::Status CheckMove(const std::vector<NodeStatus>& nodes, const std::string& node, NodeState to,
                        const ClusterFacts& facts, const Control& control);
+
+// The conditions every move needs, whichever node moves (halted, paused, a node in transition,
+// an inconsistent or unhealthy node): kStuck or kWait saying which fails first; nullopt when
+// they hold. What NextStep checks before it plans; the replacement planner (replacement.h)
+// checks it before asking for a join or a removal too.
+std::optional<Decision> GeneralObstacle(const std::vector<NodeStatus>& nodes,
+                                        const Control& control);
+
+// Moving `node` to `to` now, as NextStep would judge its own planned move: kMove (the move),
+// kStuck (an obstacle only the operator clears, every such one named) or kWait (obstacles that
+// pass by themselves). For planners that choose the node and the state themselves
+// (replacement.h); never a move CheckMove would refuse.
+Decision TryMove(const std::vector<NodeStatus>& nodes, const std::string& node, NodeState to,
+                 const ClusterFacts& facts, const Control& control);
+
+// How late in a phase `node` moves (see NextStep): 0 when it holds none of the leases, 1 when it
+// holds one that does not make it run the cloud controllers, 2 for the node whose manager runs
+// them.
+int LeaseHolderRank(const NodeStatus& node, const LeaseHolders& holders);
 
 }  // namespace handoff::rollout
 
