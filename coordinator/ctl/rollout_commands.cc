@@ -74,6 +74,7 @@ struct MembershipFlags : ReasonFlags {
 
 struct RollbackFlags : Flags {
   std::string to;
+  std::string strategy = "in-place";
 };
 
 struct StatusFlags : Flags {
@@ -249,6 +250,31 @@ std::string CloudControllersText(const v1::RolloutStatus& status) {
 
 std::string Seconds(int64_t ms) { return StrCat(ms / 1000, ".", (ms % 1000) / 100, " s"); }
 
+// The replace strategy's step while it waits for a join or a removal: what, and the commands.
+std::string ReplacementText(const v1::RolloutStatus& status) {
+  if (!status.has_replacement()) return "";
+  const v1::Replacement& replacement = status.replacement();
+  std::string text =
+      StrCat("\nreplacement: ", replacement.old_nodes_left(), " node(s) of the old version left, ",
+             replacement.size(), " members kept\n");
+  if (replacement.waiting() == v1::Replacement::JOIN) {
+    StrAppend(&text, "  waiting for a new node to join as ", StateText(replacement.join_state()),
+              "\n");
+  } else {
+    StrAppend(&text, "  waiting for ", replacement.node(), " to leave\n");
+  }
+  for (const std::string& pending : replacement.pending()) {
+    StrAppend(&text, "  still: ", pending, "\n");
+  }
+  for (const std::string& refused : replacement.refused_candidates()) {
+    StrAppend(&text, "  not taken: ", refused, "\n");
+  }
+  for (int i = 0; i < replacement.commands_size(); ++i) {
+    StrAppend(&text, "  ", i + 1, ". ", replacement.commands(i), "\n");
+  }
+  return text;
+}
+
 // The downtime strategy's outage: "no kube-controller-manager for 41.2 s, no cloud controllers
 // for 63.0 s" (or "... since <time>" while it lasts).
 std::string DowntimeText(const v1::Downtime& downtime) {
@@ -284,6 +310,9 @@ std::string StatusText(const v1::RolloutStatus& status) {
   StrAppend(&text, "goal:       ",
             status.goal() == v1::NODE_STATE_UNSPECIFIED ? "none" : StateText(status.goal()), "\n");
   if (status.strategy() == v1::STRATEGY_DOWNTIME) StrAppend(&text, "strategy:   downtime\n");
+  if (status.strategy() == v1::STRATEGY_REPLACE) {
+    StrAppend(&text, "strategy:   replace (Leader Migration, node by node)\n");
+  }
   StrAppend(&text, "phase:      ", PhaseText(status.phase()), "\n");
   if (status.has_downtime()) StrAppend(&text, "downtime:   ", DowntimeText(status.downtime()), "\n");
   if (status.paused()) StrAppend(&text, "paused:     yes\n");
@@ -326,6 +355,7 @@ std::string StatusText(const v1::RolloutStatus& status) {
               "`handoffctl nodes add ",
               node.name(), "` makes it one\n");
   }
+  text += ReplacementText(status);
   text += CloudControllersText(status);
   return text;
 }
@@ -720,13 +750,19 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
                  "Leader Migration and no cloud-controller-manager has started (the first step "
                  "of the upstream procedure, to check before `handoffctl start` goes on)")
       ->excludes("--finalize");
-  start->add_option("--strategy", start_flags->strategy,
-                    "leader-migration (default: no controller stops for longer than a lease "
-                    "handover) or downtime (AWS's path for clusters that accept a control-plane "
-                    "outage: every kube-controller-manager stopped, every node switched to "
-                    "--cloud-provider=external, then the cloud-controller-manager started on "
-                    "every node; the goal is finalized, and `status` reports the outage measured)")
-      ->check(CLI::IsMember({"leader-migration", "downtime"}));
+  start
+      ->add_option("--strategy", start_flags->strategy,
+                   "leader-migration (default: no controller stops for longer than a lease "
+                   "handover), replace (Leader Migration by replacing nodes: once every node is "
+                   "prepared, the coordinator asks for one new node of version N+1 at a time, "
+                   "takes it in when its agent connects, brings it to migrated, then asks for "
+                   "one node of version N to be removed; `status` shows what it waits for and "
+                   "the commands; handoff creates no machines) or downtime (AWS's path for "
+                   "clusters that accept a control-plane outage: every kube-controller-manager "
+                   "stopped, every node switched to --cloud-provider=external, then the "
+                   "cloud-controller-manager started on every node; the goal is finalized, and "
+                   "`status` reports the outage measured)")
+      ->check(CLI::IsMember({"leader-migration", "replace", "downtime"}));
   start->add_option("--ignore-preflight", start_flags->ignore_preflight,
                     "Start although these preflight checks fail (comma-separated: agents, "
                     "transactions, leases, rbac, image, leader-migration, settings, or all); each "
@@ -744,6 +780,7 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
                        : start_flags->finalize || downtime ? v1::NODE_STATE_FINALIZED
                                                            : v1::NODE_STATE_MIGRATED);
       if (downtime) request.set_strategy(v1::STRATEGY_DOWNTIME);
+      if (start_flags->strategy == "replace") request.set_strategy(v1::STRATEGY_REPLACE);
       for (const std::string& check : start_flags->ignore_preflight) {
         request.add_ignore_preflight(check);
       }
@@ -800,11 +837,19 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
   rollback->add_option("--to", rollback_flags->to, "prepared or in-tree")
       ->required()
       ->check(CLI::IsMember({"prepared", "in-tree"}));
+  rollback
+      ->add_option("--strategy", rollback_flags->strategy,
+                   "in-place (default: each node walks back where it is) or replace (nodes of "
+                   "version N join with Leader Migration, one at a time, and each replaces a "
+                   "node of version N+1, which the operator then removes; `status` shows the "
+                   "commands)")
+      ->check(CLI::IsMember({"in-place", "replace"}));
   AddFormat(*rollback, *rollback_flags);
   rollback->callback([&context, rollback_flags] {
     context.exit_code = Change(context, *rollback_flags, "rollback", [&](OperatorClient& client) {
       v1::RollbackRequest request;
       request.set_to(StateNamed(rollback_flags->to));
+      if (rollback_flags->strategy == "replace") request.set_strategy(v1::STRATEGY_REPLACE);
       return client.Rollback(request);
     });
   });

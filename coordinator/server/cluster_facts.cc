@@ -13,7 +13,7 @@ KubeFactsSource::KubeFactsSource(std::unique_ptr<kube::KubeClient> client, Clock
       rbac_(std::move(rbac)),
       leases_(std::move(leases)) {}
 
-FactsReport KubeFactsSource::Check() {
+FactsReport KubeFactsSource::Check(const std::vector<std::string>& leaving) {
   FactsReport report;
   report.source = "kubernetes";
   report.read_unix_ms = absl::ToUnixMillis(clock_.Now());
@@ -47,6 +47,17 @@ FactsReport KubeFactsSource::Check() {
     report.held = HeldLeases(*leases, now);
     details.push_back(StrCat("migration lease: ", ownership.Describe()));
   }
+  for (const std::string& node : leaving) {
+    absl::StatusOr<kube::Json> object = client_->Get(kube::ObjectRef{&kube::kNodes, "", node});
+    if (object.ok()) {
+      report.node_objects[node] = true;
+    } else if (absl::IsNotFound(object.status())) {
+      report.node_objects[node] = false;
+    } else {
+      report.node_objects_detail = StrCat("Node ", node, " not read: ", object.status().message());
+    }
+  }
+  report.etcd_members_detail = "the coordinator has no access to etcd";
   report.detail = StrJoin(details, "; ");
   return report;
 }
@@ -71,8 +82,10 @@ std::vector<FactsReport::HeldLease> HeldLeases(const kube::LeaseSet& leases, abs
   return held;
 }
 
-FactsReport AssumedFactsSource::Check() {
+FactsReport AssumedFactsSource::Check(const std::vector<std::string>& leaving) {
   FactsReport report;
+  for (const std::string& node : leaving) report.node_objects[node] = false;
+  report.etcd_members.emplace();
   report.rbac_ready = true;
   report.lease_held = true;
   report.source = "assumed";

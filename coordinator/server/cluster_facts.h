@@ -4,6 +4,8 @@
 #define HANDOFF_COORDINATOR_SERVER_CLUSTER_FACTS_H_
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "agent/system/clock.h"
 #include "coordinator/kube/client.h"
@@ -17,7 +19,8 @@ namespace handoff::server {
 class FactsSource {
  public:
   virtual ~FactsSource() = default;
-  virtual FactsReport Check() = 0;
+  // `leaving`: the nodes whose Node objects to look up (FactsReport::node_objects).
+  virtual FactsReport Check(const std::vector<std::string>& leaving) = 0;
 };
 
 // From the API server: RBAC ready when `handoffctl rbac plan` would change nothing and sees no
@@ -28,7 +31,7 @@ class KubeFactsSource : public FactsSource {
   // Owns `client`; borrows `clock`.
   KubeFactsSource(std::unique_ptr<kube::KubeClient> client, Clock& clock,
                   kube::RbacOptions rbac = {}, kube::LeaseNames leases = {});
-  FactsReport Check() override;
+  FactsReport Check(const std::vector<std::string>& leaving) override;
 
  private:
   std::unique_ptr<kube::KubeClient> client_;
@@ -41,10 +44,12 @@ class KubeFactsSource : public FactsSource {
 // (the migration lease's is the manager holding the main lease with the same identity).
 std::vector<FactsReport::HeldLease> HeldLeases(const kube::LeaseSet& leases, absl::Time now);
 
-// --no-cluster-checks (rehearsals on temp roots, with no cluster): both facts taken as true.
+// --no-cluster-checks (rehearsals on temp roots, with no cluster): both facts taken as true, and
+// a leaving node's Node object and etcd member taken as gone (its agent gone is all a
+// replacement then waits for).
 class AssumedFactsSource : public FactsSource {
  public:
-  FactsReport Check() override;
+  FactsReport Check(const std::vector<std::string>& leaving) override;
 };
 
 }  // namespace handoff::server

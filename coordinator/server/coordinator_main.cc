@@ -300,7 +300,7 @@ int Run(const Options& options, const ConfigArgs& file) {
     });
   }
   // The first facts before any agent can connect, so the first decisions use them.
-  (*controller)->SetFacts(facts->Check());
+  (*controller)->SetFacts(facts->Check({}));
   DetectorOptions detector;
   detector.nodes = nodes;
   detector.gap_limit_ms = absl::ToInt64Milliseconds(*gap_limit);
@@ -358,7 +358,7 @@ int Run(const Options& options, const ConfigArgs& file) {
     // Every --facts-interval, and as soon as a move's result makes the next move wait for them.
     while (!stop.WaitTimeoutOrShutdown(absl::Milliseconds(100))) {
       if (clock->Now() >= next_facts || (*controller)->WantsFacts()) {
-        (*controller)->SetFacts(facts->Check());
+        (*controller)->SetFacts(facts->Check((*controller)->LeavingNodes()));
         next_facts = clock->Now() + *facts_interval;
       }
       if (clock->Now() >= next_tick) {

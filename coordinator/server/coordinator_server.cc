@@ -443,7 +443,8 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
                                                         request->ignore_preflight().end()),
                                request->strategy() == pb::STRATEGY_DOWNTIME
                                    ? rollout::Strategy::kDowntime
-                                   : rollout::Strategy::kLeaderMigration);
+                                   : rollout::Strategy::kLeaderMigration,
+                               request->strategy() == pb::STRATEGY_REPLACE);
     });
   }
 
@@ -489,7 +490,8 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
                                      const pb::RollbackRequest* request,
                                      pb::RolloutStatus* response) override {
     return Change(context, response, [&](const std::string& actor) {
-      return controller_.Rollback(actor, FromProto(request->to()));
+      return controller_.Rollback(actor, FromProto(request->to()),
+                                  request->strategy() == pb::STRATEGY_REPLACE);
     });
   }
 

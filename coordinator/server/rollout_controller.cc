@@ -343,7 +343,7 @@ absl::Status RolloutController::AgentConnected(const std::string& name, const pb
                    " makes it one"));
         if (AdmitAgentEntry(*node, entry)) (void)Commit({std::move(entry)});
       }
-      Notify(View());
+      CandidateChanged();
       return absl::OkStatus();
     }
 
@@ -563,7 +563,7 @@ void RolloutController::AgentMessage(const std::string& name, const AgentLink* l
       candidate->last_seen_unix_ms = NowMs();
       if (message.has_report()) {
         ApplyReport(*candidate, message.report());
-        Notify(View());
+        CandidateChanged();
       }
       return;
     }
@@ -613,7 +613,7 @@ void RolloutController::AgentDisconnected(const std::string& name, const AgentLi
       Node* candidate = FindCandidate(name);
       if (candidate != nullptr && candidate->link.get() == link) {
         candidates_.erase(name);
-        Notify(View());
+        CandidateChanged();
       }
       return;
     }
@@ -649,6 +649,22 @@ void RolloutController::SetFacts(const FactsReport& facts) {
 bool RolloutController::WantsFacts() {
   std::lock_guard<std::mutex> lock(mu_);
   return FactsStale();
+}
+
+void RolloutController::CandidateChanged() {
+  // A replacement waiting for a join takes a candidate in by itself; otherwise only the status
+  // changes.
+  if (rollout_.strategy == store::Strategy::kReplace && rollout_.goal) {
+    Advance();
+  } else {
+    Notify(View());
+  }
+}
+
+std::vector<std::string> RolloutController::LeavingNodes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!replacement_ || replacement_->waiting() != pb::Replacement::LEAVE) return {};
+  return {replacement_->node()};
 }
 
 bool RolloutController::FactsStale() const {
@@ -775,8 +791,7 @@ void RolloutController::Advance() {
     Notify(view);
     return;
   }
-  const rollout::Goal goal{*rollout_.goal, EngineStrategy(rollout_.strategy)};
-  next_ = rollout::NextStep(view.nodes, goal, view.facts, view.control);
+  next_ = Decide(view);
   if (next_.kind != rollout::Decision::Kind::kMove) {
     Notify(view);
     return;
@@ -814,8 +829,172 @@ void RolloutController::Advance() {
     status.in_transition = rollout_.in_flight && rollout_.in_flight->node == status.name;
   }
   view.control = EngineControl();
-  next_ = rollout::NextStep(view.nodes, goal, view.facts, view.control);
+  next_ = Decide(view);
   Notify(view);
+}
+
+rollout::Decision RolloutController::Decide(EngineView& view) {
+  replacement_.reset();
+  if (rollout_.strategy == store::Strategy::kReplace) return DecideReplacement(view);
+  const rollout::Goal goal{*rollout_.goal, EngineStrategy(rollout_.strategy)};
+  return rollout::NextStep(view.nodes, goal, view.facts, view.control);
+}
+
+rollout::Decision RolloutController::DecideReplacement(EngineView& view) {
+  using Kind = rollout::ReplacementStep::Kind;
+  const rollout::ReplacementGoal goal{*rollout_.goal, rollout_.replace_size};
+  rollout::Decision decision;
+  // Each round may take a node in or out, and then decides again on the new membership; a
+  // replacement changes it at most twice before it must wait for a move.
+  for (int round = 0; round < 3; ++round) {
+    rollout::ReplacementStep step =
+        rollout::NextReplacementStep(view.nodes, goal, view.facts, view.control);
+    decision.node = step.node;
+    decision.to = step.to;
+    decision.reason = step.reason;
+    switch (step.kind) {
+      case Kind::kMove:
+        decision.kind = rollout::Decision::Kind::kMove;
+        return decision;
+      case Kind::kDone:
+        decision.kind = rollout::Decision::Kind::kDone;
+        return decision;
+      case Kind::kStuck:
+        decision.kind = rollout::Decision::Kind::kStuck;
+        return decision;
+      case Kind::kWait:
+        decision.kind = rollout::Decision::Kind::kWait;
+        return decision;
+      case Kind::kJoin: {
+        pb::Replacement replacement;
+        replacement.set_waiting(pb::Replacement::JOIN);
+        replacement.set_join_state(ToProto(step.to));
+        std::string joined;
+        for (const auto& [name, candidate] : candidates_) {
+          const rollout::NodeStatus status = EngineNode(candidate);
+          absl::Status allowed =
+              candidate.state != step.to
+                  ? absl::FailedPreconditionError(
+                        StrCat("it is ", Name(candidate.state), ", not ", Name(step.to)))
+                  : rollout::CheckJoin(view.nodes, status);
+          if (allowed.ok()) {
+            joined = name;
+            break;
+          }
+          replacement.add_refused_candidates(StrCat(name, ": ", allowed.message()));
+        }
+        if (!joined.empty() &&
+            JoinMember("coordinator", joined,
+                       StrCat("the replacement asked for a node joining ", Name(step.to)))
+                .ok()) {
+          view = View();
+          continue;
+        }
+        ReplacementCommands(step, replacement);
+        replacement_ = std::move(replacement);
+        decision.kind = rollout::Decision::Kind::kWait;
+        decision.reason = StrCat(step.reason, "; waiting for its agent to connect");
+        return decision;
+      }
+      case Kind::kLeave: {
+        const Node* leaving = FindNode(step.node);
+        std::vector<std::string> pending = StillPresent(*leaving);
+        if (pending.empty() &&
+            LeaveMember("coordinator", step.node,
+                        "the replacement removed it: its agent is gone, and neither the API "
+                        "server nor etcd lists it")
+                .ok()) {
+          view = View();
+          continue;
+        }
+        pb::Replacement replacement;
+        replacement.set_waiting(pb::Replacement::LEAVE);
+        replacement.set_node(step.node);
+        for (const std::string& item : pending) replacement.add_pending(item);
+        ReplacementCommands(step, replacement);
+        replacement_ = std::move(replacement);
+        decision.kind = rollout::Decision::Kind::kWait;
+        decision.reason = StrCat(step.reason, "; waiting: ", StrJoin(pending, "; "));
+        return decision;
+      }
+    }
+  }
+  decision.kind = rollout::Decision::Kind::kWait;
+  decision.reason = "the membership changed; deciding again on the next event";
+  return decision;
+}
+
+void RolloutController::ReplacementCommands(const rollout::ReplacementStep& step,
+                                            pb::Replacement& replacement) const {
+  replacement.set_size(static_cast<int32_t>(rollout_.replace_size));
+  int32_t old_nodes = 0;
+  for (const Node& node : nodes_) {
+    old_nodes += rollout::IsOldNode(node.state, *rollout_.goal) ? 1 : 0;
+  }
+  replacement.set_old_nodes_left(old_nodes);
+  const std::string agent =
+      "handoffctl certs issue --dir CA_DIR --node NEW_NODE, then start handoff-agent on the new "
+      "machine with that certificate (it connects, and the coordinator takes the node in once "
+      "it is verified healthy)";
+  if (step.kind == rollout::ReplacementStep::Kind::kJoin && step.to == NodeState::kExternal) {
+    replacement.add_commands(
+        "handoffctl kubeadm-config apply --to external --kubernetes-version VERSION_N+1 (once: "
+        "kubeadm builds the new node at N+1 with every cloud-provider flag external)");
+    replacement.add_commands(
+        "on the new machine: kubeadm join CONTROL_PLANE_ENDPOINT --control-plane --config "
+        "join.yaml (a JoinConfiguration with nodeRegistration.kubeletExtraArgs: "
+        "{cloud-provider: external})");
+    replacement.add_commands(agent);
+  } else if (step.kind == rollout::ReplacementStep::Kind::kJoin) {
+    replacement.add_commands(
+        "on the new machine, before kubeadm join: /etc/leadermigration.conf as a prepared "
+        "node's kube-controller-manager reads it (handoff-agent plan --to prepared on a node of "
+        "version N shows it)");
+    replacement.add_commands(
+        "kubeadm's ClusterConfiguration at version N with the in-tree provider and Leader "
+        "Migration (controllerManager.extraArgs enable-leader-migration: \"true\", "
+        "leader-migration-config: /etc/leadermigration.conf, and that file as an extraVolume, "
+        "pathType File, read-only), then kubeadm join CONTROL_PLANE_ENDPOINT --control-plane: a "
+        "kube-controller-manager of version N without Leader Migration beside a "
+        "cloud-controller-manager runs the cloud controllers twice");
+    replacement.add_commands(agent);
+  } else {
+    const std::string& node = step.node;
+    replacement.add_commands(StrCat("on ", node,
+                                    ": kubeadm reset --force (stops its static pods and removes "
+                                    "its etcd member), then systemctl disable --now "
+                                    "handoff-agent"));
+    replacement.add_commands(
+        StrCat("if the machine is gone without a reset: etcdctl member remove MEMBER_ID (the ID "
+               "etcdctl member list shows for ",
+               node, ", from a remaining control-plane node)"));
+    replacement.add_commands(StrCat("kubectl delete node ", node));
+  }
+}
+
+std::vector<std::string> RolloutController::StillPresent(const Node& node) const {
+  std::vector<std::string> pending;
+  if (node.link) pending.push_back(StrCat("its agent is connected (", node.link->Peer(), ")"));
+  const auto object = facts_.node_objects.find(node.name);
+  if (object == facts_.node_objects.end()) {
+    pending.push_back(
+        StrCat("its Node object is not read yet", facts_.node_objects_detail.empty() ? "" : " (",
+               facts_.node_objects_detail, facts_.node_objects_detail.empty() ? "" : ")"));
+  } else if (object->second) {
+    pending.push_back(StrCat("the API server has Node ", node.name));
+  }
+  if (!facts_.etcd_members) {
+    pending.push_back(
+        StrCat("etcd's member list is not read", facts_.etcd_members_detail.empty() ? "" : " (",
+               facts_.etcd_members_detail, facts_.etcd_members_detail.empty() ? "" : ")",
+               ": once etcdctl member list no longer shows it, handoffctl nodes "
+               "remove ",
+               node.name));
+  } else if (std::find(facts_.etcd_members->begin(), facts_.etcd_members->end(), node.name) !=
+             facts_.etcd_members->end()) {
+    pending.push_back(StrCat("etcd lists member ", node.name));
+  }
+  return pending;
 }
 
 bool RolloutController::SendMove(const store::InFlight& move, Node& node) {
@@ -849,6 +1028,10 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::SetGoal(const std::string& 
   }
   std::string message = StrCat(kind, ": goal ", Name(goal));
   if (rollout_.strategy == store::Strategy::kDowntime) message += " by the downtime strategy";
+  if (rollout_.strategy == store::Strategy::kReplace) {
+    StrAppend(&message, " by replacing nodes (the control plane keeps ", rollout_.replace_size,
+              " members)");
+  }
   if (!rollout_.goal || *rollout_.goal != goal) {
     // Progress is counted from where each node stands when the goal is set.
     for (Node& node : nodes_) node.goal_start = node.state;
@@ -868,7 +1051,7 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::SetGoal(const std::string& 
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
     const std::string& actor, NodeState goal, const std::vector<std::string>& ignore_preflight,
-    rollout::Strategy strategy) {
+    rollout::Strategy strategy, bool replace) {
   if (goal != NodeState::kPrepared && goal != NodeState::kMigrated &&
       goal != NodeState::kFinalized) {
     return absl::InvalidArgumentError(
@@ -877,6 +1060,11 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
   if (strategy == rollout::Strategy::kDowntime && goal != NodeState::kFinalized) {
     return absl::InvalidArgumentError(StrCat("the downtime strategy has no stop at ",
                                              NodeStateName(goal), ": its goal is finalized"));
+  }
+  if (replace && goal != NodeState::kMigrated) {
+    return absl::InvalidArgumentError(
+        StrCat("a replacement goes to migrated (every node of version N replaced), not to ",
+               NodeStateName(goal), "; finalize then goes on in place"));
   }
   if (absl::Status ignorable = rollout::CheckIgnorable(ignore_preflight); !ignorable.ok()) {
     return ignorable;
@@ -910,9 +1098,16 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
     }
     if (absl::Status committed = Commit(std::move(history)); !committed.ok()) return committed;
   }
-  const store::Strategy stored = strategy == rollout::Strategy::kDowntime
+  const store::Strategy stored = replace ? store::Strategy::kReplace
+                                 : strategy == rollout::Strategy::kDowntime
                                      ? store::Strategy::kDowntime
                                      : store::Strategy::kLeaderMigration;
+  if (replace && (rollout_.strategy != store::Strategy::kReplace || rollout_.replace_size == 0 ||
+                  rollout_.goal != goal)) {
+    // The control plane keeps the members it has now; a start again after a halt keeps the size
+    // of the replacement under way.
+    rollout_.replace_size = nodes_.size();
+  }
   bool all_in_tree = true;
   for (const Node& node : nodes_) all_in_tree = all_in_tree && node.state == NodeState::kInTree;
   if (stored != rollout_.strategy || all_in_tree) {
@@ -942,11 +1137,16 @@ std::vector<rollout::PreflightProblem> RolloutController::RunPreflight(const Eng
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Finalize(const std::string& actor) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (rollout_.strategy == store::Strategy::kReplace) {
+    // Finalizing changes no version: it goes on in place.
+    rollout_.strategy = store::Strategy::kLeaderMigration;
+    rollout_.replace_size = 0;
+  }
   return SetGoal(actor, "finalize", NodeState::kFinalized);
 }
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Rollback(const std::string& actor,
-                                                              NodeState to) {
+                                                              NodeState to, bool replace) {
   if (to != NodeState::kPrepared && to != NodeState::kInTree) {
     return absl::InvalidArgumentError("rollback goes --to prepared or --to in-tree");
   }
@@ -965,6 +1165,21 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Rollback(const std::string&
       }
     }
     rollout_.strategy = store::Strategy::kLeaderMigration;
+  }
+  if (replace) {
+    if (rollout_.strategy == store::Strategy::kDowntime) {
+      return absl::FailedPreconditionError(
+          "a downtime rollout rolls back in place (rollback --to in-tree); a replacement goes by "
+          "Leader Migration");
+    }
+    if (rollout_.strategy != store::Strategy::kReplace || rollout_.goal != to ||
+        rollout_.replace_size == 0) {
+      rollout_.replace_size = nodes_.size();
+    }
+    rollout_.strategy = store::Strategy::kReplace;
+  } else if (rollout_.strategy == store::Strategy::kReplace) {
+    rollout_.strategy = store::Strategy::kLeaderMigration;
+    rollout_.replace_size = 0;
   }
   return SetGoal(actor, "rollback", to);
 }
@@ -1008,6 +1223,14 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::AddNode(const std::string& 
       !allowed.ok()) {
     return allowed;
   }
+  if (absl::Status joined = JoinMember(actor, name, reason); !joined.ok()) return joined;
+  Advance();
+  return BuildStatus(View());
+}
+
+absl::Status RolloutController::JoinMember(const std::string& actor, const std::string& name,
+                                           const std::string& reason) {
+  Node* candidate = FindCandidate(name);
   const std::vector<std::string> launch_before = rollout_.launch_nodes;
   if (rollout_.launch_nodes.empty()) {
     for (const Node& node : nodes_) rollout_.launch_nodes.push_back(node.name);
@@ -1029,8 +1252,7 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::AddNode(const std::string& 
     rollout_.launch_nodes = launch_before;
     return committed;
   }
-  Advance();
-  return BuildStatus(View());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::RemoveNode(const std::string& actor,
@@ -1043,6 +1265,16 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::RemoveNode(const std::strin
                " is not a member of the rollout (its agent is connected, and "
                "handoffctl nodes add would make it one)"));
   }
+  if (absl::Status allowed = rollout::CheckLeave(EngineNodes(), name); !allowed.ok()) {
+    return allowed;
+  }
+  if (absl::Status left = LeaveMember(actor, name, reason); !left.ok()) return left;
+  Advance();
+  return BuildStatus(View());
+}
+
+absl::Status RolloutController::LeaveMember(const std::string& actor, const std::string& name,
+                                            const std::string& reason) {
   if (absl::Status allowed = rollout::CheckLeave(EngineNodes(), name); !allowed.ok()) {
     return allowed;
   }
@@ -1064,8 +1296,7 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::RemoveNode(const std::strin
     rollout_.launch_nodes = launch_before;
     return committed;
   }
-  Advance();
-  return BuildStatus(View());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Resume(const std::string& actor) {

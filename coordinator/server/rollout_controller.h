@@ -35,6 +35,7 @@
 #include "coordinator/rollout/lease_holders.h"
 #include "coordinator/rollout/plan_simulation.h"
 #include "coordinator/rollout/preflight.h"
+#include "coordinator/rollout/replacement.h"
 #include "coordinator/rollout/rollout_engine.h"
 #include "coordinator/server/coordinator_events.h"
 #include "coordinator/store/store.h"
@@ -78,6 +79,14 @@ struct FactsReport {
   std::vector<HeldLease> held;
   std::string source;  // "kubernetes" or "assumed"
   std::string detail;
+  // What a replacement checks before it takes a leaving node out (rollout/replacement.h): for
+  // each node asked about (RolloutController::LeavingNodes), whether the API server still has
+  // its Node object (a node not in the map was not read: why in node_objects_detail); and etcd's
+  // members by name, nullopt when not read (why in etcd_members_detail).
+  std::map<std::string, bool> node_objects;
+  std::string node_objects_detail;
+  std::optional<std::vector<std::string>> etcd_members;
+  std::string etcd_members_detail;
   // Unix ms when the read began; 0: when the controller received the report.
   int64_t read_unix_ms = 0;
 };
@@ -160,6 +169,8 @@ class RolloutController {
   void SetFacts(const FactsReport& facts);
   // True while the next move waits for facts read after the last move's result.
   bool WantsFacts();
+  // The nodes a replacement waits to see gone: the facts say whether their Node objects remain.
+  std::vector<std::string> LeavingNodes();
   // Adds an entry to the audit history (the lease release's decisions); `kind` names it.
   void RecordAudit(const std::string& kind, const std::string& node, const std::string& message,
                    const std::string& detail_json);
@@ -178,17 +189,24 @@ class RolloutController {
   // Refused (FailedPrecondition, nothing moved) while a preflight check fails
   // (rollout/preflight.h), except those named in `ignore_preflight` ("all": every one).
   // The downtime strategy (rollout/rollout_engine.h) takes only the goal finalized; a start that
-  // changes the strategy measures the outage afresh.
+  // changes the strategy measures the outage afresh. `replace` (Leader Migration by replacing
+  // nodes, rollout/replacement.h) takes only the goal migrated, and keeps the control plane at
+  // the members it has now: a candidate in the state the replacement asks for joins by itself
+  // ("node-added" by the coordinator), and a node it asked to leave is taken out once its agent
+  // is gone and neither the API server nor etcd lists it ("node-removed").
   absl::StatusOr<pb::RolloutStatus> Start(
       const std::string& actor, NodeState goal,
       const std::vector<std::string>& ignore_preflight = {},
-      rollout::Strategy strategy = rollout::Strategy::kLeaderMigration);
+      rollout::Strategy strategy = rollout::Strategy::kLeaderMigration, bool replace = false);
   absl::StatusOr<pb::RolloutStatus> Pause(const std::string& actor, const std::string& reason);
   absl::StatusOr<pb::RolloutStatus> Resume(const std::string& actor);
   absl::StatusOr<pb::RolloutStatus> Abort(const std::string& actor, const std::string& reason);
   // A downtime rollout rolls back along its own path (--to in-tree); --to prepared is refused
   // while a node is stopped or external, and otherwise continues with Leader Migration.
-  absl::StatusOr<pb::RolloutStatus> Rollback(const std::string& actor, NodeState to);
+  // `replace`: back by replacing nodes (nodes of version N join with Leader Migration); a
+  // rollback without it goes on in place.
+  absl::StatusOr<pb::RolloutStatus> Rollback(const std::string& actor, NodeState to,
+                                             bool replace = false);
   absl::StatusOr<pb::RolloutStatus> Finalize(const std::string& actor);
   // Membership (rollout/membership.h). The candidate `node` joins, last in the rollout's order,
   // when CheckJoin allows (FailedPrecondition with its rule otherwise; NotFound when no such
@@ -313,6 +331,26 @@ class RolloutController {
   EngineView View() const;
   // Sends the next safe move, if any; refreshes `next_` and notifies watchers.
   void Advance();
+  // A candidate connected, reported or left (may make it a member: its Node* is then stale).
+  void CandidateChanged();
+  // The next step of the rollout as the engine (or, for the replace strategy, the replacement
+  // planner) decides it; sets replacement_. A replacement's join or removal that may happen now
+  // is committed here, and `view` is read again after it.
+  rollout::Decision Decide(EngineView& view);
+  rollout::Decision DecideReplacement(EngineView& view);
+  // The membership changes of AddNode and RemoveNode (and of a replacement), committed with
+  // their history entry; on failure nothing changed.
+  absl::Status JoinMember(const std::string& actor, const std::string& name,
+                          const std::string& reason);
+  absl::Status LeaveMember(const std::string& actor, const std::string& name,
+                           const std::string& reason);
+  // What is not yet true of `node` leaving in a replacement (its agent connected, listed by the
+  // API server or by etcd); empty once it has left.
+  std::vector<std::string> StillPresent(const Node& node) const;
+  // The replacement's size, what is left to replace and the commands for `step` (a join or a
+  // removal).
+  void ReplacementCommands(const rollout::ReplacementStep& step,
+                           pb::Replacement& replacement) const;
   // Records `move` as in flight, then sends it to its node; false (nothing in flight) when the
   // record fails.
   bool SendMove(const store::InFlight& move, Node& node);
@@ -356,6 +394,7 @@ class RolloutController {
   int64_t history_forgotten_through_ = 0;  // entries up to this sequence deleted (history_keep)
   bool FactsStale() const;
   rollout::Decision next_;
+  std::optional<pb::Replacement> replacement_;  // what a replacement waits for, when it does
   std::map<int, std::function<void(const pb::RolloutStatus&)>> watchers_;
   int next_watch_token_ = 1;
   std::string last_notified_;  // the last status sent to watchers, serialized without revision
@@ -371,7 +410,7 @@ inline NodeState FromProto(pb::NodeState state) {
   return rpc::FromProto(state).value_or(NodeState::kInconsistent);
 }
 
-// The stored strategy as the engine names it.
+// The stored strategy as the engine names it (a replacement goes by Leader Migration).
 inline rollout::Strategy EngineStrategy(store::Strategy strategy) {
   return strategy == store::Strategy::kDowntime ? rollout::Strategy::kDowntime
                                                 : rollout::Strategy::kLeaderMigration;

@@ -46,8 +46,15 @@ pb::RolloutStatus::Phase PhaseToProto(rollout::Phase phase) {
 }
 
 pb::Strategy StrategyToProto(store::Strategy strategy) {
-  return strategy == store::Strategy::kDowntime ? pb::STRATEGY_DOWNTIME
-                                                : pb::STRATEGY_LEADER_MIGRATION;
+  switch (strategy) {
+    case store::Strategy::kDowntime:
+      return pb::STRATEGY_DOWNTIME;
+    case store::Strategy::kReplace:
+      return pb::STRATEGY_REPLACE;
+    case store::Strategy::kLeaderMigration:
+      break;
+  }
+  return pb::STRATEGY_LEADER_MIGRATION;
 }
 
 }  // namespace
@@ -152,6 +159,7 @@ pb::RolloutStatus RolloutController::BuildStatus(const EngineView& view) const {
   status.set_phase(PhaseToProto(
       rollout::PhaseOf(rollout_.goal, EngineControl(), moving_to, next_, moving_from)));
   if (rollout_.goal) status.set_strategy(StrategyToProto(rollout_.strategy));
+  if (replacement_) *status.mutable_replacement() = *replacement_;
   if (std::optional<pb::Downtime> downtime = MeasuredDowntime()) {
     *status.mutable_downtime() = *downtime;
   }

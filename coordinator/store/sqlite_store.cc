@@ -26,8 +26,9 @@ namespace {
 // code could read it without losing anything. An older one is upgraded on open (kUpgradeFrom1,
 // kUpgradeFrom2). Version 1: the released coordinator's schema. Version 2: the rollout's strategy
 // and the downtime strategy's measured outage. Version 3: the nodes the membership began as
-// (launch_nodes), once operators can add and remove nodes.
-constexpr int64_t kSchemaVersion = 3;
+// (launch_nodes), once operators can add and remove nodes. Version 4: the control-plane size a
+// replacement keeps (replace_size), with the strategy 'replace'.
+constexpr int64_t kSchemaVersion = 4;
 constexpr int64_t kOldestSchemaVersion = 1;
 
 // Constant SQL only; every value goes in through a bound parameter.
@@ -55,7 +56,8 @@ CREATE TABLE rollout (
   downtime_all_stopped_unix_ms INTEGER NOT NULL DEFAULT 0,
   downtime_controller_manager_back_unix_ms INTEGER NOT NULL DEFAULT 0,
   downtime_cloud_controllers_back_unix_ms INTEGER NOT NULL DEFAULT 0,
-  launch_nodes TEXT NOT NULL DEFAULT ''
+  launch_nodes TEXT NOT NULL DEFAULT '',
+  replace_size INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE nodes (
   position INTEGER PRIMARY KEY NOT NULL,
@@ -92,6 +94,12 @@ UPDATE meta SET value = 2 WHERE key = 'schema_version';
 constexpr char kUpgradeFrom2[] = R"sql(
 ALTER TABLE rollout ADD COLUMN launch_nodes TEXT NOT NULL DEFAULT '';
 UPDATE meta SET value = 3 WHERE key = 'schema_version';
+)sql";
+
+// Version 3 to 4, likewise. No version 3 rollout replaced nodes.
+constexpr char kUpgradeFrom3[] = R"sql(
+ALTER TABLE rollout ADD COLUMN replace_size INTEGER NOT NULL DEFAULT 0;
+UPDATE meta SET value = 4 WHERE key = 'schema_version';
 )sql";
 
 struct DatabaseCloser {
@@ -144,9 +152,10 @@ struct StrategyName {
   Strategy strategy;
   std::string_view name;
 };
-constexpr std::array<StrategyName, 2> kStrategyNames = {{
+constexpr std::array<StrategyName, 3> kStrategyNames = {{
     {Strategy::kLeaderMigration, "leader-migration"},
     {Strategy::kDowntime, "downtime"},
+    {Strategy::kReplace, "replace"},
 }};
 
 std::string_view NameOf(Strategy strategy) {
@@ -412,7 +421,7 @@ class SqliteStore : public Store {
   // Decodes every stored row as Load and History would, and checks what History's readers need:
   // kDataLoss naming the first row that does not decode.
   absl::Status VerifyRows() const;
-  // Upgrades a version 1 or 2 database to kSchemaVersion and verifies its rows, in one
+  // Upgrades a version 1, 2 or 3 database to kSchemaVersion and verifies its rows, in one
   // transaction: on any error nothing of the upgrade stays. Nothing to do when another process
   // upgraded the file since `CheckSchema` read its version.
   absl::Status Upgrade() const;
@@ -452,7 +461,7 @@ absl::Status SqliteStore::ReadRollout(std::optional<StoredRollout>& out) const {
       "in_flight_node, in_flight_from, in_flight_to, in_flight_sent_unix_ms, "
       "next_command_sequence, revision, settings_yaml, strategy, downtime_all_stopped_unix_ms, "
       "downtime_controller_manager_back_unix_ms, downtime_cloud_controllers_back_unix_ms, "
-      "launch_nodes FROM rollout WHERE id = 1",
+      "launch_nodes, replace_size FROM rollout WHERE id = 1",
       "load the rollout");
   if (!select.ok()) return select.status();
   absl::StatusOr<bool> row = select->Step();
@@ -498,13 +507,17 @@ absl::Status SqliteStore::ReadRollout(std::optional<StoredRollout>& out) const {
   std::optional<Strategy> parsed = StrategyFromName(strategy);
   if (!parsed) {
     return Damaged(StrCat("the rollout's strategy (column strategy) is '", strategy,
-                          "', not 'leader-migration' or 'downtime'"));
+                          "', not 'leader-migration', 'downtime' or 'replace'"));
   }
   rollout.strategy = *parsed;
   rollout.downtime.all_stopped_unix_ms = select->Int(14);
   rollout.downtime.controller_manager_back_unix_ms = select->Int(15);
   rollout.downtime.cloud_controllers_back_unix_ms = select->Int(16);
   rollout.launch_nodes = ToStrings(StrSplit(select->Text(17), "\n", /*skip_empty=*/true));
+  if (select->Int(18) < 0) {
+    return Damaged(StrCat("the replacement's size (column replace_size) is ", select->Int(18)));
+  }
+  rollout.replace_size = static_cast<size_t>(select->Int(18));
 
   absl::StatusOr<Statement> nodes = connection_.Prepare(
       "SELECT name, state, goal_start, last_result FROM nodes ORDER BY position", "load the nodes");
@@ -554,8 +567,8 @@ absl::Status SqliteStore::WriteRollout(const StoredRollout& rollout) const {
       "in_flight_command_id, in_flight_node, in_flight_from, in_flight_to, "
       "in_flight_sent_unix_ms, next_command_sequence, revision, settings_yaml, strategy, "
       "downtime_all_stopped_unix_ms, downtime_controller_manager_back_unix_ms, "
-      "downtime_cloud_controllers_back_unix_ms, launch_nodes) "
-      "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "downtime_cloud_controllers_back_unix_ms, launch_nodes, replace_size) "
+      "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       "commit: write the rollout");
   if (!insert.ok()) return insert.status();
   insert->BindText(rollout.rollout_id);
@@ -583,7 +596,8 @@ absl::Status SqliteStore::WriteRollout(const StoredRollout& rollout) const {
       .BindInt(rollout.downtime.all_stopped_unix_ms)
       .BindInt(rollout.downtime.controller_manager_back_unix_ms)
       .BindInt(rollout.downtime.cloud_controllers_back_unix_ms)
-      .BindText(StrJoin(rollout.launch_nodes, "\n"));
+      .BindText(StrJoin(rollout.launch_nodes, "\n"))
+      .BindInt(static_cast<int64_t>(rollout.replace_size));
   if (absl::Status status = insert->Run(); !status.ok()) return status;
 
   if (absl::Status status = connection_.Execute("DELETE FROM nodes", "commit: clear the nodes");
@@ -766,6 +780,13 @@ absl::Status SqliteStore::Upgrade() const {
         if (*version <= 2) {
           if (absl::Status status =
                   connection_.Execute(kUpgradeFrom2, "upgrade the schema from version 2");
+              !status.ok()) {
+            return status;
+          }
+        }
+        if (*version <= 3) {
+          if (absl::Status status =
+                  connection_.Execute(kUpgradeFrom3, "upgrade the schema from version 3");
               !status.ok()) {
             return status;
           }

@@ -8,6 +8,7 @@
 #ifndef HANDOFF_COORDINATOR_STORE_STORE_H_
 #define HANDOFF_COORDINATOR_STORE_STORE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -38,10 +39,10 @@ struct StoredNode {
   std::string last_result;  // one line, "" before any
 };
 
-// How the rollout moves the nodes: Leader Migration (in-tree, prepared, migrated, finalized) or
-// AWS's downtime path (in-tree, stopped, external, finalized). Stored as "leader-migration" or
-// "downtime".
-enum class Strategy { kLeaderMigration, kDowntime };
+// How the rollout moves the nodes: Leader Migration (in-tree, prepared, migrated, finalized),
+// AWS's downtime path (in-tree, stopped, external, finalized), or Leader Migration by replacing
+// nodes (rollout/replacement.h). Stored as "leader-migration", "downtime" or "replace".
+enum class Strategy { kLeaderMigration, kDowntime, kReplace };
 
 // When the downtime path's outage began and when each part of it ended, as the coordinator
 // measured them (Unix milliseconds; 0 = not yet).
@@ -67,6 +68,8 @@ struct StoredRollout {
   // The nodes the membership began as (the coordinator's --nodes), once operators have added or
   // removed one since; empty while it never changed. One name per line in the database.
   std::vector<std::string> launch_nodes;
+  // The replace strategy's control-plane size (the members when its goal was set); 0 otherwise.
+  size_t replace_size = 0;
 };
 
 struct HistoryEntry {
@@ -108,12 +111,13 @@ class Store {
   // both versions). A write-ahead log <path>-wal without the database is refused with kDataLoss
   // too: a new database beside it would take the old log's pages for its own.
   //
-  // A database of an older schema version is upgraded in place to version 3 once the checks of
+  // A database of an older schema version is upgraded in place to version 4 once the checks of
   // its file and schema pass: version 1 (a coordinator that knew only Leader Migration) gains the
   // strategy (leader-migration) and the downtime marks (0), versions 1 and 2 the launch nodes
-  // (none: their membership never changed); the schema version becomes 3 and the rows are
-  // decoded, all in one SQLite transaction, so that a crash or a row that does not decode leaves
-  // the database as it was. A version 3 database is not touched.
+  // (none: their membership never changed), versions 1 to 3 the replacement's size (0: none
+  // replaced nodes); the schema version becomes 4 and the rows are decoded, all in one SQLite
+  // transaction, so that a crash or a row that does not decode leaves the database as it was. A
+  // version 4 database is not touched.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
                                                      const StoreOptions& options);

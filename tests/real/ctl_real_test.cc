@@ -1,6 +1,7 @@
 // handoffctl's cluster commands and the coordinator's cluster facts against a real
 // kube-apiserver 1.26 holding what kubeadm would have created: lease get|watch, verify nodes,
 // kubeadm-config plan|apply, KubeFactsSource. Each test sets up the objects it reads.
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -194,7 +195,7 @@ TEST_F(CtlRealTest, ClusterFactsFollowTheRealRbacAndLease) {
   server::KubeFactsSource facts(*std::move(client), *clock_);
 
   // The bootstrap RBAC of 1.26 does not let the managers use the migration lease.
-  const server::FactsReport before = facts.Check();
+  const server::FactsReport before = facts.Check({});
   EXPECT_FALSE(before.rbac_ready) << before.detail;
   EXPECT_TRUE(before.lease_held) << before.detail;
   EXPECT_EQ(before.lease_holder_node, "ip-10-0-1-11.ec2.internal");
@@ -204,11 +205,35 @@ TEST_F(CtlRealTest, ClusterFactsFollowTheRealRbacAndLease) {
   absl::StatusOr<kube::RbacApplyResult> applied = kube::ApplyRbac(*admin_, kube::RbacOptions{});
   ASSERT_TRUE(applied.ok()) << applied.status();
   KcmOnFirstNodeHolds(absl::Now() - absl::Minutes(1));
-  const server::FactsReport after = facts.Check();
+  const server::FactsReport after = facts.Check({});
   EXPECT_TRUE(after.rbac_ready) << after.detail;
   EXPECT_FALSE(after.lease_held) << after.detail;
   // Expired leases name no holder.
   EXPECT_EQ(after.kube_controller_manager_holder_node, "");
+  EXPECT_TRUE(after.node_objects.empty());
+}
+
+// A replacement takes a leaving node out only once the API server no longer has its Node: the
+// lookup tells a Node that exists, one deleted, and one never made apart.
+TEST_F(CtlRealTest, ClusterFactsTellWhetherALeavingNodesObjectIsGone) {
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> client =
+      cluster_->Client(cluster_->AdminCredentials(), *clock_);
+  ASSERT_TRUE(client.ok());
+  server::KubeFactsSource facts(*std::move(client), *clock_);
+  const std::string name = "ip-10-0-9-9.ec2.internal";
+  Json node = Json::object();
+  node["apiVersion"] = "v1";
+  node["kind"] = "Node";
+  node["metadata"] = {{"name", name}};
+  ASSERT_TRUE(admin_->Create(kube::kNodes, "", node).ok());
+  server::FactsReport report = facts.Check({name, "ip-10-0-9-8.ec2.internal"});
+  EXPECT_EQ(report.node_objects,
+            (std::map<std::string, bool>{{name, true}, {"ip-10-0-9-8.ec2.internal", false}}))
+      << report.node_objects_detail;
+  ASSERT_TRUE(admin_->Delete({&kube::kNodes, "", name}).ok());
+  report = facts.Check({name});
+  EXPECT_EQ(report.node_objects, (std::map<std::string, bool>{{name, false}}));
+  EXPECT_FALSE(report.etcd_members.has_value());
 }
 
 }  // namespace

@@ -258,6 +258,40 @@ TEST_F(RolloutCommandsTest, ANodeWhoseStateIsNotKnownIsUnknownAgentAwayNeverInco
   EXPECT_THAT(result.out, HasSubstr("\ncp-2 is unknown (agent away):\n"));
 }
 
+TEST_F(RolloutCommandsTest, StatusOfAReplacementShowsWhatItWaitsForAndTheCommands) {
+  v1::RolloutStatus status = MigratingStatus();
+  status.set_strategy(v1::STRATEGY_REPLACE);
+  status.clear_in_flight();
+  v1::Replacement* replacement = status.mutable_replacement();
+  replacement->set_waiting(v1::Replacement::LEAVE);
+  replacement->set_node("cp-1");
+  replacement->set_size(3);
+  replacement->set_old_nodes_left(3);
+  replacement->add_pending("the API server has Node cp-1");
+  replacement->add_commands("on cp-1: kubeadm reset --force");
+  replacement->add_commands("kubectl delete node cp-1");
+  script_.statuses = {status};
+  Result result = Run({"status"});
+  EXPECT_EQ(result.code, kExitOk) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("strategy:   replace (Leader Migration, node by node)\n"));
+  EXPECT_THAT(result.out,
+              HasSubstr("\nreplacement: 3 node(s) of the old version left, 3 members kept\n"
+                        "  waiting for cp-1 to leave\n"
+                        "  still: the API server has Node cp-1\n"
+                        "  1. on cp-1: kubeadm reset --force\n"
+                        "  2. kubectl delete node cp-1\n"));
+  replacement->set_waiting(v1::Replacement::JOIN);
+  replacement->set_join_state(v1::NODE_STATE_EXTERNAL);
+  replacement->clear_pending();
+  replacement->add_refused_candidates("cp-9: it is in-tree, not external");
+  script_.statuses = {status};
+  result = Run({"status"});
+  EXPECT_THAT(result.out, HasSubstr("  waiting for a new node to join as external\n"
+                                    "  not taken: cp-9: it is in-tree, not external\n"));
+  Result json = Run({"status", "-o", "json"});
+  EXPECT_EQ(nlohmann::json::parse(json.out)["replacement"]["waiting"], "JOIN");
+}
+
 TEST_F(RolloutCommandsTest, StatusOfADowntimeRolloutShowsTheStrategyTheOutageAndTheNewStates) {
   v1::RolloutStatus status = MigratingStatus();
   status.set_goal(v1::NODE_STATE_FINALIZED);
@@ -394,6 +428,10 @@ TEST_F(RolloutCommandsTest, EachChangeSendsItsRequestAndPrintsTheStatus) {
       {{"abort", "--reason", "ccm crashloops"}, "Abort {reason: \"ccm crashloops\"}"},
       {{"rollback", "--to", "in-tree"}, "Rollback {to: NODE_STATE_IN_TREE}"},
       {{"rollback", "--to", "prepared"}, "Rollback {to: NODE_STATE_PREPARED}"},
+      {{"start", "--strategy", "replace"},
+       "Start {goal: NODE_STATE_MIGRATED strategy: STRATEGY_REPLACE}"},
+      {{"rollback", "--to", "in-tree", "--strategy", "replace"},
+       "Rollback {to: NODE_STATE_IN_TREE strategy: STRATEGY_REPLACE}"},
       {{"finalize"}, "Finalize {}"},
       {{"nodes", "add", "cp-4", "--reason", "new image"},
        "AddNode {node: \"cp-4\" reason: \"new image\"}"},

@@ -16,6 +16,7 @@
 namespace handoff::server {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
@@ -360,8 +361,7 @@ TEST_F(RolloutControllerTest, ThePreflightRefusesAStartWithWhatToFixAndNothingMo
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(controller_->Start("alice", NodeState::kMigrated, {"agents"}).status().code(),
             absl::StatusCode::kFailedPrecondition);  // transactions still refuses
-  ASSERT_TRUE(
-      controller_->Start("alice", NodeState::kMigrated, {"agents", "transactions"}).ok());
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated, {"agents", "transactions"}).ok());
   history = controller_->History(0, 100);
   ASSERT_TRUE(history.ok());
   int ignored = 0;
@@ -385,9 +385,8 @@ TEST_F(RolloutControllerTest, RollbackToInTreeWalksBackInReverseOrder) {
 
 TEST_F(RolloutControllerTest, TheDowntimeStrategyMeasuresTheOutageFromTheAgentsResults) {
   ConnectAll(NodeState::kInTree);
-  ASSERT_TRUE(controller_
-                  ->Start("alice", NodeState::kFinalized, {}, rollout::Strategy::kDowntime)
-                  .ok());
+  ASSERT_TRUE(
+      controller_->Start("alice", NodeState::kFinalized, {}, rollout::Strategy::kDowntime).ok());
   // Each result finishes at a known time on the node's clock: move k at 1000 * k ms.
   std::vector<std::string> moves;
   std::string node;
@@ -399,11 +398,11 @@ TEST_F(RolloutControllerTest, TheDowntimeStrategyMeasuresTheOutageFromTheAgentsR
     Answer(node, result);
     if (moves.size() > 20) break;
   }
-  EXPECT_EQ(moves, (std::vector<std::string>{
-                       "cp-1:in-tree>stopped", "cp-2:in-tree>stopped", "cp-3:in-tree>stopped",
-                       "cp-1:stopped>external", "cp-2:stopped>external", "cp-3:stopped>external",
-                       "cp-1:external>finalized", "cp-2:external>finalized",
-                       "cp-3:external>finalized"}));
+  EXPECT_EQ(moves,
+            (std::vector<std::string>{
+                "cp-1:in-tree>stopped", "cp-2:in-tree>stopped", "cp-3:in-tree>stopped",
+                "cp-1:stopped>external", "cp-2:stopped>external", "cp-3:stopped>external",
+                "cp-1:external>finalized", "cp-2:external>finalized", "cp-3:external>finalized"}));
   pb::RolloutStatus status = controller_->Status();
   EXPECT_EQ(status.phase(), pb::RolloutStatus::DONE);
   EXPECT_EQ(status.strategy(), pb::STRATEGY_DOWNTIME);
@@ -424,10 +423,9 @@ TEST_F(RolloutControllerTest, TheDowntimeStrategyMeasuresTheOutageFromTheAgentsR
       EXPECT_EQ(entry.message(), "start: goal finalized by the downtime strategy");
     }
   }
-  EXPECT_THAT(downtime_entries,
-              ElementsAre(HasSubstr("every kube-controller-manager is stopped"),
-                          HasSubstr("runs again (external) after 1.0 s"),
-                          HasSubstr("they were stopped for 4.0 s")));
+  EXPECT_THAT(downtime_entries, ElementsAre(HasSubstr("every kube-controller-manager is stopped"),
+                                            HasSubstr("runs again (external) after 1.0 s"),
+                                            HasSubstr("they were stopped for 4.0 s")));
   Reopen();
   status = controller_->Status();
   EXPECT_EQ(status.strategy(), pb::STRATEGY_DOWNTIME);
@@ -436,9 +434,8 @@ TEST_F(RolloutControllerTest, TheDowntimeStrategyMeasuresTheOutageFromTheAgentsR
 
 TEST_F(RolloutControllerTest, TheDowntimeStrategyRollsBackAlongItsPathAndRefusesPrepared) {
   ConnectAll(NodeState::kInTree);
-  ASSERT_TRUE(controller_
-                  ->Start("alice", NodeState::kFinalized, {}, rollout::Strategy::kDowntime)
-                  .ok());
+  ASSERT_TRUE(
+      controller_->Start("alice", NodeState::kFinalized, {}, rollout::Strategy::kDowntime).ok());
   std::string node;
   std::optional<pb::Command> first = InFlightCommand(&node);
   ASSERT_TRUE(first.has_value());
@@ -545,7 +542,8 @@ TEST_F(RolloutControllerTest, WithClusterFactsTheNextMoveWaitsForFactsReadAfterT
   // The move may have handed a lease over: which node goes next depends on it.
   EXPECT_FALSE(controller_->Status().has_in_flight());
   EXPECT_TRUE(controller_->WantsFacts());
-  EXPECT_THAT(controller_->Status().next(), HasSubstr("reading the leases as the last move left them"));
+  EXPECT_THAT(controller_->Status().next(),
+              HasSubstr("reading the leases as the last move left them"));
   // Facts whose read began before the result do not count.
   FactsReport facts;
   facts.rbac_ready = true;
@@ -940,6 +938,122 @@ TEST_F(RolloutControllerTest, AMemberLeavesOnceItsAgentIsGoneAndTheMembershipSur
   absl::StatusOr<std::unique_ptr<RolloutController>> other = RestartWith({"cp-1", "cp-2"});
   ASSERT_FALSE(other.ok());
   EXPECT_THAT(std::string(other.status().message()), HasSubstr("it began with cp-1,cp-2,cp-3"));
+}
+
+// The facts once `gone` has left: the API server and etcd no longer list it (node_objects only
+// for the nodes asked about, as KubeFactsSource reads them).
+FactsReport FactsAfterLeaving(const std::string& gone, const std::vector<std::string>& members,
+                              bool node_object_left) {
+  FactsReport facts;
+  facts.rbac_ready = true;
+  facts.lease_held = true;
+  facts.source = "assumed";  // the lease held, whoever holds it
+  facts.node_objects[gone] = node_object_left;
+  facts.etcd_members = members;
+  return facts;
+}
+
+TEST_F(RolloutControllerTest, TheReplaceStrategyReplacesEachNodeAndResumesAfterARestart) {
+  ConnectAll(NodeState::kInTree);
+  absl::StatusOr<pb::RolloutStatus> started = controller_->Start(
+      "alice", NodeState::kMigrated, {}, rollout::Strategy::kLeaderMigration, /*replace=*/true);
+  ASSERT_TRUE(started.ok()) << started.status();
+  EXPECT_EQ(started->strategy(), pb::STRATEGY_REPLACE);
+  // Leader Migration on every node of version N first, in place.
+  EXPECT_THAT(RunToCompletion(), ElementsAre("cp-1:in-tree>prepared", "cp-2:in-tree>prepared",
+                                             "cp-3:in-tree>prepared"));
+  pb::RolloutStatus status = controller_->Status();
+  ASSERT_TRUE(status.has_replacement());
+  EXPECT_EQ(status.replacement().waiting(), pb::Replacement::JOIN);
+  EXPECT_EQ(status.replacement().join_state(), pb::NODE_STATE_EXTERNAL);
+  EXPECT_EQ(status.replacement().size(), 3);
+  EXPECT_EQ(status.replacement().old_nodes_left(), 3);
+  EXPECT_THAT(status.replacement().commands(),
+              Contains(HasSubstr("kubeadm join CONTROL_PLANE_ENDPOINT --control-plane")));
+  EXPECT_THAT(status.next(), HasSubstr("a new control-plane node of version N+1 joins"));
+
+  // A machine in another state is not taken, and the status says why.
+  Connect("cp-9", Hello("cp-9", NodeState::kInTree));
+  status = controller_->Status();
+  EXPECT_THAT(status.replacement().refused_candidates(),
+              ElementsAre("cp-9: it is in-tree, not external"));
+  controller_->AgentDisconnected("cp-9", links_["cp-9"].get());
+
+  // The node asked for joins by itself, and its agent adds its cloud-controller-manager.
+  Connect("cp-4", Hello("cp-4", NodeState::kExternal));
+  std::vector<pb::HistoryEntry> history = AllHistory(*controller_);
+  const pb::HistoryEntry* added = LastOfKind(history, "node-added");
+  ASSERT_NE(added, nullptr);
+  EXPECT_EQ(added->actor(), "coordinator");
+  EXPECT_THAT(added->message(), HasSubstr("the replacement asked for a node joining external"));
+  EXPECT_THAT(RunToCompletion(), ElementsAre("cp-4:external>migrated"));
+
+  // Then a node of version N leaves: only once its agent is gone and neither the API server nor
+  // etcd lists it.
+  status = controller_->Status();
+  ASSERT_EQ(status.replacement().waiting(), pb::Replacement::LEAVE);
+  EXPECT_EQ(status.replacement().node(), "cp-1");
+  EXPECT_THAT(status.replacement().commands(),
+              ElementsAre(HasSubstr("on cp-1: kubeadm reset --force"),
+                          HasSubstr("etcdctl member remove"), "kubectl delete node cp-1"));
+  EXPECT_THAT(controller_->LeavingNodes(), ElementsAre("cp-1"));
+  EXPECT_THAT(
+      status.replacement().pending(),
+      ElementsAre(HasSubstr("its agent is connected"), HasSubstr("its Node object is not read yet"),
+                  HasSubstr("etcd's member list is not read")));
+  controller_->AgentDisconnected("cp-1", links_["cp-1"].get());
+  controller_->SetFacts(FactsAfterLeaving("cp-1", {"cp-1", "cp-2", "cp-3", "cp-4"}, true));
+  EXPECT_THAT(controller_->Status().replacement().pending(),
+              ElementsAre("the API server has Node cp-1", "etcd lists member cp-1"));
+  EXPECT_THAT(NodeNames(controller_->Status()), ElementsAre("cp-1", "cp-2", "cp-3", "cp-4"));
+  controller_->SetFacts(FactsAfterLeaving("cp-1", {"cp-2", "cp-3", "cp-4"}, false));
+  status = controller_->Status();
+  EXPECT_THAT(NodeNames(status), ElementsAre("cp-2", "cp-3", "cp-4"));
+  EXPECT_EQ(status.replacement().waiting(), pb::Replacement::JOIN);
+  EXPECT_EQ(status.replacement().old_nodes_left(), 2);
+  history = AllHistory(*controller_);
+  const pb::HistoryEntry* removed = LastOfKind(history, "node-removed");
+  ASSERT_NE(removed, nullptr);
+  EXPECT_EQ(removed->actor(), "coordinator");
+  EXPECT_THAT(removed->message(), HasSubstr("neither the API server nor etcd lists it"));
+
+  // A coordinator killed mid-replacement resumes where it was, with the size it kept.
+  Reopen();
+  for (const char* node : {"cp-2", "cp-3"}) Connect(node, Hello(node, NodeState::kPrepared));
+  Connect("cp-4", Hello("cp-4", NodeState::kMigrated));
+  status = controller_->Status();
+  EXPECT_THAT(NodeNames(status), ElementsAre("cp-2", "cp-3", "cp-4"));
+  ASSERT_TRUE(status.has_replacement()) << status.next();
+  EXPECT_EQ(status.replacement().waiting(), pb::Replacement::JOIN);
+  EXPECT_EQ(status.replacement().size(), 3);
+
+  for (const auto& [joining, leaving] :
+       std::vector<std::pair<std::string, std::string>>{{"cp-5", "cp-2"}, {"cp-6", "cp-3"}}) {
+    Connect(joining, Hello(joining, NodeState::kExternal));
+    EXPECT_THAT(RunToCompletion(), ElementsAre(joining + ":external>migrated"));
+    ASSERT_EQ(controller_->Status().replacement().node(), leaving);
+    controller_->AgentDisconnected(leaving, links_[leaving].get());
+    std::vector<std::string> members = NodeNames(controller_->Status());
+    members.erase(std::find(members.begin(), members.end(), leaving));
+    controller_->SetFacts(FactsAfterLeaving(leaving, members, false));
+  }
+  status = controller_->Status();
+  EXPECT_EQ(status.phase(), pb::RolloutStatus::DONE) << status.next();
+  EXPECT_THAT(NodeNames(status), ElementsAre("cp-4", "cp-5", "cp-6"));
+  EXPECT_FALSE(status.has_replacement());
+
+  // Finalize goes on in place; a rollback by replacement keeps the three members.
+  ASSERT_TRUE(controller_->Finalize("alice").ok());
+  EXPECT_THAT(RunToCompletion(), SizeIs(3));
+  absl::StatusOr<pb::RolloutStatus> back =
+      controller_->Rollback("alice", NodeState::kInTree, /*replace=*/true);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_THAT(RunToCompletion(), ElementsAre("cp-4:finalized>migrated", "cp-5:finalized>migrated",
+                                             "cp-6:finalized>migrated"));
+  status = controller_->Status();
+  EXPECT_EQ(status.replacement().waiting(), pb::Replacement::JOIN);
+  EXPECT_EQ(status.replacement().join_state(), pb::NODE_STATE_PREPARED);
+  EXPECT_THAT(status.replacement().commands(), Contains(HasSubstr("enable-leader-migration")));
 }
 
 TEST_F(RolloutControllerTest, ANodeWithAMoveUnderWayCannotLeave) {

@@ -66,6 +66,7 @@ void ExpectSameRollout(const StoredRollout& actual, const StoredRollout& expecte
   EXPECT_EQ(actual.revision, expected.revision);
   EXPECT_EQ(actual.settings_yaml, expected.settings_yaml);
   EXPECT_EQ(actual.launch_nodes, expected.launch_nodes);
+  EXPECT_EQ(actual.replace_size, expected.replace_size);
   ASSERT_EQ(actual.nodes.size(), expected.nodes.size());
   for (size_t i = 0; i < expected.nodes.size(); ++i) {
     EXPECT_EQ(Fields(actual.nodes[i]), Fields(expected.nodes[i])) << "node " << i;
@@ -190,8 +191,8 @@ StoredRollout Version1Rollout() {
   rollout.rollout_id = "r-20240501-a";
   rollout.goal = NodeState::kMigrated;
   rollout.paused = true;
-  rollout.in_flight = InFlight{"r-20240501-a-4", "cp-2", NodeState::kPrepared,
-                               NodeState::kMigrated, 1714567890123};
+  rollout.in_flight =
+      InFlight{"r-20240501-a-4", "cp-2", NodeState::kPrepared, NodeState::kMigrated, 1714567890123};
   rollout.next_command_sequence = 5;
   rollout.revision = 17;
   rollout.settings_yaml = "cluster:\n  name: prod\n";
@@ -202,7 +203,6 @@ StoredRollout Version1Rollout() {
   };
   return rollout;
 }
-
 
 // A second connection to the same file, as another process would have.
 class RawDatabase {
@@ -462,7 +462,7 @@ TEST_F(SqliteStoreTest, UsesWalJournalMode) {
   ASSERT_NE(OpenStore(), nullptr);
   RawDatabase raw(path_);
   EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "3");
+  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "4");
 }
 
 TEST_F(SqliteStoreTest, CommitAppendsHistoryWithIncreasingSequences) {
@@ -598,12 +598,12 @@ TEST_F(SqliteStoreTest, CommitFailingPartWayStoresNothing) {
 
 TEST_F(SqliteStoreTest, RefusesANewerSchemaVersion) {
   ASSERT_NE(OpenStore(), nullptr);
-  for (int version : {4, 99}) {
+  for (int version : {5, 99}) {
     ASSERT_NO_FATAL_FAILURE(Tamper("UPDATE meta SET value = " + std::to_string(version) +
                                    " WHERE key = 'schema_version'"));
     SCOPED_TRACE(version);
     ExpectOpenRefused(absl::StatusCode::kFailedPrecondition,
-                      {"schema version " + std::to_string(version), "reads schema version 3"});
+                      {"schema version " + std::to_string(version), "reads schema version 4"});
   }
 }
 
@@ -700,7 +700,7 @@ TEST_F(SqliteStoreTest, CreatesTheDatabaseWholeAndLeavesNoTemporaryFile) {
   ASSERT_EQ(::stat(path_.c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0600u);
   RawDatabase raw(path_);
-  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "3");
+  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "4");
 }
 
 TEST_F(SqliteStoreTest, StoresHistoryTextAsUtf8) {
@@ -731,10 +731,9 @@ TEST_F(SqliteStoreTest, SetAsideKeepsTheDatabaseAndItsLogsUnderOneName) {
   ASSERT_TRUE(kept.ok()) << kept.status();
   const std::string expected = path_ + ".damaged-20240501T120000Z";
   EXPECT_EQ(*kept, expected);
-  EXPECT_THAT(DirectoryListing(),
-              ElementsAre("coordinator.db.damaged-20240501T120000Z",
-                          "coordinator.db.damaged-20240501T120000Z-shm",
-                          "coordinator.db.damaged-20240501T120000Z-wal"));
+  EXPECT_THAT(DirectoryListing(), ElementsAre("coordinator.db.damaged-20240501T120000Z",
+                                              "coordinator.db.damaged-20240501T120000Z-shm",
+                                              "coordinator.db.damaged-20240501T120000Z-wal"));
   path_ = expected;
   EXPECT_EQ(ReadFile(), "content of");
 
@@ -858,7 +857,7 @@ TEST_F(SqliteStoreTest, UpgradesAVersion1DatabaseKeepingEveryValue) {
             std::make_tuple(2, 1714567890123, "coordinator", "command", "cp-2", "r-20240501-a-4",
                             "prepared -> migrated", R"({"from":"prepared","to":"migrated"})"));
   EXPECT_EQ(history[0].actor, "CN=alice");
-  EXPECT_EQ(SchemaVersion(), "3");
+  EXPECT_EQ(SchemaVersion(), "4");
 
   // The upgraded file has the shape of a new one (the columns, their types and defaults).
   const std::string upgraded_columns = RolloutColumns();
@@ -870,7 +869,7 @@ TEST_F(SqliteStoreTest, UpgradesAVersion1DatabaseKeepingEveryValue) {
                     HasSubstr("downtime_all_stopped_unix_ms INTEGER 1 0"),
                     HasSubstr("downtime_controller_manager_back_unix_ms INTEGER 1 0"),
                     HasSubstr("downtime_cloud_controllers_back_unix_ms INTEGER 1 0"),
-                    HasSubstr("launch_nodes TEXT 1 ''")));
+                    HasSubstr("launch_nodes TEXT 1 ''"), HasSubstr("replace_size INTEGER 1 0")));
 }
 
 // A version 2 database (before operators could change the membership) is upgraded too: its
@@ -896,8 +895,38 @@ TEST_F(SqliteStoreTest, UpgradesAVersion2DatabaseKeepingEveryValue) {
     ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
     EXPECT_THAT(AllHistory(*store), SizeIs(2));
   }
-  EXPECT_EQ(SchemaVersion(), "3");
+  EXPECT_EQ(SchemaVersion(), "4");
   EXPECT_THAT(RolloutColumns(), HasSubstr("launch_nodes TEXT 1 ''"));
+}
+
+// A version 3 database (before the replace strategy) gains the replacement's size, 0; the
+// strategy 'replace' and its size then round-trip.
+TEST_F(SqliteStoreTest, UpgradesAVersion3DatabaseAndKeepsAReplacement) {
+  WriteVersion1Database();
+  ASSERT_NO_FATAL_FAILURE(Tamper(
+      "ALTER TABLE rollout ADD COLUMN strategy TEXT NOT NULL DEFAULT 'leader-migration';"
+      "ALTER TABLE rollout ADD COLUMN downtime_all_stopped_unix_ms INTEGER NOT NULL DEFAULT 0;"
+      "ALTER TABLE rollout ADD COLUMN downtime_controller_manager_back_unix_ms INTEGER NOT NULL "
+      "DEFAULT 0;"
+      "ALTER TABLE rollout ADD COLUMN downtime_cloud_controllers_back_unix_ms INTEGER NOT NULL "
+      "DEFAULT 0;"
+      "ALTER TABLE rollout ADD COLUMN launch_nodes TEXT NOT NULL DEFAULT '';"
+      "UPDATE rollout SET launch_nodes = 'cp-1' || char(10) || 'cp-2';"
+      "UPDATE meta SET value = 3 WHERE key = 'schema_version';"));
+  StoredRollout expected = Version1Rollout();
+  expected.launch_nodes = {"cp-1", "cp-2"};
+  {
+    std::unique_ptr<Store> store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
+    expected.strategy = Strategy::kReplace;
+    expected.replace_size = 3;
+    ASSERT_TRUE(store->Commit(expected, {}).ok());
+  }
+  EXPECT_EQ(SchemaVersion(), "4");
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
 }
 
 TEST_F(SqliteStoreTest, UpgradesAnEmptyVersion1Database) {
@@ -907,7 +936,7 @@ TEST_F(SqliteStoreTest, UpgradesAnEmptyVersion1Database) {
   absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_FALSE(loaded->has_value());
-  EXPECT_EQ(SchemaVersion(), "3");
+  EXPECT_EQ(SchemaVersion(), "4");
 }
 
 TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
@@ -916,7 +945,7 @@ TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
   const std::string columns = RolloutColumns();
   StoredRollout rollout = Version1Rollout();
   {
-    // Opened again: already version 3, nothing to add (a second ALTER would fail).
+    // Opened again: already version 4, nothing to add (a second ALTER would fail).
     std::unique_ptr<Store> store = OpenStore();
     ASSERT_NE(store, nullptr);
     ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, rollout));
@@ -932,7 +961,7 @@ TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
   std::unique_ptr<Store> store = OpenStore();
   ASSERT_NE(store, nullptr);
   ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, rollout));
-  EXPECT_EQ(SchemaVersion(), "3");
+  EXPECT_EQ(SchemaVersion(), "4");
 }
 
 // The upgrade is one transaction: the columns added before the schema version's update fails
