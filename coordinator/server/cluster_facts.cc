@@ -3,15 +3,18 @@
 #include <utility>
 
 #include "agent/base/strings.h"
+#include "coordinator/kube/etcd_members.h"
 
 namespace handoff::server {
 
 KubeFactsSource::KubeFactsSource(std::unique_ptr<kube::KubeClient> client, Clock& clock,
-                                 kube::RbacOptions rbac, kube::LeaseNames leases)
+                                 kube::RbacOptions rbac, kube::LeaseNames leases,
+                                 std::unique_ptr<kube::HttpTransport> etcd)
     : client_(std::move(client)),
       clock_(clock),
       rbac_(std::move(rbac)),
-      leases_(std::move(leases)) {}
+      leases_(std::move(leases)),
+      etcd_(std::move(etcd)) {}
 
 FactsReport KubeFactsSource::Check(const std::vector<std::string>& leaving) {
   FactsReport report;
@@ -57,7 +60,17 @@ FactsReport KubeFactsSource::Check(const std::vector<std::string>& leaving) {
       report.node_objects_detail = StrCat("Node ", node, " not read: ", object.status().message());
     }
   }
-  report.etcd_members_detail = "the coordinator has no access to etcd";
+  if (!leaving.empty() && etcd_ == nullptr) {
+    report.etcd_members_detail = "the coordinator has no --etcd-endpoint";
+  } else if (!leaving.empty()) {
+    absl::StatusOr<std::vector<kube::EtcdMember>> members = kube::ListEtcdMembers(*etcd_);
+    if (members.ok()) {
+      report.etcd_members.emplace();
+      for (const kube::EtcdMember& member : *members) report.etcd_members->push_back(member.name);
+    } else {
+      report.etcd_members_detail = StrCat("not read: ", members.status().message());
+    }
+  }
   report.detail = StrJoin(details, "; ");
   return report;
 }

@@ -9,6 +9,7 @@
 
 #include "agent/system/clock.h"
 #include "coordinator/kube/client.h"
+#include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/lease.h"
 #include "coordinator/kube/rbac.h"
 #include "coordinator/server/rollout_controller.h"
@@ -28,9 +29,10 @@ class FactsSource {
 // why): the engine waits rather than guess.
 class KubeFactsSource : public FactsSource {
  public:
-  // Owns `client`; borrows `clock`.
+  // Owns `client` and `etcd` (null: etcd's member list is not read); borrows `clock`.
   KubeFactsSource(std::unique_ptr<kube::KubeClient> client, Clock& clock,
-                  kube::RbacOptions rbac = {}, kube::LeaseNames leases = {});
+                  kube::RbacOptions rbac = {}, kube::LeaseNames leases = {},
+                  std::unique_ptr<kube::HttpTransport> etcd = nullptr);
   FactsReport Check(const std::vector<std::string>& leaving) override;
 
  private:
@@ -38,6 +40,7 @@ class KubeFactsSource : public FactsSource {
   Clock& clock_;
   kube::RbacOptions rbac_;
   kube::LeaseNames leases_;
+  std::unique_ptr<kube::HttpTransport> etcd_;
 };
 
 // Each lease of `leases` validly held at `now`, with its holder's identity, host and manager

@@ -22,6 +22,7 @@
 #include "agent/system/service_lifecycle.h"
 #include "agent/system/shutdown_signal.h"
 #include "coordinator/kube/client.h"
+#include "coordinator/kube/etcd_members.h"
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"
 #include "coordinator/pki/pki.h"
@@ -67,6 +68,10 @@ struct Options {
   std::string context;
   bool no_cluster_checks = false;
   std::string lease_release = "on";
+  std::string etcd_endpoint;  // the replace strategy's etcd member list; "" reads none
+  std::string etcd_ca;
+  std::string etcd_cert;
+  std::string etcd_key;
   std::string gap_limit = "60s";
   int64_t history_keep = 100000;
   std::string facts_interval = "5s";
@@ -270,7 +275,18 @@ int Run(const Options& options, const ConfigArgs& file) {
     };
     absl::StatusOr<std::unique_ptr<kube::KubeClient>> facts_client = client();
     if (!facts_client.ok()) return fail(facts_client.status());
-    facts = std::make_unique<KubeFactsSource>(*std::move(facts_client), *clock);
+    std::unique_ptr<kube::HttpTransport> etcd;
+    if (!options.etcd_endpoint.empty()) {
+      absl::StatusOr<kube::ClusterCredentials> etcd_credentials = kube::EtcdCredentials(
+          *fs, options.etcd_endpoint, options.etcd_ca, options.etcd_cert, options.etcd_key);
+      if (!etcd_credentials.ok()) return fail(etcd_credentials.status());
+      absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport =
+          kube::NewCurlTransport(*etcd_credentials);
+      if (!transport.ok()) return fail(transport.status());
+      etcd = *std::move(transport);
+    }
+    facts = std::make_unique<KubeFactsSource>(*std::move(facts_client), *clock, kube::RbacOptions{},
+                                              kube::LeaseNames{}, std::move(etcd));
     if (options.lease_release == "on") {
       absl::StatusOr<std::unique_ptr<kube::KubeClient>> release_client = client();
       if (!release_client.ok()) return fail(release_client.status());
@@ -423,6 +439,17 @@ int RunCoordinator(int argc, const char* const* argv) {
   app.add_flag("--no-cluster-checks", options.no_cluster_checks,
                "Take the RBAC and the migration lease as ready without a cluster: rehearsals on "
                "copies of node files only");
+  app.add_option("--etcd-endpoint", options.etcd_endpoint,
+                 "An etcd client URL (https://127.0.0.1:2379 on a kubeadm node): the replace "
+                 "strategy takes a leaving node out only once etcd's member list no longer names "
+                 "it. Without it, the operator confirms with etcdctl and runs `handoffctl nodes "
+                 "remove`");
+  app.add_option("--etcd-ca", options.etcd_ca,
+                 "etcd's CA (kubeadm: /etc/kubernetes/pki/etcd/ca.crt)");
+  app.add_option("--etcd-cert", options.etcd_cert,
+                 "A client certificate etcd's CA signed (kubeadm: "
+                 "/etc/kubernetes/pki/etcd/healthcheck-client.crt)");
+  app.add_option("--etcd-key", options.etcd_key, "Its key");
   app.add_option("--lease-release", options.lease_release,
                  "on: when a move stops the manager holding a lease, release the lease on its "
                  "behalf (the write client-go makes on a voluntary release) once the node's agent "

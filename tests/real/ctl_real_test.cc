@@ -8,8 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "agent/fs/memory_file_system.h"
 #include "agent/system/clock.h"
 #include "coordinator/kube/client.h"
+#include "coordinator/kube/etcd_members.h"
 #include "coordinator/kube/kubeadm_config.h"
 #include "coordinator/kube/lease.h"
 #include "coordinator/kube/rbac.h"
@@ -26,6 +28,7 @@ namespace handoff {
 namespace {
 
 using kube::Json;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -234,6 +237,33 @@ TEST_F(CtlRealTest, ClusterFactsTellWhetherALeavingNodesObjectIsGone) {
   report = facts.Check({name});
   EXPECT_EQ(report.node_objects, (std::map<std::string, bool>{{name, false}}));
   EXPECT_FALSE(report.etcd_members.has_value());
+  EXPECT_THAT(report.etcd_members_detail, HasSubstr("no --etcd-endpoint"));
+}
+
+// The real etcd's member list, read as the coordinator reads it (its one member is "handoff").
+TEST_F(CtlRealTest, ClusterFactsReadTheRealEtcdsMemberList) {
+  const MemoryFileSystem no_files;  // plain HTTP on loopback: no certificate to read
+  absl::StatusOr<kube::ClusterCredentials> etcd =
+      kube::EtcdCredentials(no_files, cluster_->etcd_url(), "", "", "");
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport = kube::NewCurlTransport(*etcd);
+  ASSERT_TRUE(transport.ok()) << transport.status();
+  absl::StatusOr<std::vector<kube::EtcdMember>> members = kube::ListEtcdMembers(**transport);
+  ASSERT_TRUE(members.ok()) << members.status();
+  ASSERT_EQ(members->size(), 1u);
+  EXPECT_EQ((*members)[0].name, "handoff");
+  EXPECT_FALSE((*members)[0].id.empty());
+  EXPECT_FALSE((*members)[0].peer_urls.empty());
+
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> client =
+      cluster_->Client(cluster_->AdminCredentials(), *clock_);
+  ASSERT_TRUE(client.ok());
+  server::KubeFactsSource facts(*std::move(client), *clock_, kube::RbacOptions{},
+                                kube::LeaseNames{}, *std::move(transport));
+  EXPECT_FALSE(facts.Check({}).etcd_members.has_value());  // read only for a leaving node
+  server::FactsReport report = facts.Check({"ip-10-0-9-9.ec2.internal"});
+  ASSERT_TRUE(report.etcd_members.has_value()) << report.etcd_members_detail;
+  EXPECT_THAT(*report.etcd_members, ElementsAre("handoff"));
 }
 
 }  // namespace
