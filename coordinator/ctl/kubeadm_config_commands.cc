@@ -4,14 +4,18 @@
 // rollback (coordinator/kube/kubeadm_config.h).
 #include <memory>
 
+#include "agent/base/kube_version.h"
 #include "agent/base/strings.h"
 #include "agent/engine/settings.h"
 #include "agent/fs/read_limit.h"
+#include "agent/leadermigration/config.h"
 #include "coordinator/ctl/command_context.h"
 #include "coordinator/kube/kubeadm_config.h"
 #include "nlohmann/json.hpp"
 
 namespace handoff::ctl {
+
+namespace lm = leadermigration;
 namespace {
 
 struct KubeadmConfigFlags {
@@ -43,10 +47,13 @@ void AddFlags(CLI::App& command, KubeadmConfigFlags& flags) {
       "the default is --settings' kubernetesVersion; towards in-tree, the saved one's");
   command
       .add_option("--to", flags.to,
-                  "external (after the move: the default) or in-tree (after a rollback to "
+                  "external (after the move: the default), in-tree (after a rollback to "
                   "in-tree: the ClusterConfiguration as it was before the first apply, kept "
-                  "in kube-system/handoff-kubeadm-config-in-tree)")
-      ->check(CLI::IsMember({"external", "in-tree"}));
+                  "in kube-system/handoff-kubeadm-config-in-tree), or prepared (that one with "
+                  "Leader Migration: what a node of version N joins with in a rollback by "
+                  "replacement, `handoffctl rollback --strategy replace`; the node needs the "
+                  "Leader Migration file first, see `kubeadm-config leader-migration-file`)")
+      ->check(CLI::IsMember({"external", "in-tree", "prepared"}));
 }
 
 absl::StatusOr<kube::KubeadmConfigOptions> OptionsOf(CommandContext& context,
@@ -67,8 +74,9 @@ absl::StatusOr<kube::KubeadmConfigOptions> OptionsOf(CommandContext& context,
     }
   }
   if (!flags.kubernetes_version.empty()) options.kubernetes_version = flags.kubernetes_version;
-  options.target = flags.to == "in-tree" ? kube::KubeadmConfigTarget::kInTree
-                                         : kube::KubeadmConfigTarget::kExternal;
+  options.target = flags.to == "in-tree"    ? kube::KubeadmConfigTarget::kInTree
+                   : flags.to == "prepared" ? kube::KubeadmConfigTarget::kPrepared
+                                            : kube::KubeadmConfigTarget::kExternal;
   if (!flags.external_cloud_volume_plugin.empty()) {
     options.external_cloud_volume_plugin = flags.external_cloud_volume_plugin;
   }
@@ -88,12 +96,11 @@ nlohmann::ordered_json PlanJson(const kube::KubeadmConfigPlan& plan) {
 
 // What an unchanged ClusterConfiguration already is, for the "no changes" line.
 std::string Already(const KubeadmConfigFlags& flags) {
-  std::string what = flags.to == "in-tree"
-                         ? std::string("the in-tree one kept before the move")
-                         : std::string(
-                               "external (kube-apiserver and kube-controller-manager "
-                               "with cloud-provider: external)");
-  return what;
+  if (flags.to == "in-tree") return "the in-tree one kept before the move";
+  if (flags.to == "prepared") {
+    return "the in-tree one kept before the move, with Leader Migration";
+  }
+  return "external (kube-apiserver and kube-controller-manager with cloud-provider: external)";
 }
 
 int Plan(CommandContext& context, const KubeadmConfigFlags& flags) {
@@ -157,6 +164,44 @@ int Apply(CommandContext& context, const KubeadmConfigFlags& flags) {
   return kExitOk;
 }
 
+struct LeaderMigrationFileFlags {
+  std::string settings_file;
+  std::string kubernetes_version;
+};
+
+// The Leader Migration file a prepared kube-controller-manager of `kubernetes_version` reads,
+// rendered as the agents render it (agent/engine/planner.cc) from the rollout's settings.
+int LeaderMigrationFile(CommandContext& context, const LeaderMigrationFileFlags& flags) {
+  Settings settings;
+  if (!flags.settings_file.empty()) {
+    std::unique_ptr<FileSystem> files = context.environment().open_files();
+    absl::StatusOr<std::string> text = files->ReadFile(flags.settings_file, kSettingsRead);
+    if (!text.ok()) {
+      return context.Fail(
+          absl::Status(text.status().code(), StrCat("--settings: ", text.status().message())));
+    }
+    absl::StatusOr<Settings> parsed = ParseSettings(*text, flags.settings_file);
+    if (!parsed.ok()) return context.Fail(parsed.status());
+    settings = *std::move(parsed);
+  }
+  absl::StatusOr<KubeVersion> version = KubeVersion::Parse(flags.kubernetes_version);
+  if (!version.ok()) {
+    return context.Fail(absl::InvalidArgumentError(
+        StrCat("--kubernetes-version ", flags.kubernetes_version,
+               ": not a version (v1.26.13, the kube-controller-manager's)")));
+  }
+  lm::RenderOptions options;
+  options.reader = lm::Component::kKubeControllerManager;
+  options.reader_version = *version;
+  options.wildcard = settings.wildcard;
+  options.include_nodeipam = settings.migrate_nodeipam;
+  options.leader_name = settings.leader_name;
+  absl::StatusOr<std::string> text = lm::Render(options);
+  if (!text.ok()) return context.Fail(text.status());
+  context.out() << *text;
+  return kExitOk;
+}
+
 }  // namespace
 
 void AddKubeadmConfigCommands(CLI::App& app, CommandContext& context) {
@@ -183,6 +228,20 @@ void AddKubeadmConfigCommands(CLI::App& app, CommandContext& context) {
       "is migrated, before any `kubeadm upgrade`");
   AddFlags(*apply, *apply_flags);
   apply->callback([&context, apply_flags] { context.exit_code = Apply(context, *apply_flags); });
+  auto file_flags = std::make_shared<LeaderMigrationFileFlags>();
+  CLI::App* file = group->add_subcommand(
+      "leader-migration-file",
+      "Print the Leader Migration file (/etc/leadermigration.conf) a kube-controller-manager of "
+      "--kubernetes-version reads when prepared, as the agents write it: a node that joins with "
+      "`kubeadm-config apply --to prepared` needs it in place before kubeadm join. Reads no "
+      "cluster");
+  file->add_option("--settings", file_flags->settings_file,
+                   "The rollout's settings file (leaderMigration: wildcard, nodeipam, leaderName)");
+  file->add_option("--kubernetes-version", file_flags->kubernetes_version,
+                   "The joining kube-controller-manager's version (version N, e.g. v1.26.13)")
+      ->required();
+  file->callback(
+      [&context, file_flags] { context.exit_code = LeaderMigrationFile(context, *file_flags); });
 }
 
 }  // namespace handoff::ctl

@@ -221,6 +221,42 @@ class Editor {
                                    current->empty() ? "" : StrCat(" (", *current, ")")));
   }
 
+  // Adds a controllerManager.extraVolumes entry mounting the file `path` read-only, unless one
+  // mounts it already.
+  absl::Status AddFileVolume(YAML::Node component, const std::string& name,
+                             const std::string& path) {
+    const YAML::Node& lookup = component;
+    if (lookup["extraVolumes"].IsDefined() && !lookup["extraVolumes"].IsNull()) {
+      if (!lookup["extraVolumes"].IsSequence()) {
+        return absl::InvalidArgumentError(
+            "ClusterConfiguration: controllerManager.extraVolumes is not a list");
+      }
+      for (const YAML::Node& volume : lookup["extraVolumes"]) {
+        if (HasField(volume, "mountPath", YAML::NodeType::Scalar) &&
+            volume["mountPath"].Scalar() == path) {
+          return absl::OkStatus();
+        }
+      }
+    } else {
+      SetSorted(component, "extraVolumes", YAML::Node(YAML::NodeType::Sequence));
+    }
+    // Keys in the order kubeadm writes them (sorted); readOnly a plain boolean, as kubeadm
+    // decodes it.
+    YAML::Node read_only("true");
+    read_only.SetTag("?");
+    YAML::Node volume(YAML::NodeType::Map);
+    volume["hostPath"] = path;
+    volume["mountPath"] = path;
+    volume["name"] = name;
+    volume["pathType"] = "File";
+    volume["readOnly"] = read_only;
+    YAML::Node volumes = component["extraVolumes"];
+    volumes.push_back(volume);
+    plan_.changes.push_back(StrCat("controllerManager.extraVolumes: add ", name, " (", path,
+                                   ", the Leader Migration file, read-only)"));
+    return absl::OkStatus();
+  }
+
   // Drops controllerManager.extraVolumes entries that mount `path` (the Leader Migration file).
   absl::Status RemoveVolumeAt(YAML::Node component, const std::string& path) {
     const YAML::Node& lookup = component;
@@ -473,19 +509,49 @@ absl::StatusOr<KubeadmConfigPlan> PlanInTreeConfiguration(std::string_view curre
                          ? (*parsed)["apiVersion"].Scalar()
                          : std::string();
   YAML::Node root = YAML::Clone(*parsed);
-  std::vector<std::string> version_change;
-  SetKubernetesVersion(root, options.kubernetes_version, version_change);
-  plan.after = version_change.empty() ? std::string(saved) : EmitYaml(root);
+  std::vector<std::string> edits;
+  SetKubernetesVersion(root, options.kubernetes_version, edits);
+  const bool prepared = options.target == KubeadmConfigTarget::kPrepared;
+  if (prepared) {
+    KubeadmConfigPlan lm_plan;
+    Editor editor(lm_plan);
+    absl::StatusOr<YAML::Node> kcm = ChildMap(root, "controllerManager", "controllerManager");
+    if (!kcm.ok()) return kcm.status();
+    ExtraArgs kcm_args(*kcm, "controllerManager", plan.api_version == "kubeadm.k8s.io/v1beta4");
+    if (absl::Status valid = kcm_args.Validate(); !valid.ok()) return valid;
+    if (kcm_args.Get("cloud-provider").value_or("") == "external") {
+      return absl::FailedPreconditionError(
+          StrCat(InTreeCopySource(),
+                 " has controllerManager cloud-provider: external; a node of version N with "
+                 "Leader Migration needs the in-tree provider"));
+    }
+    editor.SetArg(kcm_args, "controllerManager", "enable-leader-migration", "true");
+    editor.SetArg(kcm_args, "controllerManager", "leader-migration-config",
+                  options.leader_migration_config);
+    if (absl::Status added =
+            editor.AddFileVolume(*kcm, "leadermigration", options.leader_migration_config);
+        !added.ok()) {
+      return added;
+    }
+    for (std::string& change : lm_plan.changes) edits.push_back(std::move(change));
+  }
+  plan.after = edits.empty() ? std::string(saved) : EmitYaml(root);
   if (plan.after != plan.before) {
     plan.changes.push_back(StrCat("ClusterConfiguration: back to the in-tree one kept in ",
-                                  kKubeadmConfigNamespace, "/", kInTreeCopyName,
-                                  " before the move"));
-    for (std::string& change : version_change) plan.changes.push_back(std::move(change));
+                                  kKubeadmConfigNamespace, "/", kInTreeCopyName, " before the move",
+                                  prepared ? ", with Leader Migration" : ""));
+    for (std::string& change : edits) plan.changes.push_back(std::move(change));
   }
   plan.notes.emplace_back(
       "kubelets: handoff-agent puts each node's kubelet back on the in-tree provider; nodes "
       "joined later need nodeRegistration.kubeletExtraArgs cloud-provider: aws in their "
       "JoinConfiguration");
+  if (prepared) {
+    plan.notes.emplace_back(StrCat(
+        "a node joining with this configuration needs ", options.leader_migration_config,
+        " before kubeadm join (handoffctl kubeadm-config leader-migration-file writes it); once "
+        "the rollback is done, apply --to in-tree"));
+  }
   return plan;
 }
 
@@ -511,7 +577,7 @@ absl::StatusOr<KubeadmConfigPlan> ReadKubeadmConfigPlan(KubeClient& client,
     }
     return config_map.status();
   }
-  if (options.target == KubeadmConfigTarget::kInTree) {
+  if (options.target != KubeadmConfigTarget::kExternal) {
     absl::StatusOr<std::string> saved = ReadInTreeCopy(client);
     if (!saved.ok()) return saved.status();
     return PlanInTreeConfiguration(StringAt(*config_map, {"data", kClusterConfigurationKey}),
@@ -524,7 +590,7 @@ absl::StatusOr<KubeadmConfigApplyResult> ApplyKubeadmConfig(KubeClient& client,
                                                             const KubeadmConfigOptions& options) {
   KubeadmConfigApplyResult result;
   std::optional<std::string> saved;
-  if (options.target == KubeadmConfigTarget::kInTree) {
+  if (options.target != KubeadmConfigTarget::kExternal) {
     absl::StatusOr<std::string> copy = ReadInTreeCopy(client);
     if (!copy.ok()) return copy.status();
     saved = *std::move(copy);

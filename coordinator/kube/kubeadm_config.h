@@ -28,9 +28,10 @@ inline constexpr std::string_view kClusterConfigurationKey = "ClusterConfigurati
 // as it was before ApplyKubeadmConfig first made it external.
 inline constexpr std::string_view kInTreeCopyName = "handoff-kubeadm-config-in-tree";
 
-// Where the ClusterConfiguration goes: external (after the move), or back to the saved in-tree
-// one (after a rollback to in-tree).
-enum class KubeadmConfigTarget { kExternal, kInTree };
+// Where the ClusterConfiguration goes: external (after the move), back to the saved in-tree one
+// (after a rollback to in-tree), or that one with Leader Migration (prepared: what a node of
+// version N joins with while cloud-controller-managers run, in a rollback by replacement).
+enum class KubeadmConfigTarget { kExternal, kInTree, kPrepared };
 
 struct KubeadmConfigOptions {
   // controllerManager --external-cloud-volume-plugin ("aws" when volumes are not on CSI
@@ -42,6 +43,8 @@ struct KubeadmConfigOptions {
   // version N after a rollback); "" leaves it as it is.
   std::string kubernetes_version;
   KubeadmConfigTarget target = KubeadmConfigTarget::kExternal;
+  // kPrepared: the Leader Migration file the kube-controller-manager reads, on the node.
+  std::string leader_migration_config = "/etc/leadermigration.conf";
 };
 
 struct KubeadmConfigPlan {
@@ -68,7 +71,14 @@ absl::StatusOr<KubeadmConfigPlan> PlanClusterConfiguration(std::string_view text
                                                            const KubeadmConfigOptions& options);
 
 // The way back: from `current` to the `saved` in-tree ClusterConfiguration, with its
-// kubernetesVersion set to options.kubernetes_version when given. Pure.
+// kubernetesVersion set to options.kubernetes_version when given. For kPrepared also
+//   controllerManager.extraArgs     enable-leader-migration: "true", leader-migration-config:
+//                                   options.leader_migration_config
+//   controllerManager.extraVolumes  that file, hostPath and mountPath alike, pathType File,
+//                                   read-only (named leadermigration, as the agent names it)
+// so that a node of version N joined with it comes up prepared: its kube-controller-manager
+// takes part in Leader Migration from its first start, never running the cloud controllers
+// beside a cloud-controller-manager. The file must be on the node before kubeadm join. Pure.
 absl::StatusOr<KubeadmConfigPlan> PlanInTreeConfiguration(std::string_view current,
                                                           std::string_view saved,
                                                           const KubeadmConfigOptions& options);

@@ -947,16 +947,19 @@ void RolloutController::ReplacementCommands(const rollout::ReplacementStep& step
     replacement.add_commands(agent);
   } else if (step.kind == rollout::ReplacementStep::Kind::kJoin) {
     replacement.add_commands(
-        "on the new machine, before kubeadm join: /etc/leadermigration.conf as a prepared "
-        "node's kube-controller-manager reads it (handoff-agent plan --to prepared on a node of "
-        "version N shows it)");
+        "handoffctl kubeadm-config apply --to prepared --kubernetes-version VERSION_N (once: "
+        "kubeadm builds the new node at N with the in-tree provider and Leader Migration; a "
+        "kube-controller-manager of version N without it would run the cloud controllers "
+        "beside the cloud-controller-managers)");
     replacement.add_commands(
-        "kubeadm's ClusterConfiguration at version N with the in-tree provider and Leader "
-        "Migration (controllerManager.extraArgs enable-leader-migration: \"true\", "
-        "leader-migration-config: /etc/leadermigration.conf, and that file as an extraVolume, "
-        "pathType File, read-only), then kubeadm join CONTROL_PLANE_ENDPOINT --control-plane: a "
-        "kube-controller-manager of version N without Leader Migration beside a "
-        "cloud-controller-manager runs the cloud controllers twice");
+        "on the new machine, before kubeadm join: handoffctl kubeadm-config "
+        "leader-migration-file --kubernetes-version VERSION_N --settings SETTINGS > "
+        "/etc/leadermigration.conf");
+    replacement.add_commands(
+        "on the new machine: kubeadm join CONTROL_PLANE_ENDPOINT --control-plane --config "
+        "join.yaml (a JoinConfiguration with nodeRegistration.kubeletExtraArgs: "
+        "{cloud-provider: aws}); once the rollback is done, handoffctl kubeadm-config apply "
+        "--to in-tree");
     replacement.add_commands(agent);
   } else {
     const std::string& node = step.node;

@@ -1,6 +1,9 @@
 // handoffctl's cluster commands and the coordinator's cluster facts against a real
 // kube-apiserver 1.26 holding what kubeadm would have created: lease get|watch, verify nodes,
 // kubeadm-config plan|apply, KubeFactsSource. Each test sets up the objects it reads.
+#include <sys/wait.h>
+
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -8,6 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "agent/base/strings.h"
+#include "agent/engine/classify.h"
+#include "agent/engine/node_snapshot.h"
+#include "agent/fs/atomic_file.h"
+#include "agent/fs/file_system.h"
 #include "agent/fs/memory_file_system.h"
 #include "agent/system/clock.h"
 #include "coordinator/kube/client.h"
@@ -16,6 +24,8 @@
 #include "coordinator/kube/lease.h"
 #include "coordinator/kube/rbac.h"
 #include "coordinator/kube/resource.h"
+#include "coordinator/sandbox/process.h"
+#include "coordinator/sandbox/real/components.h"
 #include "coordinator/sandbox/real/kubeadm_objects.h"
 #include "coordinator/server/cluster_facts.h"
 #include "gmock/gmock.h"
@@ -23,6 +33,7 @@
 #include "tests/coordinator/lease_object.h"
 #include "tests/real/ctl_runner.h"
 #include "tests/real/real_cluster.h"
+#include "tests/real/require_components.h"
 
 namespace handoff {
 namespace {
@@ -109,20 +120,19 @@ TEST_F(CtlRealTest, LeaseGetNamesTheManagerThatRunsTheCloudControllers) {
 
 TEST_F(CtlRealTest, LeaseWatchSeesTheHolderAndAGap) {
   KcmOnFirstNodeHolds(absl::Now());
-  testing::CtlResult held = testing::RunHandoffctl({"lease", "watch", "--duration", "1s",
-                                                    "--interval", "250ms", "--kubeconfig",
-                                                    kubeconfig_});
+  testing::CtlResult held = testing::RunHandoffctl(
+      {"lease", "watch", "--duration", "1s", "--interval", "250ms", "--kubeconfig", kubeconfig_});
   EXPECT_EQ(held.code, 0) << held.out << held.err;
   EXPECT_THAT(held.out, HasSubstr("held by kube-controller-manager on ip-10-0-1-11.ec2.internal"));
   EXPECT_THAT(held.out, HasSubstr("0 gap(s)"));
 
   // Renewed a minute ago with a 15s duration: expired, nobody runs the cloud controllers.
   KcmOnFirstNodeHolds(absl::Now() - absl::Minutes(1));
-  testing::CtlResult gap = testing::RunHandoffctl({"lease", "watch", "--duration", "1s",
-                                                   "--interval", "250ms", "--kubeconfig",
-                                                   kubeconfig_});
+  testing::CtlResult gap = testing::RunHandoffctl(
+      {"lease", "watch", "--duration", "1s", "--interval", "250ms", "--kubeconfig", kubeconfig_});
   EXPECT_EQ(gap.code, 1) << gap.out << gap.err;
-  EXPECT_THAT(gap.out, HasSubstr("gap: nobody holds kube-system/cloud-provider-extraction-migration"));
+  EXPECT_THAT(gap.out,
+              HasSubstr("gap: nobody holds kube-system/cloud-provider-extraction-migration"));
   EXPECT_THAT(gap.out, HasSubstr("nobody holds it now"));
 }
 
@@ -137,9 +147,10 @@ TEST_F(CtlRealTest, VerifyNodesReadsProviderIdsAndFlagsANodeWithout) {
       {"ip-10-0-9-99.ec2.internal", "us-east-1a", "i-0f00000000000000f", "10.0.9.99"});
   worker["metadata"]["labels"].erase("node-role.kubernetes.io/control-plane");
   worker["spec"].erase("providerID");
-  worker["spec"]["taints"] = Json::array(
-      {Json{{"key", "node.cloudprovider.kubernetes.io/uninitialized"}, {"value", "true"},
-            {"effect", "NoSchedule"}}});
+  worker["spec"]["taints"] =
+      Json::array({Json{{"key", "node.cloudprovider.kubernetes.io/uninitialized"},
+                        {"value", "true"},
+                        {"effect", "NoSchedule"}}});
   absl::StatusOr<Json> created = admin_->Create(kube::kNodes, "", worker);
   ASSERT_TRUE(created.ok()) << created.status();
   testing::CtlResult bad = testing::RunHandoffctl({"verify", "nodes", "--kubeconfig", kubeconfig_});
@@ -185,6 +196,74 @@ TEST_F(CtlRealTest, KubeadmConfigPlanThenApplyThenNothingLeft) {
   EXPECT_THAT(again.err, HasSubstr("kubeadm-config: no changes"));
 
   // Put back what kubeadm wrote, for any later test.
+  Json restore = *applied;
+  restore["data"] = (*before)["data"];
+  ASSERT_TRUE(admin_->Update(ref, restore).ok());
+}
+
+// What a node of version N joins with in a rollback by replacement, built by the real kubeadm
+// v1.26.13 from `kubeadm-config apply --to prepared` (and `leader-migration-file` in place):
+// the agent finds it prepared, its kube-controller-manager in Leader Migration from its first
+// start.
+TEST_F(CtlRealTest, TheRealKubeadmBuildsAPreparedNodeFromThePreparedConfiguration) {
+  // kubeadm --rootfs chroots: root, and the components' kubeadm.
+  if (!sandbox::testing::CanRunOnRealComponents({sandbox::real::kKubeadm}, "kubeadm --rootfs")) {
+    return;
+  }
+  absl::StatusOr<sandbox::real::Components> components =
+      sandbox::real::FindComponents(sandbox::real::ProcessEnvironment(), {sandbox::real::kKubeadm});
+  ASSERT_TRUE(components.ok()) << components.status();
+  const kube::ObjectRef ref{&kube::kConfigMaps, "kube-system", "kubeadm-config"};
+  absl::StatusOr<Json> before = admin_->Get(ref);
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_EQ(testing::RunHandoffctl({"kubeadm-config", "apply", "--kubeconfig", kubeconfig_}).code,
+            0);
+  testing::CtlResult prepared =
+      testing::RunHandoffctl({"kubeadm-config", "apply", "--kubeconfig", kubeconfig_, "--to",
+                              "prepared", "--kubernetes-version", "v1.26.13"});
+  ASSERT_EQ(prepared.code, 0) << prepared.err;
+  absl::StatusOr<Json> applied = admin_->Get(ref);
+  ASSERT_TRUE(applied.ok());
+  const std::string cluster_configuration =
+      kube::StringAt(*applied, {"data", "ClusterConfiguration"});
+
+  std::string root = std::filesystem::path(::testing::TempDir()) / "prepared-node-XXXXXX";
+  ASSERT_NE(mkdtemp(root.data()), nullptr);
+  std::unique_ptr<FileSystem> node = NewPosixFileSystem(root);
+  ASSERT_TRUE(AtomicReplaceCreatingParents(
+                  *node, "/kubeadm.yaml",
+                  StrCat("apiVersion: kubeadm.k8s.io/v1beta3\nkind: InitConfiguration\n"
+                         "localAPIEndpoint:\n  advertiseAddress: 10.0.1.21\n"
+                         "nodeRegistration:\n  name: ip-10-0-1-21.ec2.internal\n---\n",
+                         cluster_configuration),
+                  0600)
+                  .ok());
+  absl::StatusOr<std::unique_ptr<sandbox::Process>> kubeadm = sandbox::Process::Spawn(
+      {components->Binary(sandbox::real::kKubeadm), "init", "phase", "control-plane", "all",
+       "--config", "/kubeadm.yaml", "--rootfs", root},
+      root + "/kubeadm.log");
+  ASSERT_TRUE(kubeadm.ok()) << kubeadm.status();
+  int status = 0;
+  ASSERT_TRUE((*kubeadm)->WaitFor(absl::Minutes(1), &status));
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << *node->ReadFile("/kubeadm.log");
+  testing::CtlResult file = testing::RunHandoffctl(
+      {"kubeadm-config", "leader-migration-file", "--kubernetes-version", "v1.26.13"});
+  ASSERT_EQ(file.code, 0) << file.err;
+  ASSERT_TRUE(
+      AtomicReplaceCreatingParents(*node, "/etc/leadermigration.conf", file.out, 0644).ok());
+  ASSERT_TRUE(AtomicReplaceCreatingParents(*node, "/var/lib/kubelet/kubeadm-flags.env",
+                                           "KUBELET_KUBEADM_ARGS=\"--cloud-provider=aws\"\n", 0644)
+                  .ok());
+
+  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(*node, NodePaths{});
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  const Classification classified = Classify(*snapshot);
+  EXPECT_EQ(classified.state, NodeState::kPrepared) << StrJoin(classified.problems, "\n");
+  ASSERT_TRUE(classified.view.controller_manager.has_value());
+  EXPECT_EQ(classified.view.controller_manager->Flag("leader-migration-config"),
+            "/etc/leadermigration.conf");
+
+  std::filesystem::remove_all(root);
   Json restore = *applied;
   restore["data"] = (*before)["data"];
   ASSERT_TRUE(admin_->Update(ref, restore).ok());

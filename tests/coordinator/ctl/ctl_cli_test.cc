@@ -27,7 +27,6 @@ using ::testing::StartsWith;
 
 using test_support::Result;
 
-
 class CtlTest : public ::testing::Test {
  protected:
   CtlTest() : kubeconfig_(cluster_.WriteKubeconfig()) {
@@ -500,8 +499,26 @@ TEST_F(CtlTest, KubeadmConfigPlanApplyAndAgain) {
   const std::string restored = kube::StringAt(*config_map, {"data", "ClusterConfiguration"});
   EXPECT_THAT(restored,
               AllOf(HasSubstr("cloud-provider: aws"), HasSubstr("kubernetesVersion: v1.26.13")));
-  Result bad = Run({"kubeadm-config", "plan", "--kubeconfig", kubeconfig_, "--to", "prepared"});
+  // A rollback by replacement: the in-tree one with Leader Migration, and the file its nodes need.
+  Result prepared = Run({"kubeadm-config", "apply", "--kubeconfig", kubeconfig_, "--to", "prepared",
+                         "--kubernetes-version", "v1.26.13"});
+  EXPECT_EQ(prepared.code, kExitOk) << prepared.err;
+  EXPECT_THAT(prepared.out, HasSubstr("  controllerManager.extraVolumes: add leadermigration"));
+  config_map = cluster_.store().Get(kube::kConfigMaps, "kube-system", "kubeadm-config");
+  EXPECT_THAT(kube::StringAt(*config_map, {"data", "ClusterConfiguration"}),
+              AllOf(HasSubstr("    enable-leader-migration: \"true\"\n"),
+                    HasSubstr("    leader-migration-config: /etc/leadermigration.conf\n")));
+  Result file = Run({"kubeadm-config", "leader-migration-file", "--kubernetes-version", "v1.26.13",
+                     "--settings", settings});
+  EXPECT_EQ(file.code, kExitOk) << file.err;
+  EXPECT_THAT(file.out,
+              AllOf(StartsWith("kind: LeaderMigrationConfiguration\n"),
+                    HasSubstr("  - name: service\n    component: kube-controller-manager\n")));
+  Result bad = Run({"kubeadm-config", "plan", "--kubeconfig", kubeconfig_, "--to", "migrated"});
   EXPECT_EQ(bad.code, kExitRefused);
+  Result no_version = Run({"kubeadm-config", "leader-migration-file", "--kubernetes-version", "1"});
+  EXPECT_EQ(no_version.code, kExitRefused);
+  EXPECT_THAT(no_version.err, HasSubstr("--kubernetes-version 1: not a version"));
 }
 
 TEST_F(CtlTest, KubeconfigFromTheEnvironment) {

@@ -10,6 +10,7 @@ namespace {
 using ::handoff::testing::FakeCluster;
 using ::handoff::testing::Message;
 using ::testing::AllOf;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -336,6 +337,68 @@ TEST(KubeadmConfigTest, TheWayBackIsTheSavedConfigurationAtItsVersion) {
   EXPECT_THAT(Message(PlanInTreeConfiguration(kV1beta3, "kind: InitConfiguration\n", {}).status()),
               HasSubstr("handoff-kubeadm-config-in-tree data.ClusterConfiguration: kind is "
                         "\"InitConfiguration\""));
+}
+
+// What a node of version N joins with in a rollback by replacement: the saved in-tree
+// configuration with Leader Migration, so its kube-controller-manager never runs the cloud
+// controllers beside a cloud-controller-manager.
+TEST(KubeadmConfigTest, PreparedIsTheSavedConfigurationWithLeaderMigration) {
+  const std::string in_tree =
+      "apiVersion: kubeadm.k8s.io/v1beta3\n"
+      "controllerManager:\n"
+      "  extraArgs:\n"
+      "    cloud-provider: aws\n"
+      "kind: ClusterConfiguration\n"
+      "kubernetesVersion: v1.26.9\n";
+  KubeadmConfigOptions prepared;
+  prepared.target = KubeadmConfigTarget::kPrepared;
+  prepared.kubernetes_version = "v1.26.13";
+  absl::StatusOr<KubeadmConfigPlan> external = PlanClusterConfiguration(in_tree, {});
+  ASSERT_TRUE(external.ok());
+  absl::StatusOr<KubeadmConfigPlan> plan =
+      PlanInTreeConfiguration(external->after, in_tree, prepared);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->after,
+            "apiVersion: kubeadm.k8s.io/v1beta3\n"
+            "controllerManager:\n"
+            "  extraArgs:\n"
+            "    cloud-provider: aws\n"
+            "    enable-leader-migration: \"true\"\n"
+            "    leader-migration-config: /etc/leadermigration.conf\n"
+            "  extraVolumes:\n"
+            "  - hostPath: /etc/leadermigration.conf\n"
+            "    mountPath: /etc/leadermigration.conf\n"
+            "    name: leadermigration\n"
+            "    pathType: File\n"
+            "    readOnly: true\n"
+            "kind: ClusterConfiguration\n"
+            "kubernetesVersion: v1.26.13\n");
+  EXPECT_THAT(plan->changes,
+              ElementsAre(HasSubstr("back to the in-tree one kept in "
+                                    "kube-system/handoff-kubeadm-config-in-tree before the move, "
+                                    "with Leader Migration"),
+                          "kubernetesVersion: v1.26.9 -> v1.26.13",
+                          "controllerManager.extraArgs: add enable-leader-migration: true",
+                          "controllerManager.extraArgs: add leader-migration-config: "
+                          "/etc/leadermigration.conf",
+                          HasSubstr("controllerManager.extraVolumes: add leadermigration")));
+  EXPECT_THAT(plan->notes, Contains(HasSubstr("before kubeadm join")));
+  absl::StatusOr<KubeadmConfigPlan> again = PlanInTreeConfiguration(plan->after, in_tree, prepared);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->empty()) << again->Diff();
+
+  // Saved from prepared nodes, it has the file mounted already: nothing is added twice.
+  plan = PlanInTreeConfiguration(external->after, kV1beta3, prepared);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->after.find("mountPath: /etc/leadermigration.conf"),
+            plan->after.rfind("mountPath: /etc/leadermigration.conf"));
+  // v1beta4's list of arguments.
+  plan = PlanInTreeConfiguration(external->after, kV1beta4, prepared);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(plan->after, HasSubstr("  - name: enable-leader-migration\n    value: \"true\"\n"));
+  // A saved configuration that is not in-tree cannot be made prepared.
+  EXPECT_EQ(PlanInTreeConfiguration(in_tree, external->after, prepared).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(KubeadmConfigTest, ApplyKeepsTheInTreeConfigurationAndTheWayBackRestoresIt) {

@@ -1053,7 +1053,10 @@ TEST_F(RolloutControllerTest, TheReplaceStrategyReplacesEachNodeAndResumesAfterA
   status = controller_->Status();
   EXPECT_EQ(status.replacement().waiting(), pb::Replacement::JOIN);
   EXPECT_EQ(status.replacement().join_state(), pb::NODE_STATE_PREPARED);
-  EXPECT_THAT(status.replacement().commands(), Contains(HasSubstr("enable-leader-migration")));
+  EXPECT_THAT(status.replacement().commands(),
+              Contains(HasSubstr("handoffctl kubeadm-config apply --to prepared")));
+  EXPECT_THAT(status.replacement().commands(),
+              Contains(HasSubstr("kubeadm-config leader-migration-file")));
 }
 
 TEST_F(RolloutControllerTest, ANodeWithAMoveUnderWayCannotLeave) {
