@@ -460,6 +460,7 @@ std::string PlanText(const v1::PlanRolloutResponse& plan) {
     text += Table(rows, "  ");
   }
   if (!plan.blocked_reason().empty()) StrAppend(&text, "blocked: ", plan.blocked_reason(), "\n");
+  if (!plan.note().empty()) StrAppend(&text, "note: ", plan.note(), "\n");
   if (!plan.nodes().empty()) text += "\n";
   for (const v1::NodePlan& node : plan.nodes()) {
     const std::string heading = StrCat("# ", node.node(), " (", StateText(node.state()), ")");

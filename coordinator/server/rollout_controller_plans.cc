@@ -119,6 +119,13 @@ void RolloutController::PlanRollout(NodeState goal, PlanCallback done,
     const rollout::SimulatedRollout simulated =
         rollout::SimulateRollout(nodes, goal, EngineFacts(nodes).holders, in_flight, chosen);
     plan->response.set_blocked_reason(simulated.blocked_reason);
+    if (!strategy && rollout_.strategy == store::Strategy::kReplace) {
+      plan->response.set_note(
+          "the rollout replaces nodes (start/rollback --strategy replace): its joins and "
+          "removals are the operator's, and `status` shows each when it is due; the steps below "
+          "are those of an in-place rollout to the same goal, of which it makes only the moves "
+          "of nodes that stay");
+    }
     for (size_t i = 0; i < simulated.moves.size(); ++i) {
       pb::PlannedStep* planned = plan->response.add_steps();
       planned->set_index(static_cast<int>(i) + 1);

@@ -547,6 +547,13 @@ TEST_F(RolloutCommandsTest, BlockedPlanIsExitCode1) {
   Result nothing = Run({"plan"});
   EXPECT_EQ(nothing.code, kExitOk);
   EXPECT_EQ(nothing.out, "plan to migrated: nothing to do, every node is migrated\n");
+
+  script_.plan->set_note("the rollout replaces nodes");
+  Result noted = Run({"plan"});
+  EXPECT_EQ(noted.code, kExitOk);
+  EXPECT_EQ(noted.out,
+            "plan to migrated: nothing to do, every node is migrated\n"
+            "note: the rollout replaces nodes\n");
 }
 
 TEST_F(RolloutCommandsTest, PlanJson) {

@@ -1143,6 +1143,30 @@ TEST_F(RolloutControllerTest, PlanListsTheMovesAndAsksEachAgentForItsDiffs) {
   EXPECT_EQ(controller_->Status().phase(), pb::RolloutStatus::IDLE);
 }
 
+TEST_F(RolloutControllerTest, APlanOfAReplacementSaysWhatItLeavesOut) {
+  ConnectAll(NodeState::kInTree);
+  ASSERT_TRUE(controller_
+                  ->Start("alice", NodeState::kMigrated, {}, rollout::Strategy::kLeaderMigration,
+                          /*replace=*/true)
+                  .ok());
+  std::optional<absl::StatusOr<pb::PlanRolloutResponse>> answer;
+  controller_->PlanRollout(NodeState::kInconsistent,
+                           [&](absl::StatusOr<pb::PlanRolloutResponse> plan) { answer = plan; });
+  for (const std::string& node : nodes_) {
+    for (const pb::Command& command : links_[node]->Commands()) {
+      if (!command.has_plan()) continue;
+      pb::CommandResult result;
+      result.set_command_id(command.id());
+      result.set_outcome(pb::CommandResult::SUCCEEDED);
+      Answer(node, result);
+    }
+  }
+  ASSERT_TRUE(answer);
+  ASSERT_TRUE(answer->ok()) << answer->status();
+  EXPECT_THAT((*answer)->note(), HasSubstr("the rollout replaces nodes"));
+  EXPECT_TRUE((*answer)->blocked_reason().empty());
+}
+
 TEST_F(RolloutControllerTest, PlanReportsAgentsThatDoNotAnswer) {
   ConnectAll(NodeState::kInTree);
   controller_->AgentDisconnected("cp-2", links_["cp-2"].get());
