@@ -25,6 +25,15 @@ bool IsStepBack(NodeState goal, NodeState to, const std::optional<NodeState>& fr
   return after > StepsFromInTree(goal) && IsBackwardGoal(goal);
 }
 
+// How many moves lie between two consistent states: along the chain, or across the paths'
+// middle states (external ⇄ migrated: one; prepared and stopped: two, through in-tree).
+int Distance(NodeState a, NodeState b) {
+  const int from = StepsFromInTree(a);
+  const int to = StepsFromInTree(b);
+  if (from != to || a == b) return std::abs(to - from);
+  return AreAdjacent(a, b) ? 1 : 2;
+}
+
 }  // namespace
 
 Phase PhaseOf(const std::optional<NodeState>& goal, const Control& control,
@@ -66,9 +75,9 @@ std::optional<Steps> StepsOf(NodeState goal_start, NodeState now, NodeState goal
   if (start < 0 || target < 0) return std::nullopt;
   const int current = StepsFromInTree(now);
   Steps steps;
-  steps.total = std::abs(target - start);
+  steps.total = Distance(goal_start, goal);
   // A node can overshoot the goal's distance (moved by hand, or walked back past its start).
-  steps.done = std::min(current >= 0 ? std::abs(current - start) : 0, steps.total);
+  steps.done = std::min(current >= 0 ? Distance(goal_start, now) : 0, steps.total);
   return steps;
 }
 

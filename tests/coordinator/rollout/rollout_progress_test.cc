@@ -119,6 +119,10 @@ void ExpectSteps(std::optional<Steps> steps, int done, int total) {
 
 TEST(StepsOfTest, CountsAlongTheChainFromWhereTheNodeStoodWhenTheGoalWasSet) {
   ExpectSteps(StepsOf(kInTree, kInTree, kMigrated), 0, 2);
+  // A node joined external during a Leader Migration rollout: one step, across the paths.
+  ExpectSteps(StepsOf(NodeState::kExternal, NodeState::kExternal, kMigrated), 0, 1);
+  ExpectSteps(StepsOf(NodeState::kExternal, kMigrated, kMigrated), 1, 1);
+  ExpectSteps(StepsOf(NodeState::kExternal, kFinalized, kFinalized), 1, 1);
   ExpectSteps(StepsOf(kInTree, kPrepared, kMigrated), 1, 2);
   ExpectSteps(StepsOf(kInTree, kFinalized, kFinalized), 3, 3);
   ExpectSteps(StepsOf(kFinalized, kMigrated, kInTree), 1, 3);
