@@ -1268,9 +1268,7 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::RemoveNode(const std::strin
                " is not a member of the rollout (its agent is connected, and "
                "handoffctl nodes add would make it one)"));
   }
-  if (absl::Status allowed = rollout::CheckLeave(EngineNodes(), name); !allowed.ok()) {
-    return allowed;
-  }
+  // LeaveMember checks M3 (CheckLeave) before it changes anything.
   if (absl::Status left = LeaveMember(actor, name, reason); !left.ok()) return left;
   Advance();
   return BuildStatus(View());
