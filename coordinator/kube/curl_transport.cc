@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 #include "agent/base/strings.h"
 #include "agent/system/curl_support.h"
@@ -41,6 +43,14 @@ curl_blob Blob(const std::string& data) {
   blob.len = data.size();
   blob.flags = CURL_BLOB_COPY;
   return blob;
+}
+
+// Whether a failed TLS handshake was the peer hanging up (EOF or a reset, no TLS alert) rather
+// than a refusal of the certificates.
+bool HungUpInHandshake(const std::string& detail, long os_errno) {
+  return os_errno == ECONNRESET || os_errno == EPIPE ||
+         detail.find("SSL_ERROR_SYSCALL") != std::string::npos ||
+         detail.find("unexpected eof") != std::string::npos;
 }
 
 class CurlTransport : public HttpTransport {
@@ -180,6 +190,17 @@ class CurlTransport : public HttpTransport {
             "\") has the cluster's CA in certificate-authority(-data) and that the server URL is "
             "a name or address the certificate lists"));
       case CURLE_SSL_CONNECT_ERROR:
+        if (HungUpInHandshake(detail, os_errno)) {
+          // No TLS alert: the peer closed the connection before the handshake was done, so no
+          // request went out. A TCP load balancer does this while the kube-apiserver behind it
+          // restarts (its health check takes it out a second or two later): retry, as client-go
+          // does, rather than blame the credentials.
+          return absl::UnavailableError(
+              StrCat(what, "the server closed the connection during the TLS handshake: ", detail,
+                     "; nothing was sent. Check that the API server (", credentials_.server,
+                     ") and any load balancer in front of it are up"));
+        }
+        [[fallthrough]];
       case CURLE_SSL_CERTPROBLEM:
       case CURLE_SSL_CIPHER:
       case CURLE_SSL_CACERT_BADFILE:

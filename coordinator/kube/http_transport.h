@@ -28,7 +28,8 @@ struct HttpResponse {
 
 // Sends one request to the cluster's API server. Any HTTP status is a response; a Status error
 // means there was none, and its code says whether the server may have seen the request:
-//   Unavailable         nothing was sent (cannot resolve or connect): safe to retry any request;
+//   Unavailable         nothing was sent (cannot resolve or connect, or the server hung up
+//                       during the TLS handshake): safe to retry any request;
 //   DeadlineExceeded    no answer within the timeout: the server may have processed it;
 //   Internal            the exchange broke after sending: the server may have processed it;
 //   FailedPrecondition  TLS or configuration problem (untrusted certificate, bad client key):

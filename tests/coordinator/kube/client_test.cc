@@ -1,10 +1,12 @@
 #include "coordinator/kube/client.h"
 
 #include <deque>
+#include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/fake_cluster.h"
+#include "tests/support/tcp_relay.h"
 
 namespace handoff::kube {
 namespace {
@@ -281,6 +283,39 @@ TEST_F(ClientTest, ConnectionRefusedAfterRetries) {
               AllOf(HasSubstr("list nodes at the cluster scope: GET " + cluster_.url()),
                     HasSubstr("check that the API server is up"), HasSubstr("(after 4 attempts)")));
   EXPECT_EQ(cluster_.clock().Now() - start, absl::Milliseconds(3500));
+}
+
+// A TCP load balancer whose backend resets closes the client's connection in the middle of the
+// TLS handshake: nothing was sent, so even a create is safe to repeat, and the next connection
+// reaches a server that answers.
+TEST_F(ClientTest, AServerHangingUpInTheHandshakeIsRetried) {
+  ClusterCredentials credentials = cluster_.Credentials();
+  const size_t colon = credentials.server.rfind(':');
+  ASSERT_NE(colon, std::string::npos) << credentials.server;
+  test_support::TcpRelay relay(std::stoi(credentials.server.substr(colon + 1)));
+  ASSERT_GT(relay.port(), 0);
+  credentials.server = credentials.server.substr(0, colon + 1) + std::to_string(relay.port());
+
+  relay.HangUp(1);
+  absl::StatusOr<std::unique_ptr<HttpTransport>> transport = NewCurlTransport(credentials);
+  ASSERT_TRUE(transport.ok()) << transport.status();
+  HttpRequest request;
+  request.path = "/api/v1/nodes";
+  absl::StatusOr<HttpResponse> hung_up = (*transport)->Send(request);
+  EXPECT_EQ(hung_up.status().code(), absl::StatusCode::kUnavailable) << hung_up.status();
+  EXPECT_THAT(Message(hung_up.status()),
+              AllOf(HasSubstr("the server closed the connection during the TLS handshake"),
+                    HasSubstr("nothing was sent")));
+  EXPECT_TRUE(cluster_.store().requests().empty());
+
+  relay.HangUp(2);
+  std::unique_ptr<KubeClient> client = cluster_.Client(credentials);
+  absl::StatusOr<Json> created =
+      client->Create(kLeases, "kube-system", Json::parse(R"({"metadata":{"name":"probe"}})"));
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(client->requests_sent(), 3);
+  EXPECT_EQ(cluster_.store().requests().size(), 1u);
+  EXPECT_EQ(relay.connections(), 4);
 }
 
 TEST_F(ClientTest, ServerErrorsRetriedAgainstTheFakeServer) {
