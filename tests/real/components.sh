@@ -6,7 +6,9 @@
 #   ${HANDOFF_COMPONENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/handoff/components}/
 #     bin/kube-apiserver, kube-controller-manager,      k8s.io/kubernetes v1.26.13
 #         kube-scheduler, kubelet, kubeadm                (tests/real/kube126/go.mod)
-#     kube127/bin/ the same five at v1.27.16            (tests/real/kube127/go.mod)
+#     kube127/bin/kube-apiserver, kube-controller-manager, kube-scheduler at v1.27.16
+#                                                       (tests/real/kube127/go.mod): the control
+#                                                       plane the agents move the nodes to
 #     bin/aws-cloud-controller-manager                  k8s.io/cloud-provider-aws v1.27.2
 #     bin/etcd                                          go.etcd.io/etcd v3.5.10 (tests/real/etcd35)
 #     bin/crictl                                        sigs.k8s.io/cri-tools (tests/real/critools)
@@ -204,8 +206,11 @@ install_fake_aws() {
 kube_commands=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm)
 go_build kube "$here/kube126" bin "$(version_stamp "$kube_version")" \
   "${kube_commands[@]/#/k8s.io/kubernetes/cmd/}"
+# Of version N+1 only the control plane's images: the nodes keep their 1.26 kubelet and kubeadm
+# (a 1.27 kubelet and kubeadm cost a third of this build, and no run joins a node at 1.27 yet).
+kube_next_commands=(kube-apiserver kube-controller-manager kube-scheduler)
 go_build kube127 "$here/kube127" kube127/bin "$(version_stamp "$kube_next_version")" \
-  "${kube_commands[@]/#/k8s.io/kubernetes/cmd/}"
+  "${kube_next_commands[@]/#/k8s.io/kubernetes/cmd/}"
 go_build ccm "$here/ccm127" bin "$(version_stamp "$ccm_version")" \
   k8s.io/cloud-provider-aws/cmd/aws-cloud-controller-manager
 go_build etcd "$here/etcd35" bin "" go.etcd.io/etcd/server/v3=etcd
@@ -221,7 +226,7 @@ moto_version="$("$dir/venv/bin/python3" -c 'import moto; print(moto.__version__)
     printf '%s\t%s\tk8s.io/kubernetes@%s (%s)\n' "$component" "$kube_version" "$kube_version" \
       "$go_version"
   done
-  for component in "${kube_commands[@]}"; do
+  for component in "${kube_next_commands[@]}"; do
     printf '%s\t%s\tk8s.io/kubernetes@%s (%s)\n' "$component" "$kube_next_version" \
       "$kube_next_version" "$go_version"
   done

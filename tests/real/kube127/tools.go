@@ -1,7 +1,8 @@
 //go:build tools
 
-// Package tools pins the Kubernetes v1.27 components that tests/real/components.sh builds: version
-// N+1 of the control plane (packed into the kubeadm sandbox's images), the kubelet and kubeadm.
+// Package tools pins the Kubernetes v1.27 components: version N+1 of the control plane, which
+// tests/real/components.sh builds and packs into the kubeadm sandbox's images, and the kubelet and
+// kubeadm, pinned for the runs that will join a node at 1.27 (not built until then).
 package tools
 
 import (
