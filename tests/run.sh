@@ -26,7 +26,31 @@ export CCACHE_DEPEND=1
 mkdir -p "$CCACHE_DIR"
 ccache --max-size 5G > /dev/null
 started=$SECONDS
-stage() { printf '\n== [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$*"; }
+# Each stage's mark says how busy the machine's CPUs were since the last one, and each big job
+# (the builds, the components, the kubeadm runs) the CPU time it took: CI is CPU-bound on 2 cores.
+export TIMEFORMAT='%0R s wall, CPU %0U s user + %0S s system'
+cpu_mark() { # sets cpu_note: how busy the CPUs were since the previous call
+  local name user nice system idle iowait irq softirq steal busy total
+  read -r name user nice system idle iowait irq softirq steal _ < /proc/stat
+  busy=$((user + nice + system + irq + softirq + steal))
+  total=$((busy + idle + iowait))
+  cpu_note=""
+  if [ -n "${last_total:-}" ] && [ "$total" -gt "$last_total" ]; then
+    cpu_note=" (CPU $((100 * (busy - last_busy) / (total - last_total)))% busy since the last mark)"
+  fi
+  last_busy=$busy last_total=$total
+}
+# timed LABEL COMMAND...: runs COMMAND, then prints "LABEL: <wall>, CPU <user> + <system>".
+timed() {
+  local TIMEFORMAT="$1: $TIMEFORMAT"
+  shift
+  time "$@"
+}
+stage() {
+  cpu_mark
+  printf '\n== [%dm%02ds] %s%s\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) \
+    "$*" "$cpu_note"
+}
 
 # Background work runs in process groups of its own (setsid): ctest neither passes a signal on to
 # the test it runs nor takes SIGINT in the background, so whatever ends this script stops each
@@ -48,7 +72,8 @@ trap stop_background EXIT
 # the C++ builds; its log is shown if it fails, and a second run builds nothing.
 components_log="$(mktemp)"
 stage "real components (tests/real/components.sh), in the background: log in $components_log"
-setsid bash tests/real/components.sh > "$components_log" 2>&1 &
+setsid bash -c 'TIMEFORMAT="tests/real/components.sh: $TIMEFORMAT"; time bash tests/real/components.sh' \
+  > "$components_log" 2>&1 &
 components_pid=$!
 background_groups+=("$components_pid")
 
@@ -69,17 +94,18 @@ if [ -f build-sanitize/CMakeCache.txt ] &&
   rm -rf build-sanitize # configured by another compiler
 fi
 setsid bash -c '{ echo 19 > /proc/self/autogroup; } 2> /dev/null || true
-  exec nice -n 19 env CC=clang-14 CXX=clang++-14 bash -c "cmake -S . -B build-sanitize -G Ninja \
+  exec nice -n 19 env CC=clang-14 CXX=clang++-14 bash -c "time { cmake -S . -B build-sanitize -G Ninja \
   -DCMAKE_BUILD_TYPE= -DHANDOFF_FUZZ=ON -DHANDOFF_WERROR=ON -DHANDOFF_UNIT_TESTS=ON \
   -DHANDOFF_WHOLE_SYSTEM_TESTS=OFF \
   -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld \
-  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache && cmake --build build-sanitize --parallel $(nproc)"' \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache && cmake --build build-sanitize --parallel $(nproc); }"' \
   > "$sanitize_log" 2>&1 &
 sanitize_pid=$!
 background_groups+=("$sanitize_pid")
 
 stage "build: the product and the whole-system runs, optimised (warnings are errors)"
-HANDOFF_BUILD_DIR=build bash packaging/build.sh -DHANDOFF_WERROR=ON -DHANDOFF_SANITIZE=OFF \
+timed "the optimised build" env HANDOFF_BUILD_DIR=build bash packaging/build.sh \
+  -DHANDOFF_WERROR=ON -DHANDOFF_SANITIZE=OFF \
   -DHANDOFF_UNIT_TESTS=OFF
 
 # The model's whole-system runs and the package need no upstream component: they run while the
@@ -108,7 +134,8 @@ export HANDOFF_REQUIRE_REAL=1
 
 kubeadm_log="$(mktemp)"
 stage "test: the kubeadm cluster's runs (label kubeadm), in the background: log in $kubeadm_log"
-setsid ctest --test-dir build --output-on-failure --label-regex '^kubeadm$' > "$kubeadm_log" 2>&1 &
+setsid bash -c 'TIMEFORMAT="the kubeadm runs: $TIMEFORMAT"
+  time ctest --test-dir build --output-on-failure --label-regex "^kubeadm\$"' > "$kubeadm_log" 2>&1 &
 kubeadm_pid=$!
 background_groups+=("$kubeadm_pid")
 
@@ -121,7 +148,7 @@ if ! wait "$sanitize_pid"; then
   echo "tests/run.sh: the sanitizer build failed (log above)" >&2
   exit 1
 fi
-tail -n 1 "$sanitize_log"
+echo "the sanitizer build: $(tail -n 1 "$sanitize_log")"
 rm -f "$sanitize_log"
 
 stage "test: everything else, under ASan + UBSan, the fuzz targets' corpora included"
