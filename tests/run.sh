@@ -5,7 +5,8 @@
 #      etcd, crictl, the images, the fake AWS), the optimised C++ build of the product and of the
 #      whole-system runs' test binaries, warnings as errors, and, at the lowest CPU priority until
 #      those two are done, so that it takes only what they leave idle, the second C++ build: clang,
-#      unoptimised, ASan and UBSan, with libFuzzer's coverage in the product's code (tests/fuzz);
+#      unoptimised, ASan and UBSan, with libFuzzer's coverage where the fuzz targets reach
+#      (tests/fuzz);
 #   2. in the background, the kubeadm cluster's runs (label "kubeadm": real kubelets and
 #      containerd; minutes of waiting for each real move);
 #   3. meanwhile, in front: the whole-system runs on the model (label "sandbox", while the Go
@@ -78,9 +79,9 @@ components_pid=$!
 background_groups+=("$components_pid")
 
 # One clang build serves the sanitizers and the fuzz targets (-DHANDOFF_FUZZ=ON instruments
-# everything with ASan and UBSan, and the product's code with libFuzzer's coverage). It leaves out
-# the whole-system runs' binaries, which run only in the optimised build, and links with lld:
-# ld.bfd takes 4.7 s for an instrumented handoff-coordinator, lld 0.7 s.
+# everything with ASan and UBSan, and the libraries the fuzz targets link with libFuzzer's
+# coverage). It leaves out the whole-system runs' binaries, which run only in the optimised build,
+# and links with lld: ld.bfd takes 4.7 s for an instrumented handoff-coordinator, lld 0.7 s.
 # Unoptimised: clang at -O0 compiles this code in half the time GCC takes with the same
 # sanitizers, and the sanitizers need no optimiser. At the lowest priority it takes only the CPU
 # the work in front leaves idle: the builds the whole-system runs need come first. A nice value
