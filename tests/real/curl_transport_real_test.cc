@@ -29,12 +29,9 @@ kube::HttpRequest Get(absl::Duration timeout) {
 TEST(CurlTransportRealTest, ARequestAfterATimeoutDoesNotWaitOnTheQuietConnection) {
   HANDOFF_REAL_CLUSTER_OR_SKIP(cluster);
   kube::ClusterCredentials credentials = cluster.AdminCredentials();
-  const size_t colon = credentials.server.rfind(':');
-  ASSERT_NE(colon, std::string::npos) << credentials.server;
-  test_support::TcpRelay relay(std::stoi(credentials.server.substr(colon + 1)));
-  ASSERT_GT(relay.port(), 0);
-  // The API server's certificate names 127.0.0.1, which the relay's address is too.
-  credentials.server = credentials.server.substr(0, colon + 1) + std::to_string(relay.port());
+  std::unique_ptr<test_support::TcpRelay> relay =
+      test_support::TcpRelay::InFrontOf(credentials.server);
+  ASSERT_NE(relay, nullptr) << credentials.server;
   absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport =
       kube::NewCurlTransport(credentials);
   ASSERT_TRUE(transport.ok()) << transport.status();
@@ -42,9 +39,9 @@ TEST(CurlTransportRealTest, ARequestAfterATimeoutDoesNotWaitOnTheQuietConnection
   absl::StatusOr<kube::HttpResponse> first = (*transport)->Send(Get(absl::Seconds(10)));
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(first->status, 200);
-  EXPECT_EQ(relay.connections(), 1);
+  EXPECT_EQ(relay->connections(), 1);
 
-  relay.Quiet();
+  relay->Quiet();
   absl::StatusOr<kube::HttpResponse> quiet = (*transport)->Send(Get(absl::Seconds(1)));
   EXPECT_EQ(quiet.status().code(), absl::StatusCode::kDeadlineExceeded) << quiet.status();
 
@@ -52,7 +49,7 @@ TEST(CurlTransportRealTest, ARequestAfterATimeoutDoesNotWaitOnTheQuietConnection
   absl::StatusOr<kube::HttpResponse> next = (*transport)->Send(Get(absl::Seconds(5)));
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(next->status, 200);
-  EXPECT_EQ(relay.connections(), 2);
+  EXPECT_EQ(relay->connections(), 2);
 }
 
 // Seen on the kubeadm sandbox's haproxy right after a `kubeadm join --control-plane`: the
@@ -61,13 +58,11 @@ TEST(CurlTransportRealTest, ARequestAfterATimeoutDoesNotWaitOnTheQuietConnection
 TEST(CurlTransportRealTest, AHangUpInTheHandshakeIsRetriedNotBlamedOnTheCredentials) {
   HANDOFF_REAL_CLUSTER_OR_SKIP(cluster);
   kube::ClusterCredentials credentials = cluster.AdminCredentials();
-  const size_t colon = credentials.server.rfind(':');
-  ASSERT_NE(colon, std::string::npos) << credentials.server;
-  test_support::TcpRelay relay(std::stoi(credentials.server.substr(colon + 1)));
-  ASSERT_GT(relay.port(), 0);
-  credentials.server = credentials.server.substr(0, colon + 1) + std::to_string(relay.port());
+  std::unique_ptr<test_support::TcpRelay> relay =
+      test_support::TcpRelay::InFrontOf(credentials.server);
+  ASSERT_NE(relay, nullptr) << credentials.server;
 
-  relay.HangUp(1);
+  relay->HangUp(1);
   absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport =
       kube::NewCurlTransport(credentials);
   ASSERT_TRUE(transport.ok()) << transport.status();
@@ -76,7 +71,7 @@ TEST(CurlTransportRealTest, AHangUpInTheHandshakeIsRetriedNotBlamedOnTheCredenti
   EXPECT_THAT(std::string(hung_up.status().message()),
               ::testing::HasSubstr("closed the connection during the TLS handshake"));
 
-  relay.HangUp(2);
+  relay->HangUp(2);
   transport = kube::NewCurlTransport(credentials);
   ASSERT_TRUE(transport.ok()) << transport.status();
   FakeClock clock;  // the backoff between the attempts passes at once
@@ -85,7 +80,7 @@ TEST(CurlTransportRealTest, AHangUpInTheHandshakeIsRetriedNotBlamedOnTheCredenti
       &kube::kRoles, "kube-system", "system::leader-locking-kube-controller-manager"});
   ASSERT_TRUE(role.ok()) << role.status();
   EXPECT_EQ(client.requests_sent(), 3);
-  EXPECT_EQ(relay.connections(), 4);
+  EXPECT_EQ(relay->connections(), 4);
 }
 
 }  // namespace

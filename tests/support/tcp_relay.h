@@ -18,6 +18,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -52,6 +55,20 @@ class TcpRelay {
       if (fd >= 0) ::close(fd);
     }
   }
+  // A relay to the port of `url` ("https://127.0.0.1:6443"), with `url` changed to name the
+  // relay's port instead; null (and `url` unchanged) when `url` has no port or the relay could
+  // not listen. A certificate for 127.0.0.1 holds for the relay's address too.
+  static std::unique_ptr<TcpRelay> InFrontOf(std::string& url) {
+    const size_t colon = url.rfind(':');
+    if (colon == std::string::npos) return nullptr;
+    const int target = std::atoi(url.c_str() + colon + 1);
+    if (target <= 0) return nullptr;
+    auto relay = std::make_unique<TcpRelay>(target);
+    if (relay->port() == 0) return nullptr;
+    url = url.substr(0, colon + 1) + std::to_string(relay->port());
+    return relay;
+  }
+
   TcpRelay(const TcpRelay&) = delete;
   TcpRelay& operator=(const TcpRelay&) = delete;
 

@@ -290,13 +290,11 @@ TEST_F(ClientTest, ConnectionRefusedAfterRetries) {
 // reaches a server that answers.
 TEST_F(ClientTest, AServerHangingUpInTheHandshakeIsRetried) {
   ClusterCredentials credentials = cluster_.Credentials();
-  const size_t colon = credentials.server.rfind(':');
-  ASSERT_NE(colon, std::string::npos) << credentials.server;
-  test_support::TcpRelay relay(std::stoi(credentials.server.substr(colon + 1)));
-  ASSERT_GT(relay.port(), 0);
-  credentials.server = credentials.server.substr(0, colon + 1) + std::to_string(relay.port());
+  std::unique_ptr<test_support::TcpRelay> relay =
+      test_support::TcpRelay::InFrontOf(credentials.server);
+  ASSERT_NE(relay, nullptr) << credentials.server;
 
-  relay.HangUp(1);
+  relay->HangUp(1);
   absl::StatusOr<std::unique_ptr<HttpTransport>> transport = NewCurlTransport(credentials);
   ASSERT_TRUE(transport.ok()) << transport.status();
   HttpRequest request;
@@ -308,14 +306,14 @@ TEST_F(ClientTest, AServerHangingUpInTheHandshakeIsRetried) {
                     HasSubstr("nothing was sent")));
   EXPECT_TRUE(cluster_.store().requests().empty());
 
-  relay.HangUp(2);
+  relay->HangUp(2);
   std::unique_ptr<KubeClient> client = cluster_.Client(credentials);
   absl::StatusOr<Json> created =
       client->Create(kLeases, "kube-system", Json::parse(R"({"metadata":{"name":"probe"}})"));
   ASSERT_TRUE(created.ok()) << created.status();
   EXPECT_EQ(client->requests_sent(), 3);
   EXPECT_EQ(cluster_.store().requests().size(), 1u);
-  EXPECT_EQ(relay.connections(), 4);
+  EXPECT_EQ(relay->connections(), 4);
 }
 
 TEST_F(ClientTest, ServerErrorsRetriedAgainstTheFakeServer) {
