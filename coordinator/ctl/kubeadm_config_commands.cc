@@ -56,16 +56,22 @@ void AddFlags(CLI::App& command, KubeadmConfigFlags& flags) {
       ->check(CLI::IsMember({"external", "in-tree", "prepared"}));
 }
 
+// The rollout's settings from --settings `path`; the defaults when none is given.
+absl::StatusOr<Settings> ReadSettings(CommandContext& context, const std::string& path) {
+  if (path.empty()) return Settings{};
+  std::unique_ptr<FileSystem> files = context.environment().open_files();
+  absl::StatusOr<std::string> text = files->ReadFile(path, kSettingsRead);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(), StrCat("--settings: ", text.status().message()));
+  }
+  return ParseSettings(*text, path);
+}
+
 absl::StatusOr<kube::KubeadmConfigOptions> OptionsOf(CommandContext& context,
                                                      const KubeadmConfigFlags& flags) {
   kube::KubeadmConfigOptions options;
   if (!flags.settings_file.empty()) {
-    std::unique_ptr<FileSystem> files = context.environment().open_files();
-    absl::StatusOr<std::string> text = files->ReadFile(flags.settings_file, kSettingsRead);
-    if (!text.ok()) {
-      return absl::Status(text.status().code(), StrCat("--settings: ", text.status().message()));
-    }
-    absl::StatusOr<Settings> settings = ParseSettings(*text, flags.settings_file);
+    absl::StatusOr<Settings> settings = ReadSettings(context, flags.settings_file);
     if (!settings.ok()) return settings.status();
     options.external_cloud_volume_plugin = settings->external_cloud_volume_plugin;
     options.disable_nodeipam = settings->migrate_nodeipam;
@@ -172,18 +178,9 @@ struct LeaderMigrationFileFlags {
 // The Leader Migration file a prepared kube-controller-manager of `kubernetes_version` reads,
 // rendered as the agents render it (agent/engine/planner.cc) from the rollout's settings.
 int LeaderMigrationFile(CommandContext& context, const LeaderMigrationFileFlags& flags) {
-  Settings settings;
-  if (!flags.settings_file.empty()) {
-    std::unique_ptr<FileSystem> files = context.environment().open_files();
-    absl::StatusOr<std::string> text = files->ReadFile(flags.settings_file, kSettingsRead);
-    if (!text.ok()) {
-      return context.Fail(
-          absl::Status(text.status().code(), StrCat("--settings: ", text.status().message())));
-    }
-    absl::StatusOr<Settings> parsed = ParseSettings(*text, flags.settings_file);
-    if (!parsed.ok()) return context.Fail(parsed.status());
-    settings = *std::move(parsed);
-  }
+  absl::StatusOr<Settings> read = ReadSettings(context, flags.settings_file);
+  if (!read.ok()) return context.Fail(read.status());
+  const Settings& settings = *read;
   absl::StatusOr<KubeVersion> version = KubeVersion::Parse(flags.kubernetes_version);
   if (!version.ok()) {
     return context.Fail(absl::InvalidArgumentError(

@@ -34,6 +34,15 @@ inline std::vector<NodeStatus> Nodes(const std::vector<NodeState>& states) {
   return nodes;
 }
 
+// Facts under which only the states decide: the RBAC in place, the lease held by a healthy
+// manager.
+inline ClusterFacts GoodFacts() {
+  ClusterFacts facts;
+  facts.rbac_ready = true;
+  facts.lease_held_by_healthy_manager = true;
+  return facts;
+}
+
 // Drives NextStep towards `goal` with every move succeeding: "node:state" per move, then "done"
 // or the decision that stopped it ("wait: ..." or "stuck: ..."). Checks every move with
 // CheckMove, and calls `after_move` with the nodes after each one (the caller's invariant).

@@ -22,6 +22,7 @@ namespace {
 
 using testing::Drive;
 using ::testing::ElementsAre;
+using testing::GoodFacts;
 using ::testing::HasSubstr;
 using testing::kFinalized;
 using testing::kInTree;
@@ -39,14 +40,6 @@ using States = std::vector<NodeState>;
 States Sorted(States states) {
   std::sort(states.begin(), states.end());
   return states;
-}
-
-// Facts under which only the states decide: the RBAC in place, the lease held.
-ClusterFacts GoodFacts() {
-  ClusterFacts facts;
-  facts.rbac_ready = true;
-  facts.lease_held_by_healthy_manager = true;
-  return facts;
 }
 
 // Every set of `n` states (as sorted lists) that CheckMove's moves reach from all in-tree.

@@ -22,6 +22,7 @@ namespace handoff::rollout {
 namespace {
 
 using ::testing::ElementsAre;
+using testing::GoodFacts;
 using ::testing::HasSubstr;
 using testing::kFinalized;
 using testing::kInTree;
@@ -32,13 +33,6 @@ using ::testing::StartsWith;
 
 constexpr NodeState kStopped = NodeState::kStopped;
 constexpr NodeState kExternal = NodeState::kExternal;
-
-ClusterFacts GoodFacts() {
-  ClusterFacts facts;
-  facts.rbac_ready = true;
-  facts.lease_held_by_healthy_manager = true;
-  return facts;
-}
 
 // Carries out each step: "node:state" for a move, "join d:external", "leave a", then "done" or
 // the step that stopped it. New nodes are named d, e, f, ... after the given ones.

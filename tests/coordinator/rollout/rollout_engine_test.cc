@@ -21,6 +21,7 @@ using ::testing::Not;
 using ::testing::StartsWith;
 
 using Kind = Decision::Kind;
+using testing::GoodFacts;
 using testing::kFinalized;
 using testing::kInconsistent;
 using testing::kInTree;
@@ -28,15 +29,8 @@ using testing::kMigrated;
 using testing::kPrepared;
 using testing::Nodes;
 
-ClusterFacts Ready() {
-  ClusterFacts facts;
-  facts.rbac_ready = true;
-  facts.lease_held_by_healthy_manager = true;
-  return facts;
-}
-
 ClusterFacts NoLease() {
-  ClusterFacts facts = Ready();
+  ClusterFacts facts = GoodFacts();
   facts.lease_held_by_healthy_manager = false;
   return facts;
 }
@@ -44,7 +38,7 @@ ClusterFacts NoLease() {
 std::string Message(const absl::Status& status) { return std::string(status.message()); }
 
 std::vector<std::string> Drive(std::vector<NodeStatus> nodes, NodeState goal,
-                               const ClusterFacts& facts = Ready()) {
+                               const ClusterFacts& facts = GoodFacts()) {
   return testing::Drive(std::move(nodes), Goal{goal}, facts);
 }
 
@@ -57,34 +51,35 @@ TEST(CheckMoveTest, AllowsInTreeToPreparedWithoutAnyClusterFact) {
 }
 
 TEST(CheckMoveTest, RefusesAMoveThatIsNotOneStep) {
-  absl::Status skip = CheckMove(Nodes({kInTree, kInTree, kInTree}), "a", kMigrated, Ready(), {});
+  absl::Status skip =
+      CheckMove(Nodes({kInTree, kInTree, kInTree}), "a", kMigrated, GoodFacts(), {});
   EXPECT_EQ(skip.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(Message(skip), AllOf(StartsWith("not one step: node a is in-tree and migrated"),
                                    HasSubstr("in-tree ⇄ prepared ⇄ migrated ⇄ finalized")));
   absl::Status stay =
-      CheckMove(Nodes({kPrepared, kPrepared, kPrepared}), "b", kPrepared, Ready(), {});
+      CheckMove(Nodes({kPrepared, kPrepared, kPrepared}), "b", kPrepared, GoodFacts(), {});
   EXPECT_THAT(Message(stay), StartsWith("not one step: node b is prepared"));
 }
 
 TEST(CheckMoveTest, RejectsUnknownNodesBadTargetsAndDuplicateNames) {
   std::vector<NodeStatus> nodes = Nodes({kInTree, kInTree, kInTree});
-  absl::Status unknown = CheckMove(nodes, "z", kPrepared, Ready(), {});
+  absl::Status unknown = CheckMove(nodes, "z", kPrepared, GoodFacts(), {});
   EXPECT_EQ(unknown.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(Message(unknown), HasSubstr("no node named z"));
-  absl::Status target = CheckMove(nodes, "a", kInconsistent, Ready(), {});
+  absl::Status target = CheckMove(nodes, "a", kInconsistent, GoodFacts(), {});
   EXPECT_EQ(target.code(), absl::StatusCode::kInvalidArgument);
   nodes[2].name = "a";
-  absl::Status twice = CheckMove(nodes, "b", kPrepared, Ready(), {});
+  absl::Status twice = CheckMove(nodes, "b", kPrepared, GoodFacts(), {});
   EXPECT_EQ(twice.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(Message(twice), HasSubstr("node a is listed twice"));
 }
 
 TEST(CheckMoveTest, RefusesToMoveAnInconsistentNodeOrAnyNodeBesideOne) {
   std::vector<NodeStatus> nodes = Nodes({kInTree, kInconsistent, kInTree});
-  absl::Status beside = CheckMove(nodes, "a", kPrepared, Ready(), {});
+  absl::Status beside = CheckMove(nodes, "a", kPrepared, GoodFacts(), {});
   EXPECT_EQ(beside.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(Message(beside), StartsWith("inconsistent: node b is inconsistent"));
-  EXPECT_THAT(Message(CheckMove(nodes, "b", kPrepared, Ready(), {})),
+  EXPECT_THAT(Message(CheckMove(nodes, "b", kPrepared, GoodFacts(), {})),
               StartsWith("inconsistent: node b"));
 }
 
@@ -95,7 +90,7 @@ TEST(CheckMoveTest, R5HaltedRefusesEveryMoveWithTheReason) {
   control.halted = true;
   control.halt_reason = "node b failed verification of migrated";
   absl::Status status =
-      CheckMove(Nodes({kInTree, kInTree, kInTree}), "a", kPrepared, Ready(), control);
+      CheckMove(Nodes({kInTree, kInTree, kInTree}), "a", kPrepared, GoodFacts(), control);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(Message(status), AllOf(StartsWith("R5: the rollout is halted"),
                                      HasSubstr("node b failed verification of migrated"),
@@ -105,7 +100,7 @@ TEST(CheckMoveTest, R5HaltedRefusesEveryMoveWithTheReason) {
 TEST(CheckMoveTest, PausedRefusesEveryMove) {
   Control control;
   control.paused = true;
-  EXPECT_THAT(Message(CheckMove(Nodes({kInTree}), "a", kPrepared, Ready(), control)),
+  EXPECT_THAT(Message(CheckMove(Nodes({kInTree}), "a", kPrepared, GoodFacts(), control)),
               StartsWith("paused:"));
 }
 
@@ -114,7 +109,7 @@ TEST(CheckMoveTest, PausedRefusesEveryMove) {
 TEST(CheckMoveTest, R4RefusesWhileAnotherNodeIsInTransition) {
   std::vector<NodeStatus> nodes = Nodes({kInTree, kPrepared, kInTree});
   nodes[1].in_transition = true;
-  EXPECT_THAT(Message(CheckMove(nodes, "c", kPrepared, Ready(), {})),
+  EXPECT_THAT(Message(CheckMove(nodes, "c", kPrepared, GoodFacts(), {})),
               StartsWith("R4: node b is in transition"));
 }
 
@@ -123,7 +118,7 @@ TEST(CheckMoveTest, R4NamesEveryNodeInTransition) {
   std::vector<NodeStatus> nodes = Nodes({kPrepared, kPrepared, kInTree});
   nodes[0].in_transition = true;
   nodes[1].in_transition = true;
-  EXPECT_THAT(Message(CheckMove(nodes, "c", kPrepared, Ready(), {})),
+  EXPECT_THAT(Message(CheckMove(nodes, "c", kPrepared, GoodFacts(), {})),
               StartsWith("R4: nodes a, b are in transition"));
 }
 
@@ -131,7 +126,7 @@ TEST(CheckMoveTest, R4RefusesWhileAnyNodeIsNotVerifiedHealthy) {
   std::vector<NodeStatus> nodes = Nodes({kPrepared, kPrepared, kPrepared});
   nodes[1].healthy = false;
   nodes[2].healthy = false;
-  EXPECT_THAT(Message(CheckMove(nodes, "a", kMigrated, Ready(), {})),
+  EXPECT_THAT(Message(CheckMove(nodes, "a", kMigrated, GoodFacts(), {})),
               StartsWith("R4: nodes b, c are not verified healthy"));
 }
 
@@ -144,7 +139,7 @@ TEST(CheckMoveTest, R4TheMigrationLeaseMustBeHeldOnceAnotherNodeIsMigrated) {
   EXPECT_THAT(Message(second), StartsWith("R4: the migration lease is not held by a healthy "
                                           "manager while node a is migrated"));
   EXPECT_TRUE(
-      CheckMove(Nodes({kMigrated, kPrepared, kPrepared}), "b", kMigrated, Ready(), {}).ok());
+      CheckMove(Nodes({kMigrated, kPrepared, kPrepared}), "b", kMigrated, GoodFacts(), {}).ok());
   // Finalizing while others still take part in Leader Migration also needs a holder...
   EXPECT_THAT(
       Message(CheckMove(Nodes({kMigrated, kMigrated, kFinalized}), "a", kFinalized, NoLease(), {})),
@@ -159,7 +154,7 @@ TEST(CheckMoveTest, R4TheMigrationLeaseMustBeHeldOnceAnotherNodeIsMigrated) {
 
 TEST(CheckMoveTest, R4MigratedBackToPreparedNeedsTheLeaseOnlyWhileAnotherNodeIsMigrated) {
   EXPECT_TRUE(
-      CheckMove(Nodes({kMigrated, kMigrated, kMigrated}), "c", kPrepared, Ready(), {}).ok());
+      CheckMove(Nodes({kMigrated, kMigrated, kMigrated}), "c", kPrepared, GoodFacts(), {}).ok());
   EXPECT_THAT(
       Message(CheckMove(Nodes({kMigrated, kMigrated, kMigrated}), "c", kPrepared, NoLease(), {})),
       StartsWith("R4: the migration lease is not held by a healthy manager while nodes a, b are "
@@ -171,17 +166,17 @@ TEST(CheckMoveTest, R4MigratedBackToPreparedNeedsTheLeaseOnlyWhileAnotherNodeIsM
 TEST(CheckMoveTest, TheMovingNodeMustBeConnected) {
   std::vector<NodeStatus> nodes = Nodes({kInTree, kInTree, kInTree});
   nodes[0].connected = false;
-  EXPECT_THAT(Message(CheckMove(nodes, "a", kPrepared, Ready(), {})),
+  EXPECT_THAT(Message(CheckMove(nodes, "a", kPrepared, GoodFacts(), {})),
               StartsWith("disconnected: node a's agent is not connected"));
   // Another node's agent being away does not matter outside R1.
-  EXPECT_TRUE(CheckMove(nodes, "b", kPrepared, Ready(), {}).ok());
+  EXPECT_TRUE(CheckMove(nodes, "b", kPrepared, GoodFacts(), {}).ok());
 }
 
 // --- R1 ---
 
 TEST(CheckMoveTest, R1EveryOtherNodeNotMigratedMustBePrepared) {
   absl::Status status =
-      CheckMove(Nodes({kPrepared, kInTree, kPrepared}), "a", kMigrated, Ready(), {});
+      CheckMove(Nodes({kPrepared, kInTree, kPrepared}), "a", kMigrated, GoodFacts(), {});
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(Message(status), AllOf(StartsWith("R1: b (in-tree) not prepared"),
                                      HasSubstr("before a cloud-controller-manager starts on a")));
@@ -190,16 +185,16 @@ TEST(CheckMoveTest, R1EveryOtherNodeNotMigratedMustBePrepared) {
 TEST(CheckMoveTest, R1EveryOtherPreparedNodeMustBeConnected) {
   std::vector<NodeStatus> nodes = Nodes({kMigrated, kPrepared, kPrepared});
   nodes[2].connected = false;
-  EXPECT_THAT(Message(CheckMove(nodes, "b", kMigrated, Ready(), {})),
+  EXPECT_THAT(Message(CheckMove(nodes, "b", kMigrated, GoodFacts(), {})),
               StartsWith("R1: prepared node c is not connected"));
   // A migrated node's agent may be away: its state cannot change without a move.
   nodes = Nodes({kMigrated, kPrepared, kPrepared});
   nodes[0].connected = false;
-  EXPECT_TRUE(CheckMove(nodes, "b", kMigrated, Ready(), {}).ok());
+  EXPECT_TRUE(CheckMove(nodes, "b", kMigrated, GoodFacts(), {}).ok());
 }
 
 TEST(CheckMoveTest, R1NeedsTheMigrationLeaseRbacIncludingToReenableMigration) {
-  ClusterFacts no_rbac = Ready();
+  ClusterFacts no_rbac = GoodFacts();
   no_rbac.rbac_ready = false;
   EXPECT_THAT(
       Message(CheckMove(Nodes({kPrepared, kPrepared, kPrepared}), "a", kMigrated, no_rbac, {})),
@@ -216,34 +211,35 @@ TEST(CheckMoveTest, R1NeedsTheMigrationLeaseRbacIncludingToReenableMigration) {
 // --- R2 ---
 
 TEST(CheckMoveTest, R2NoNodeFinalizedWhileAnInTreeManagerIsLeft) {
-  EXPECT_THAT(
-      Message(CheckMove(Nodes({kMigrated, kMigrated, kPrepared}), "a", kFinalized, Ready(), {})),
-      AllOf(StartsWith("R2: c (prepared) still running an in-tree kube-controller-manager"),
-            HasSubstr("finalized only when none is left")));
+  EXPECT_THAT(Message(CheckMove(Nodes({kMigrated, kMigrated, kPrepared}), "a", kFinalized,
+                                GoodFacts(), {})),
+              AllOf(StartsWith("R2: c (prepared) still running an in-tree kube-controller-manager"),
+                    HasSubstr("finalized only when none is left")));
   EXPECT_TRUE(
-      CheckMove(Nodes({kMigrated, kMigrated, kFinalized}), "a", kFinalized, Ready(), {}).ok());
+      CheckMove(Nodes({kMigrated, kMigrated, kFinalized}), "a", kFinalized, GoodFacts(), {}).ok());
 }
 
 TEST(CheckMoveTest, R2NoNodeBackToPreparedWhileAnyNodeIsFinalized) {
-  EXPECT_THAT(
-      Message(CheckMove(Nodes({kFinalized, kMigrated, kMigrated}), "c", kPrepared, Ready(), {})),
-      AllOf(StartsWith("R2: node a is finalized"),
-            HasSubstr("move it back to migrated before node c runs")));
+  EXPECT_THAT(Message(CheckMove(Nodes({kFinalized, kMigrated, kMigrated}), "c", kPrepared,
+                                GoodFacts(), {})),
+              AllOf(StartsWith("R2: node a is finalized"),
+                    HasSubstr("move it back to migrated before node c runs")));
 }
 
 TEST(CheckMoveTest, FinalizedBackToMigratedIsAllowed) {
   EXPECT_TRUE(
-      CheckMove(Nodes({kFinalized, kFinalized, kMigrated}), "b", kMigrated, Ready(), {}).ok());
+      CheckMove(Nodes({kFinalized, kFinalized, kMigrated}), "b", kMigrated, GoodFacts(), {}).ok());
 }
 
 // --- R3 ---
 
 TEST(CheckMoveTest, R3NoNodeBackToInTreeWhileACloudControllerManagerRuns) {
   EXPECT_THAT(
-      Message(CheckMove(Nodes({kPrepared, kPrepared, kMigrated}), "a", kInTree, Ready(), {})),
+      Message(CheckMove(Nodes({kPrepared, kPrepared, kMigrated}), "a", kInTree, GoodFacts(), {})),
       AllOf(StartsWith("R3: c (migrated) still running a cloud-controller-manager"),
             HasSubstr("node a returns to in-tree only when none is left")));
-  EXPECT_TRUE(CheckMove(Nodes({kPrepared, kInTree, kPrepared}), "a", kInTree, Ready(), {}).ok());
+  EXPECT_TRUE(
+      CheckMove(Nodes({kPrepared, kInTree, kPrepared}), "a", kInTree, GoodFacts(), {}).ok());
 }
 
 // --- NextStep: each goal's path ---
@@ -290,13 +286,13 @@ TEST(NextStepTest, InTreeWalksBackToPreparedThenToInTreeInReverseOrder) {
 
 TEST(NextStepTest, LeaseHoldersMoveLastInTheirPhase) {
   // Preparing: the in-tree KCM holding its main lease runs the cloud controllers; it goes last.
-  ClusterFacts facts = Ready();
+  ClusterFacts facts = GoodFacts();
   facts.holders.kube_controller_manager = "a";
   EXPECT_THAT(Drive(Nodes({kInTree, kInTree, kInTree}), kPrepared, facts),
               ElementsAre("b:prepared", "c:prepared", "a:prepared", "done"));
   // Back to prepared (reverse node order): a holds nothing, c only the KCM's lease (its KCM runs
   // no cloud controller when migrated), b's CCM the migration lease: a, c, then b.
-  facts = Ready();
+  facts = GoodFacts();
   facts.holders.migration = "b";
   facts.holders.cloud_controller_manager = "b";
   facts.holders.kube_controller_manager = "c";
@@ -304,20 +300,20 @@ TEST(NextStepTest, LeaseHoldersMoveLastInTheirPhase) {
               ElementsAre("a:prepared", "c:prepared", "b:prepared", "done"));
   // Walking back from finalized: the finalized CCM holding its lease runs them; the KCM's lease
   // on a counts less.
-  facts = Ready();
+  facts = GoodFacts();
   facts.holders.cloud_controller_manager = "c";
   facts.holders.kube_controller_manager = "a";
   EXPECT_THAT(Drive(Nodes({kFinalized, kFinalized, kFinalized}), kMigrated, facts),
               ElementsAre("b:migrated", "a:migrated", "c:migrated", "done"));
   // A holder that is not in the phase changes nothing: node order.
-  facts = Ready();
+  facts = GoodFacts();
   facts.holders.migration = "a";
   EXPECT_THAT(Drive(Nodes({kMigrated, kPrepared, kPrepared}), kMigrated, facts),
               ElementsAre("b:migrated", "c:migrated", "done"));
   // The node whose turn it is is waited for when blocked, never skipped.
   std::vector<NodeStatus> nodes = Nodes({kInTree, kInTree, kInTree});
   nodes[1].connected = false;
-  facts = Ready();
+  facts = GoodFacts();
   facts.holders.kube_controller_manager = "a";
   Decision decision = NextStep(nodes, Goal{kPrepared}, facts, Control{});
   EXPECT_EQ(decision.kind, Kind::kWait);
@@ -332,7 +328,7 @@ TEST(NextStepTest, DoneAtTheGoalEvenWhenHaltedButNotWhileANodeIsInTransition) {
   EXPECT_EQ(done.kind, Kind::kDone);
   EXPECT_EQ(done.reason, "every node is migrated");
   nodes[1].in_transition = true;
-  EXPECT_EQ(NextStep(nodes, Goal{kMigrated}, Ready(), Control{}).kind, Kind::kWait);
+  EXPECT_EQ(NextStep(nodes, Goal{kMigrated}, GoodFacts(), Control{}).kind, Kind::kWait);
 }
 
 TEST(NextStepTest, EveryMoveItReturnsPassesCheckMove) {
@@ -378,7 +374,7 @@ TEST(NextStepTest, WaitsWhilePaused) {
   Control paused;
   paused.paused = true;
   Decision decision =
-      NextStep(Nodes({kInTree, kInTree, kInTree}), Goal{kMigrated}, Ready(), paused);
+      NextStep(Nodes({kInTree, kInTree, kInTree}), Goal{kMigrated}, GoodFacts(), paused);
   EXPECT_EQ(decision.kind, Kind::kWait);
   EXPECT_THAT(decision.reason, StartsWith("paused"));
   EXPECT_THAT(decision.node, IsEmpty());
@@ -388,7 +384,7 @@ TEST(NextStepTest, WaitsForTheNodeInTransitionNamingIt) {
   std::vector<NodeStatus> nodes = Nodes({kMigrated, kPrepared, kPrepared});
   nodes[1].in_transition = true;
   nodes[1].connected = false;
-  Decision decision = NextStep(nodes, Goal{kMigrated}, Ready(), Control{});
+  Decision decision = NextStep(nodes, Goal{kMigrated}, GoodFacts(), Control{});
   EXPECT_EQ(decision.kind, Kind::kWait);
   EXPECT_EQ(decision.reason,
             "R4: node b is in transition; the next move waits for its verified "
@@ -398,7 +394,7 @@ TEST(NextStepTest, WaitsForTheNodeInTransitionNamingIt) {
 TEST(NextStepTest, WaitsForTheNextNodeToReconnect) {
   std::vector<NodeStatus> nodes = Nodes({kPrepared, kInTree, kInTree});
   nodes[1].connected = false;
-  Decision decision = NextStep(nodes, Goal{kMigrated}, Ready(), Control{});
+  Decision decision = NextStep(nodes, Goal{kMigrated}, GoodFacts(), Control{});
   EXPECT_EQ(decision.kind, Kind::kWait);
   EXPECT_EQ(decision.reason,
             "to move node b from in-tree to prepared: disconnected: node b's "
@@ -408,7 +404,7 @@ TEST(NextStepTest, WaitsForTheNextNodeToReconnect) {
 TEST(NextStepTest, WaitsForAPreparedNodeToReconnectBeforeMigratingAnother) {
   std::vector<NodeStatus> nodes = Nodes({kPrepared, kPrepared, kPrepared});
   nodes[2].connected = false;
-  Decision decision = NextStep(nodes, Goal{kMigrated}, Ready(), Control{});
+  Decision decision = NextStep(nodes, Goal{kMigrated}, GoodFacts(), Control{});
   EXPECT_EQ(decision.kind, Kind::kWait);
   EXPECT_THAT(decision.reason, AllOf(StartsWith("to move node a from prepared to migrated"),
                                      HasSubstr("R1: prepared node c is not connected")));
@@ -426,25 +422,25 @@ TEST(NextStepTest, StuckWhenHaltedWithTheReason) {
   halted.halted = true;
   halted.halt_reason = "operator abort";
   Decision decision =
-      NextStep(Nodes({kInTree, kInTree, kInTree}), Goal{kMigrated}, Ready(), halted);
+      NextStep(Nodes({kInTree, kInTree, kInTree}), Goal{kMigrated}, GoodFacts(), halted);
   EXPECT_EQ(decision.kind, Kind::kStuck);
   EXPECT_THAT(decision.reason, StartsWith("R5: the rollout is halted (operator abort)"));
 }
 
 TEST(NextStepTest, StuckOnAnInconsistentOrUnhealthyNodeNamingIt) {
   std::vector<NodeStatus> nodes = Nodes({kPrepared, kInconsistent, kPrepared});
-  Decision inconsistent = NextStep(nodes, Goal{kMigrated}, Ready(), Control{});
+  Decision inconsistent = NextStep(nodes, Goal{kMigrated}, GoodFacts(), Control{});
   EXPECT_EQ(inconsistent.kind, Kind::kStuck);
   EXPECT_THAT(inconsistent.reason, StartsWith("inconsistent: node b is inconsistent"));
   nodes = Nodes({kPrepared, kPrepared, kPrepared});
   nodes[2].healthy = false;
-  Decision unhealthy = NextStep(nodes, Goal{kMigrated}, Ready(), Control{});
+  Decision unhealthy = NextStep(nodes, Goal{kMigrated}, GoodFacts(), Control{});
   EXPECT_EQ(unhealthy.kind, Kind::kStuck);
   EXPECT_THAT(unhealthy.reason, StartsWith("R4: node c is not verified healthy"));
 }
 
 TEST(NextStepTest, StuckWithoutRbacAndSaysSoBeforeWaitingForAReconnect) {
-  ClusterFacts no_rbac = Ready();
+  ClusterFacts no_rbac = GoodFacts();
   no_rbac.rbac_ready = false;
   std::vector<NodeStatus> nodes = Nodes({kPrepared, kPrepared, kPrepared});
   nodes[0].connected = false;
@@ -455,18 +451,19 @@ TEST(NextStepTest, StuckWithoutRbacAndSaysSoBeforeWaitingForAReconnect) {
 }
 
 TEST(NextStepTest, StuckOnInvalidInput) {
-  EXPECT_EQ(NextStep({}, Goal{kMigrated}, Ready(), Control{}).kind, Kind::kStuck);
+  EXPECT_EQ(NextStep({}, Goal{kMigrated}, GoodFacts(), Control{}).kind, Kind::kStuck);
   std::vector<NodeStatus> nodes = Nodes({kInTree, kInTree});
   nodes[1].name = "a";
-  Decision twice = NextStep(nodes, Goal{kMigrated}, Ready(), Control{});
+  Decision twice = NextStep(nodes, Goal{kMigrated}, GoodFacts(), Control{});
   EXPECT_EQ(twice.kind, Kind::kStuck);
   EXPECT_THAT(twice.reason, HasSubstr("listed twice"));
-  EXPECT_EQ(NextStep(Nodes({kInTree}), Goal{kInconsistent}, Ready(), Control{}).kind, Kind::kStuck);
+  EXPECT_EQ(NextStep(Nodes({kInTree}), Goal{kInconsistent}, GoodFacts(), Control{}).kind,
+            Kind::kStuck);
 }
 
 TEST(NextStepTest, AMoveNamesTheNodeTheTargetAndTheGoal) {
   Decision decision =
-      NextStep(Nodes({kMigrated, kPrepared, kPrepared}), Goal{kFinalized}, Ready(), Control{});
+      NextStep(Nodes({kMigrated, kPrepared, kPrepared}), Goal{kFinalized}, GoodFacts(), Control{});
   ASSERT_EQ(decision.kind, Kind::kMove);
   EXPECT_EQ(decision.node, "b");
   EXPECT_EQ(decision.to, kMigrated);
@@ -479,22 +476,22 @@ TEST(NextStepTest, NothingMovesWhileAnAgentHasNotSaidHelloNamingThoseNodes) {
   std::vector<NodeStatus> nodes = Nodes({kInTree, kInTree, kInTree});
   nodes[1].awaiting_hello = true;
   nodes[2].awaiting_hello = true;
-  Decision decision = NextStep(nodes, Goal{kMigrated}, Ready(), Control{});
+  Decision decision = NextStep(nodes, Goal{kMigrated}, GoodFacts(), Control{});
   EXPECT_EQ(decision.kind, Kind::kWait);
   EXPECT_EQ(decision.reason,
             "waiting for the agents of b, c to report their nodes' state before anything moves");
   nodes[1].awaiting_hello = nodes[2].awaiting_hello = false;
-  EXPECT_EQ(NextStep(nodes, Goal{kMigrated}, Ready(), Control{}).kind, Kind::kMove);
+  EXPECT_EQ(NextStep(nodes, Goal{kMigrated}, GoodFacts(), Control{}).kind, Kind::kMove);
 }
 
 TEST(NextStepTest, AwaitingAHelloComesBeforeDoneAndBeforeTheHalt) {
   // The stored states may be stale: neither "done" nor any rule can be judged on them.
   std::vector<NodeStatus> nodes = Nodes({kMigrated, kMigrated, kMigrated});
   nodes[0].awaiting_hello = true;
-  EXPECT_EQ(NextStep(nodes, Goal{kMigrated}, Ready(), Control{}).kind, Kind::kWait);
+  EXPECT_EQ(NextStep(nodes, Goal{kMigrated}, GoodFacts(), Control{}).kind, Kind::kWait);
   Control halted;
   halted.halted = true;
-  Decision decision = NextStep(nodes, Goal{kPrepared}, Ready(), halted);
+  Decision decision = NextStep(nodes, Goal{kPrepared}, GoodFacts(), halted);
   EXPECT_EQ(decision.kind, Kind::kWait);
   EXPECT_THAT(decision.reason, StartsWith("waiting for the agents of a "));
 }
@@ -503,7 +500,7 @@ TEST(CheckMoveTest, DoesNotReadAwaitingHello) {
   // A move recorded before a restart is settled on its own node's hello, whoever else is away.
   std::vector<NodeStatus> nodes = Nodes({kInTree, kInTree, kInTree});
   nodes[1].awaiting_hello = true;
-  EXPECT_TRUE(CheckMove(nodes, "a", kPrepared, Ready(), Control{}).ok());
+  EXPECT_TRUE(CheckMove(nodes, "a", kPrepared, GoodFacts(), Control{}).ok());
 }
 
 }  // namespace

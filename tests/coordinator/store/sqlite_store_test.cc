@@ -167,6 +167,16 @@ CREATE TABLE history (
 INSERT INTO meta (key, value) VALUES ('schema_version', 1);
 )sql";
 
+// The columns version 2 (the downtime strategy) added to version 1's rollout table, as it added
+// them.
+constexpr char kVersion2Columns[] =
+    "ALTER TABLE rollout ADD COLUMN strategy TEXT NOT NULL DEFAULT 'leader-migration';"
+    "ALTER TABLE rollout ADD COLUMN downtime_all_stopped_unix_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE rollout ADD COLUMN downtime_controller_manager_back_unix_ms INTEGER NOT NULL "
+    "DEFAULT 0;"
+    "ALTER TABLE rollout ADD COLUMN downtime_cloud_controllers_back_unix_ms INTEGER NOT NULL "
+    "DEFAULT 0;";
+
 constexpr char kVersion1Rows[] = R"sql(
 INSERT INTO rollout (id, rollout_id, goal, paused, halted, halt_reason, in_flight_command_id,
                      in_flight_node, in_flight_from, in_flight_to, in_flight_sent_unix_ms,
@@ -876,15 +886,10 @@ TEST_F(SqliteStoreTest, UpgradesAVersion1DatabaseKeepingEveryValue) {
 // membership never changed, so it began as it is (no launch nodes).
 TEST_F(SqliteStoreTest, UpgradesAVersion2DatabaseKeepingEveryValue) {
   WriteVersion1Database();
-  ASSERT_NO_FATAL_FAILURE(Tamper(
-      "ALTER TABLE rollout ADD COLUMN strategy TEXT NOT NULL DEFAULT 'leader-migration';"
-      "ALTER TABLE rollout ADD COLUMN downtime_all_stopped_unix_ms INTEGER NOT NULL DEFAULT 0;"
-      "ALTER TABLE rollout ADD COLUMN downtime_controller_manager_back_unix_ms INTEGER NOT NULL "
-      "DEFAULT 0;"
-      "ALTER TABLE rollout ADD COLUMN downtime_cloud_controllers_back_unix_ms INTEGER NOT NULL "
-      "DEFAULT 0;"
-      "UPDATE rollout SET strategy = 'downtime', downtime_all_stopped_unix_ms = 17;"
-      "UPDATE meta SET value = 2 WHERE key = 'schema_version';"));
+  ASSERT_NO_FATAL_FAILURE(
+      Tamper(std::string(kVersion2Columns) +
+             "UPDATE rollout SET strategy = 'downtime', downtime_all_stopped_unix_ms = 17;"
+             "UPDATE meta SET value = 2 WHERE key = 'schema_version';"));
   ASSERT_EQ(SchemaVersion(), "2");
   StoredRollout expected = Version1Rollout();
   expected.strategy = Strategy::kDowntime;
@@ -903,16 +908,11 @@ TEST_F(SqliteStoreTest, UpgradesAVersion2DatabaseKeepingEveryValue) {
 // strategy 'replace' and its size then round-trip.
 TEST_F(SqliteStoreTest, UpgradesAVersion3DatabaseAndKeepsAReplacement) {
   WriteVersion1Database();
-  ASSERT_NO_FATAL_FAILURE(Tamper(
-      "ALTER TABLE rollout ADD COLUMN strategy TEXT NOT NULL DEFAULT 'leader-migration';"
-      "ALTER TABLE rollout ADD COLUMN downtime_all_stopped_unix_ms INTEGER NOT NULL DEFAULT 0;"
-      "ALTER TABLE rollout ADD COLUMN downtime_controller_manager_back_unix_ms INTEGER NOT NULL "
-      "DEFAULT 0;"
-      "ALTER TABLE rollout ADD COLUMN downtime_cloud_controllers_back_unix_ms INTEGER NOT NULL "
-      "DEFAULT 0;"
-      "ALTER TABLE rollout ADD COLUMN launch_nodes TEXT NOT NULL DEFAULT '';"
-      "UPDATE rollout SET launch_nodes = 'cp-1' || char(10) || 'cp-2';"
-      "UPDATE meta SET value = 3 WHERE key = 'schema_version';"));
+  ASSERT_NO_FATAL_FAILURE(
+      Tamper(std::string(kVersion2Columns) +
+             "ALTER TABLE rollout ADD COLUMN launch_nodes TEXT NOT NULL DEFAULT '';"
+             "UPDATE rollout SET launch_nodes = 'cp-1' || char(10) || 'cp-2';"
+             "UPDATE meta SET value = 3 WHERE key = 'schema_version';"));
   StoredRollout expected = Version1Rollout();
   expected.launch_nodes = {"cp-1", "cp-2"};
   {
