@@ -212,11 +212,10 @@ go_build kube "$here/kube126" bin "$(version_stamp "$kube_version")" \
   "${kube_commands[@]/#/k8s.io/kubernetes/cmd/}"
 # Of version N+1 only the control plane's images: the nodes keep their 1.26 kubelet and kubeadm
 # (a 1.27 kubelet and kubeadm cost a third of this build, and no run joins a node at 1.27 yet).
-# Built `providerless`, the tag upstream's own providerless jobs build with: 1.27 has no in-tree
-# AWS provider left (kubernetes PR #115838), so these components run with
-# --cloud-provider=external wherever the nodes are AWS's, and the tag leaves out only the GCE,
-# Azure and vSphere providers and volume plugins, a quarter of the build's Go source, which
-# nothing here would run.
+# Built with upstream's `providerless` build tag: 1.27 has no in-tree AWS provider left
+# (kubernetes PR #115838), so these components run with --cloud-provider=external wherever the
+# nodes are AWS's, and the tag leaves out only the GCE, Azure and vSphere providers and volume
+# plugins, which nothing here would run (kube-controller-manager 114 → 70 MB).
 kube_next_commands=(kube-apiserver kube-controller-manager kube-scheduler)
 tags=providerless go_build kube127 "$here/kube127" kube127/bin "$(version_stamp "$kube_next_version")" \
   "${kube_next_commands[@]/#/k8s.io/kubernetes/cmd/}"
