@@ -7,8 +7,9 @@
 #      those two are done, so that it takes only what they leave idle, the second C++ build: clang,
 #      unoptimised, ASan and UBSan, with libFuzzer's coverage where the fuzz targets reach
 #      (tests/fuzz);
-#   2. in the background, the kubeadm cluster's runs (label "kubeadm": real kubelets and
-#      containerd; minutes of waiting for each real move);
+#   2. in the background, once the components are built (at once when they were up to date),
+#      the kubeadm cluster's runs (label "kubeadm": real kubelets and containerd; minutes of
+#      waiting for each real move);
 #   3. meanwhile, in front: the whole-system runs on the model (label "sandbox", while the Go
 #      builds finish) and on the real components (label "real"): mostly waiting for leases, on
 #      addresses of their own, 127.0.1.N, where the kubeadm cluster has its own bridge; the
@@ -109,6 +110,39 @@ timed "the optimised build" env HANDOFF_BUILD_DIR=build bash packaging/build.sh 
   -DHANDOFF_WERROR=ON -DHANDOFF_SANITIZE=OFF \
   -DHANDOFF_UNIT_TESTS=OFF
 
+# Once the components are built: HANDOFF_REQUIRE_REAL, and the kubeadm cluster's runs (the
+# longest job after the builds) start in the background.
+kubeadm_pid=""
+start_kubeadm_runs() {
+  stage "build: waiting for the real components"
+  if ! wait "$components_pid"; then
+    cat "$components_log" >&2
+    echo "tests/run.sh: tests/real/components.sh failed (log above)" >&2
+    exit 1
+  fi
+  cat "$components_log"
+  rm -f "$components_log"
+
+  # A test labelled "real" or "kubeadm" fails, rather than skips, when a component is missing.
+  export HANDOFF_REQUIRE_REAL=1
+
+  # From here the sanitizer build is what the end waits for: it takes an equal share beside the
+  # whole-system runs (mostly waiting for leases and kubelets) instead of only what they leave
+  # idle.
+  { echo 0 > "/proc/$sanitize_pid/autogroup"; } 2> /dev/null || true
+
+  kubeadm_log="$(mktemp)"
+  stage "test: the kubeadm cluster's runs (label kubeadm), in the background: log in $kubeadm_log"
+  setsid bash -c 'TIMEFORMAT="the kubeadm runs: $TIMEFORMAT"
+    time ctest --test-dir build --output-on-failure --label-regex "^kubeadm\$"' > "$kubeadm_log" 2>&1 &
+  kubeadm_pid=$!
+  background_groups+=("$kubeadm_pid")
+}
+
+# With warm caches the components are already up to date (their job has ended): the kubeadm runs
+# go first, beside everything else, since the end waits for them.
+if ! kill -0 "$components_pid" 2> /dev/null; then start_kubeadm_runs; fi
+
 # The model's whole-system runs and the package need no upstream component: they run while the
 # Go builds finish.
 stage "test: the model's whole-system runs (label sandbox), one at a time"
@@ -117,28 +151,7 @@ ctest --test-dir build --output-on-failure --label-regex '^sandbox$'
 stage "test: the package and the systemd units, of the optimised build"
 ctest --test-dir build --output-on-failure --label-regex '^(package|systemd)$'
 
-stage "build: waiting for the real components"
-if ! wait "$components_pid"; then
-  cat "$components_log" >&2
-  echo "tests/run.sh: tests/real/components.sh failed (log above)" >&2
-  exit 1
-fi
-cat "$components_log"
-rm -f "$components_log"
-
-# A test labelled "real" or "kubeadm" fails, rather than skips, when a component is missing.
-export HANDOFF_REQUIRE_REAL=1
-
-# From here the sanitizer build is what the end waits for: it takes an equal share beside the
-# whole-system runs (mostly waiting for leases and kubelets) instead of only what they leave idle.
-{ echo 0 > "/proc/$sanitize_pid/autogroup"; } 2> /dev/null || true
-
-kubeadm_log="$(mktemp)"
-stage "test: the kubeadm cluster's runs (label kubeadm), in the background: log in $kubeadm_log"
-setsid bash -c 'TIMEFORMAT="the kubeadm runs: $TIMEFORMAT"
-  time ctest --test-dir build --output-on-failure --label-regex "^kubeadm\$"' > "$kubeadm_log" 2>&1 &
-kubeadm_pid=$!
-background_groups+=("$kubeadm_pid")
+[ -n "$kubeadm_pid" ] || start_kubeadm_runs
 
 stage "test: the whole-system runs on the real components (label real), one at a time"
 ctest --test-dir build --output-on-failure --label-regex '^real$'

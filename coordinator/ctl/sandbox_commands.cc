@@ -53,14 +53,33 @@ int Run(CommandContext& context, SandboxFlags& flags) {
   }
   flags.options.lease_release = flags.lease_release == "on";
   flags.options.downtime = flags.strategy == "downtime";
+  flags.options.replace = flags.strategy == "replace";
+  if (flags.options.replace &&
+      (flags.options.cluster != sandbox::ClusterKind::kKubeadm || !flags.options.faults.empty() ||
+       flags.goal != "migrated" || flags.options.unsafe_order || flags.options.kubeadm_upgrade)) {
+    context.err() << "handoffctl sandbox: --strategy replace joins and resets machines with the "
+                     "real kubeadm: it needs --cluster kubeadm, and no --fault, --goal prepared, "
+                     "--kubeadm-upgrade or --unsafe-order-for-tests\n";
+    return kExitRefused;
+  }
+  if (flags.options.kubeadm_upgrade &&
+      (flags.options.cluster != sandbox::ClusterKind::kKubeadm || !flags.options.faults.empty() ||
+       flags.options.downtime || flags.goal != "migrated" || flags.options.unsafe_order)) {
+    context.err() << "handoffctl sandbox: --kubeadm-upgrade runs the real kubeadm after the move "
+                     "to migrated: it needs --cluster kubeadm, and no --fault, --goal prepared or "
+                     "--strategy downtime\n";
+    return kExitRefused;
+  }
   // The first line says what is rehearsed, so that a kept log (or the benchmark reading it)
   // tells runs with and without the release apart.
-  context.out() << "handoffctl sandbox: --cluster " << flags.cluster << ", "
-                << flags.options.nodes << " nodes, lease release "
+  context.out() << "handoffctl sandbox: --cluster " << flags.cluster << ", " << flags.options.nodes
+                << " nodes, lease release "
                 << (flags.options.lease_release ? "on (the coordinator releases a stopped "
                                                   "holder's leases on proof of its exit)"
                                                 : "off (a stopped holder's leases expire)")
-                << (flags.options.downtime ? ", downtime strategy" : "") << "\n";
+                << (flags.options.downtime ? ", downtime strategy" : "")
+                << (flags.options.replace ? ", replace strategy" : "")
+                << (flags.options.kubeadm_upgrade ? ", then kubeadm upgrade and join" : "") << "\n";
   const CtlEnvironment& environment = context.environment();
   return sandbox::RunSandbox(flags.options, context.out(), context.err(), [&environment] {
     return environment.interrupted && environment.interrupted();
@@ -125,13 +144,19 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context) {
       "proves the old process exited, so a waiting successor takes it at its next retry; off, "
       "the lease expires on its own (a gap of up to a lease duration more). The first line "
       "says which; compare the handovers of the summary (bench/handover runs both)");
-  command->add_option("--strategy", flags->strategy,
-                      "leader-migration (default) or downtime: rehearse `handoffctl start "
-                      "--strategy downtime` (every kube-controller-manager stopped, every node "
-                      "switched to external after its instance's cluster tag is checked, then "
-                      "the cloud-controller-manager started everywhere) and its rollback; the "
-                      "summary reports the outage the coordinator measured")
-      ->check(CLI::IsMember({"leader-migration", "downtime"}));
+  command
+      ->add_option("--strategy", flags->strategy,
+                   "leader-migration (default), downtime or replace. downtime: rehearse "
+                   "`handoffctl start --strategy downtime` (every kube-controller-manager "
+                   "stopped, every node switched to external after its instance's cluster tag "
+                   "is checked, then the cloud-controller-manager started everywhere) and its "
+                   "rollback; the summary reports the outage the coordinator measured. "
+                   "replace (--cluster kubeadm): `start --strategy replace` and `rollback "
+                   "--strategy replace`, the sandbox doing what `status` asks for with the "
+                   "real kubeadm: each node replaced by a machine joined at 1.27 (kubeadm "
+                   "join --control-plane), the old one reset and its Node deleted; then back "
+                   "by machines joined at 1.26 with Leader Migration")
+      ->check(CLI::IsMember({"leader-migration", "downtime", "replace"}));
   command
       ->add_option("--goal", flags->goal,
                    "How far each rollout goes before the rollback: migrated (default: every "
@@ -140,6 +165,15 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context) {
                    "way, the shortest path a fault can hit; --fault unhealthy still goes to "
                    "migrated)")
       ->check(CLI::IsMember({"migrated", "prepared"}));
+  command->add_flag(
+      "--kubeadm-upgrade", flags->options.kubeadm_upgrade,
+      "--cluster kubeadm: after the rollout to migrated, instead of the rollback, what an "
+      "operator does with kubeadm once the move is over: `handoffctl finalize`, `handoffctl "
+      "kubeadm-config apply`, the real `kubeadm upgrade apply v1.27.16` on the first node and "
+      "`kubeadm upgrade node` on the others (every node must stay external with its "
+      "cloud-controller-manager running), then one more machine joined with `kubeadm join "
+      "--control-plane` at v1.27.16, `handoffctl nodes add`ed and brought to finalized by the "
+      "coordinator; no handover gap may be long meanwhile");
   command->add_option("--bin-dir", flags->options.bin_dir,
                       "Where handoff-coordinator, handoff-agent, handoff-standin and "
                       "handoff-sandbox-kubelet are (default: beside handoffctl, the helpers there or, as the "

@@ -1,5 +1,6 @@
 #include "coordinator/kube/etcd_members.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "agent/base/strings.h"
@@ -28,9 +29,13 @@ absl::StatusOr<std::vector<EtcdMember>> ParseEtcdMembers(std::string_view body) 
     if (const auto name = item.find("name"); name != item.end() && name->is_string()) {
       member.name = name->get<std::string>();
     }
-    if (const auto urls = item.find("peerURLs"); urls != item.end() && urls->is_array()) {
-      for (const Json& url : *urls) {
-        if (url.is_string()) member.peer_urls.push_back(url.get<std::string>());
+    for (const auto& [key, into] :
+         {std::pair<const char*, std::vector<std::string>*>{"peerURLs", &member.peer_urls},
+          {"clientURLs", &member.client_urls}}) {
+      if (const auto urls = item.find(key); urls != item.end() && urls->is_array()) {
+        for (const Json& url : *urls) {
+          if (url.is_string()) into->push_back(url.get<std::string>());
+        }
       }
     }
     if (const auto learner = item.find("isLearner");
@@ -55,6 +60,66 @@ absl::StatusOr<std::vector<EtcdMember>> ListEtcdMembers(HttpTransport& transport
         StrCat("etcd answered the member list with HTTP ", response->status, ": ", response->body));
   }
   return ParseEtcdMembers(response->body);
+}
+
+EtcdMemberLister::EtcdMemberLister(std::vector<std::string> endpoints, TransportFactory factory)
+    : given_(std::move(endpoints)), factory_(std::move(factory)) {}
+
+std::vector<std::string> EtcdMemberLister::Endpoints() const {
+  std::vector<std::string> order;
+  const auto add = [&order](const std::string& endpoint) {
+    if (!endpoint.empty() && std::find(order.begin(), order.end(), endpoint) == order.end()) {
+      order.push_back(endpoint);
+    }
+  };
+  add(last_good_);
+  for (const std::string& endpoint : learned_) add(endpoint);
+  for (const std::string& endpoint : given_) add(endpoint);
+  return order;
+}
+
+absl::StatusOr<std::vector<EtcdMember>> EtcdMemberLister::List() {
+  const std::vector<std::string> order = Endpoints();
+  absl::Status last = absl::FailedPreconditionError("no etcd endpoint");
+  for (const std::string& endpoint : order) {
+    std::unique_ptr<HttpTransport>& transport = transports_[endpoint];
+    if (transport == nullptr) {
+      absl::StatusOr<std::unique_ptr<HttpTransport>> made = factory_(endpoint);
+      if (!made.ok()) {
+        last = made.status();
+        continue;
+      }
+      transport = *std::move(made);
+    }
+    absl::StatusOr<std::vector<EtcdMember>> members = ListEtcdMembers(*transport);
+    if (!members.ok()) {
+      last = members.status();
+      continue;
+    }
+    last_good_ = endpoint;
+    learned_.clear();
+    for (const EtcdMember& member : *members) {
+      for (const std::string& url : member.client_urls) learned_.push_back(url);
+    }
+    return members;
+  }
+  return absl::Status(last.code(), StrCat("no etcd endpoint answered (", StrJoin(order, ", "),
+                                          "); the last: ", last.message()));
+}
+
+absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(std::string_view list) {
+  std::vector<std::string> endpoints;
+  for (std::string_view part : StrSplit(list, ",", true)) {
+    std::string endpoint(StripWhitespace(part));
+    while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
+    if (endpoint.rfind("https://", 0) != 0 && endpoint.rfind("http://", 0) != 0) {
+      return absl::InvalidArgumentError(
+          StrCat("--etcd-endpoint ", part, " is not an http(s) URL (https://127.0.0.1:2379)"));
+    }
+    endpoints.push_back(std::move(endpoint));
+  }
+  if (endpoints.empty()) return absl::InvalidArgumentError("--etcd-endpoint names no endpoint");
+  return endpoints;
 }
 
 absl::StatusOr<ClusterCredentials> EtcdCredentials(const FileSystem& fs,

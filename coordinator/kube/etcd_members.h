@@ -6,6 +6,9 @@
 #ifndef HANDOFF_COORDINATOR_KUBE_ETCD_MEMBERS_H_
 #define HANDOFF_COORDINATOR_KUBE_ETCD_MEMBERS_H_
 
+#include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +23,7 @@ struct EtcdMember {
   std::string id;    // decimal, as the gateway sends the uint64 (etcdctl prints it in hex)
   std::string name;  // "" for a member added but not started yet
   std::vector<std::string> peer_urls;
+  std::vector<std::string> client_urls;
   bool learner = false;
 };
 
@@ -30,6 +34,35 @@ absl::StatusOr<std::vector<EtcdMember>> ParseEtcdMembers(std::string_view body);
 // Asks the etcd `transport` reaches. Errors: the transport's; FailedPrecondition for an HTTP
 // status other than 200 (with etcd's message), InvalidArgument for an answer that does not parse.
 absl::StatusOr<std::vector<EtcdMember>> ListEtcdMembers(HttpTransport& transport);
+
+// etcd's member list from whichever member answers, as an etcd client with auto-sync keeps its
+// endpoints: the endpoint that answered last first, then the client URLs of the members of the last
+// answer, then the endpoints it was given. A control plane replaced node by node keeps answering
+// after the node it was first pointed at is gone. Thread-compatible.
+class EtcdMemberLister {
+ public:
+  // A transport to one endpoint ("https://172.31.250.10:2379").
+  using TransportFactory =
+      std::function<absl::StatusOr<std::unique_ptr<HttpTransport>>(const std::string& endpoint)>;
+  EtcdMemberLister(std::vector<std::string> endpoints, TransportFactory factory);
+
+  // ListEtcdMembers from the first endpoint, in the order above, that answers; the last error,
+  // naming every endpoint tried, when none does.
+  absl::StatusOr<std::vector<EtcdMember>> List();
+  // In the order the next List tries them.
+  std::vector<std::string> Endpoints() const;
+
+ private:
+  std::vector<std::string> given_;
+  std::vector<std::string> learned_;  // the client URLs of the last answer
+  std::string last_good_;
+  TransportFactory factory_;
+  std::map<std::string, std::unique_ptr<HttpTransport>> transports_;
+};
+
+// The endpoints of --etcd-endpoint: comma-separated http(s) URLs, a trailing '/' dropped.
+// InvalidArgument naming one that is not such a URL, or for none.
+absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(std::string_view list);
 
 // The etcd client of the coordinator (--etcd-endpoint, --etcd-ca, --etcd-cert, --etcd-key): the
 // endpoint's URL and the PEM files read. InvalidArgument naming the flag whose file cannot be

@@ -237,6 +237,22 @@ absl::Status SandboxRun::Setup() {
     setup.nodes.push_back(node.node);
     nodes_.push_back(std::move(node));
   }
+  // Machines to join later: one for a join after the move; for a replacement one per node each
+  // way.
+  const int spares = options_.kubeadm_upgrade ? 1 : options_.replace ? 2 * options_.nodes : 0;
+  if (spares > 0 && options_.cluster != ClusterKind::kKubeadm) {
+    return absl::InvalidArgumentError(
+        "--kubeadm-upgrade and --strategy replace need --cluster kubeadm");
+  }
+  for (int i = 1; i <= spares; ++i) {
+    NodeRun spare;
+    spare.node.spec = MakeKubeadmNode(options_.nodes + i);
+    spare.node.root = Path(StrCat("nodes/", spare.spec().name));
+    absl::Status made = EnsureDirectory(*fs_, spare.root(), 0755);
+    if (!made.ok()) return made;
+    setup.spares.push_back(spare.node);
+    spares_.push_back(std::move(spare));
+  }
   absl::StatusOr<std::unique_ptr<SandboxCluster>> cluster =
       NewSandboxCluster(options_.cluster, setup);
   if (!cluster.ok()) return cluster.status();
@@ -298,9 +314,11 @@ absl::Status SandboxRun::MakeCertificates() {
       {"init", "--validity", "24h"},
       coordinator,
       {"issue", "--operator", kOperator, "--out", Path("pki/operator")}};
-  for (const NodeRun& node : nodes_) {
-    commands.push_back({"issue", "--node", node.spec().name, "--out",
-                        Path(StrCat("pki/agent-", node.spec().name))});
+  for (const std::vector<NodeRun>* group : {&nodes_, &spares_}) {
+    for (const NodeRun& node : *group) {
+      commands.push_back({"issue", "--node", node.spec().name, "--out",
+                          Path(StrCat("pki/agent-", node.spec().name))});
+    }
   }
   const std::string log = Path("logs/handoffctl-certs.log");
   for (std::vector<std::string>& command : commands) {
@@ -371,22 +389,32 @@ absl::Status SandboxRun::StartCoordinator() {
   (void)fs_->RemoveFile(port_file);
   // Started as the package starts it: every option from its configuration file.
   const std::string config = Path("coordinator.yaml");
+  std::vector<std::pair<std::string, std::string>> etcd;
+  if (std::optional<EtcdAccess> access = cluster_->Etcd()) {
+    // What the replace strategy reads etcd's member list with, as the README sets it up.
+    etcd = {{"etcd-endpoint", StrJoin(access->endpoints, ",")},
+            {"etcd-ca", access->ca_file},
+            {"etcd-cert", access->cert_file},
+            {"etcd-key", access->key_file}};
+  }
+  std::vector<std::pair<std::string, std::string>> keys = {
+      {"listen", StrCat(cluster_->CoordinatorHost(), ":", coordinator_port_)},
+      {"port-file", port_file},
+      {"state-dir", Path("coordinator")},
+      {"ca", Path("pki/handoff/ca.crt")},
+      {"cert", Path("pki/coordinator.crt")},
+      {"key", Path("pki/coordinator.key")},
+      {"nodes", nodes},
+      {"settings", Path("settings.yaml")},
+      {"kubeconfig", Path("admin.conf")},
+      {"facts-interval", "300ms"},
+      {"shutdown-grace", "2s"},
+      {"lease-release", options_.lease_release ? "on" : "off"},
+      {"metrics-listen", StrCat("127.0.0.1:", coordinator_metrics_port_)},
+      {"log-format", "text"}};
+  keys.insert(keys.end(), etcd.begin(), etcd.end());
   absl::Status written = WriteFile(
-      config, DaemonConfig("handoff-coordinator for this sandbox, started with --config",
-                           {{"listen", StrCat(cluster_->CoordinatorHost(), ":", coordinator_port_)},
-                            {"port-file", port_file},
-                            {"state-dir", Path("coordinator")},
-                            {"ca", Path("pki/handoff/ca.crt")},
-                            {"cert", Path("pki/coordinator.crt")},
-                            {"key", Path("pki/coordinator.key")},
-                            {"nodes", nodes},
-                            {"settings", Path("settings.yaml")},
-                            {"kubeconfig", Path("admin.conf")},
-                            {"facts-interval", "300ms"},
-                            {"shutdown-grace", "2s"},
-                            {"lease-release", options_.lease_release ? "on" : "off"},
-                            {"metrics-listen", StrCat("127.0.0.1:", coordinator_metrics_port_)},
-                            {"log-format", "text"}}));
+      config, DaemonConfig("handoff-coordinator for this sandbox, started with --config", keys));
   if (!written.ok()) return written;
   std::vector<std::string> argv = {Bin("handoff-coordinator"), "--config", config};
   absl::StatusOr<std::unique_ptr<Process>> started = SpawnOwned(argv, Path("logs/coordinator.log"));
@@ -494,8 +522,10 @@ void SandboxRun::TearDown() {
   if (torn_down_) return;
   torn_down_ = true;
   feed_.reset();
-  for (NodeRun& node : nodes_) {
-    if (node.agent) node.agent->Stop(SIGTERM, absl::Seconds(5));
+  for (std::vector<NodeRun>* group : {&nodes_, &spares_}) {
+    for (NodeRun& node : *group) {
+      if (node.agent) node.agent->Stop(SIGTERM, absl::Seconds(5));
+    }
   }
   if (coordinator_) coordinator_->Stop(SIGTERM, absl::Seconds(5));
   if (cluster_) cluster_->Stop();

@@ -16,6 +16,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ struct ClusterSetup {
   std::string bin_dir;  // where handoff-standin, handoff-sandbox-kubelet, ... are
   LeaseTiming timing;   // every manager's leader-election timing
   std::vector<ClusterNode> nodes;
+  // Machines launched with the others but not part of the cluster yet: each joins later
+  // (SandboxCluster::JoinWithKubeadm). Only the kubeadm cluster has any.
+  std::vector<ClusterNode> spares;
   bool keep = false;  // --keep: the directory stays after the run
   // A progress line for the operator ("[12.3s] ..." is added by the sandbox).
   std::function<void(const std::string&)> say;
@@ -96,6 +100,22 @@ struct AgentHost {
   std::string local_settings;
 };
 
+// How a spare machine joins with kubeadm (SandboxCluster::JoinWithKubeadm):
+//   kNextExternal   at version N+1, its kubelet `cloud-provider: external`: after the move, or
+//                   forward in a replacement (kube-system/kubeadm-config applied external);
+//   kPreviousInTree at version N, its kubelet with the in-tree provider: back in a rollback by
+//                   replacement (kubeadm-config applied --to prepared, /etc/leadermigration.conf
+//                   written on the machine first).
+enum class KubeadmJoin { kNextExternal, kPreviousInTree };
+
+// What a client of the cluster's etcd needs (the coordinator's --etcd-endpoint and its files).
+struct EtcdAccess {
+  std::vector<std::string> endpoints;  // "https://172.31.250.10:2379", ...
+  std::string ca_file;                 // on the host
+  std::string cert_file;
+  std::string key_file;
+};
+
 // Used by the sandbox's main thread only; borrowed by nothing.
 class SandboxCluster {
  public:
@@ -133,6 +153,30 @@ class SandboxCluster {
     return absl::UnimplementedError(StrCat("--fault kubelet-unsynced needs --cluster kubeadm: ",
                                            node.spec.name, "'s kubelet is a simulated one"));
   }
+
+  // --kubeadm-upgrade, after the move and `kubeadm-config apply`: the real `kubeadm upgrade
+  // apply` to version N+1 on the first of `members`, then `kubeadm upgrade node` on each other,
+  // with version N+1's kubeadm, as the operator runs them. Unimplemented where kubeadm did not
+  // build the cluster.
+  virtual absl::Status UpgradeWithKubeadm(const std::vector<ClusterNode>& members) {
+    return absl::UnimplementedError(StrCat("--kubeadm-upgrade needs --cluster kubeadm: ",
+                                           members.size(), " nodes kubeadm did not build"));
+  }
+  // `kubeadm join --control-plane` of `spare` (ClusterSetup::spares) as `join` says, with that
+  // version's kubeadm: what an operator runs to add a node.
+  virtual absl::Status JoinWithKubeadm(const ClusterNode& spare, KubeadmJoin /*join*/) {
+    return absl::UnimplementedError(
+        StrCat("joining ", spare.spec.name, " needs --cluster kubeadm"));
+  }
+  // `kubeadm reset --force` on `member` with the kubeadm of the version it joined at: its etcd
+  // member removed, its static pods stopped, kubeadm's files gone; what an operator runs on a
+  // machine before terminating it.
+  virtual absl::Status ResetWithKubeadm(const ClusterNode& member) {
+    return absl::UnimplementedError(
+        StrCat("resetting ", member.spec.name, " needs --cluster kubeadm"));
+  }
+  // The cluster's etcd, once Start has run; nullopt where the sandbox cannot reach one.
+  virtual std::optional<EtcdAccess> Etcd() const { return std::nullopt; }
 
   // The sandbox started `pid` on the host (the coordinator, a command): a cluster that must
   // leave the host as it found it even when the sandbox dies keeps track of it.

@@ -52,10 +52,13 @@ std::vector<std::string> SandboxRun::ScrapeMetrics() {
   };
   std::vector<Scraped> daemons = {{"coordinator", "127.0.0.1", coordinator_metrics_port_,
                                    coordinator_ && coordinator_->running()}};
-  for (const NodeRun& node : nodes_) {
-    daemons.push_back({StrCat("agent-", node.spec().name),
-                       cluster_->AgentHostOf(node.node).metrics_host, node.metrics_port,
-                       node.agent && node.agent->running()});
+  // The agents running now: a replaced node's stopped with its machine, a joined one's started.
+  for (const std::vector<NodeRun>* group : {&nodes_, &spares_}) {
+    for (const NodeRun& node : *group) {
+      daemons.push_back({StrCat("agent-", node.spec().name),
+                         cluster_->AgentHostOf(node.node).metrics_host, node.metrics_port,
+                         node.agent && node.agent->running()});
+    }
   }
   std::vector<std::string> lines = {
       StrCat("metrics (Prometheus text, each daemon's --metrics-listen) in ", Path("metrics"), ":")};
@@ -175,7 +178,9 @@ int SandboxRun::Run() {
              options_.nodes,
              " agents connected (mutual TLS, one certificate each from handoffctl certs; every "
              "daemon started from its --config file)"));
-  return options_.unsafe_order ? RunUnsafeOrder() : RunRollout();
+  if (options_.unsafe_order) return RunUnsafeOrder();
+  if (options_.replace) return RunReplacement();
+  return options_.kubeadm_upgrade ? RunKubeadmUpgrade() : RunRollout();
 }
 
 namespace {

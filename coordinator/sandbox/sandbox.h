@@ -73,6 +73,19 @@ struct SandboxOptions {
   // kube-controller-manager stopped, every node switched to external, then the
   // cloud-controller-manager started; the summary reports the outage the coordinator measured.
   bool downtime = false;
+  // --kubeadm-upgrade (kubeadm cluster): what comes after the move instead of the rollback. The
+  // rollout to migrated, `finalize`, `handoffctl kubeadm-config apply`, the real `kubeadm upgrade
+  // apply v1.27.16` on the first node and `kubeadm upgrade node` on the others (every node must
+  // stay external with its cloud-controller-manager), then one more machine joined with
+  // `kubeadm join --control-plane` at v1.27.16, `handoffctl nodes add`ed and brought to
+  // finalized by the coordinator.
+  bool kubeadm_upgrade = false;
+  // --strategy replace (kubeadm cluster): `handoffctl start --strategy replace` and `rollback
+  // --strategy replace`, the sandbox acting as the operator's automation on what `status` asks
+  // for: each node of 1.26 replaced by a machine joined at 1.27 (`kubeadm join --control-plane`),
+  // the old one `kubeadm reset` and its Node deleted; then back, each replaced by a machine
+  // joined at 1.26 with Leader Migration. Twice as many spare machines as nodes.
+  bool replace = false;
   absl::Duration timeout = absl::Minutes(5);
 };
 

@@ -39,6 +39,9 @@ namespace handoff::sandbox {
 // The coordinator's gRPC server name in its certificate.
 inline constexpr char kCoordinatorServerName[] = "localhost";
 
+// Whether the rollout has members and every one is at `state` (scenario.cc).
+bool AllAt(const v1::RolloutStatus& status, v1::NodeState state);
+
 class SandboxRun {
  public:
   SandboxRun(const SandboxOptions& options, std::ostream& out, std::ostream& err,
@@ -103,6 +106,25 @@ class SandboxRun {
   }
   int RunRollout();
   int RunUnsafeOrder();
+  // --kubeadm-upgrade: the move, finalize, kubeadm's upgrade and a join after it.
+  int RunKubeadmUpgrade();
+  // --strategy replace: the rollout and the rollback by replacement (replacement_run.cc).
+  int RunReplacement();
+  absl::Status ReplaceForwardAndBack();
+  // Does what the coordinator's replacement asks for (a machine to join, a node to reset and
+  // delete), as an operator's automation would, until every member is at `goal`.
+  absl::Status ServeReplacement(v1::NodeState goal);
+  absl::Status JoinSpare(NodeRun& spare, v1::NodeState join_state);
+  absl::Status RemoveMember(const std::string& name);
+  // The node of that name, a member or a spare; null when there is none.
+  NodeRun* FindNode(const std::string& name);
+  absl::Status UpgradeAndJoinAfterTheMove();
+  // Runs `handoffctl <args>` as the operator runs it, to its end; its output in logs/<log>.log.
+  absl::Status RunHandoffctl(const std::vector<std::string>& args, const std::string& log);
+  // That every one of `nodes` runs kube-controller-manager `version` with --cloud-provider=external
+  // and a cloud-controller-manager, as the API server's mirror pods show them.
+  absl::Status CheckExternalControlPlanes(const std::vector<std::string>& nodes,
+                                          const std::string& version);
   // Prints what `handoffctl status` says now (the CLI run as an operator runs it).
   void ShowOperatorStatus();
   // Each daemon's /metrics, saved in metrics/ (coordinator.prom, agent-<node>.prom); the
@@ -164,6 +186,11 @@ class SandboxRun {
   absl::Time started_;
   LeaseTiming timing_;
   std::vector<NodeRun> nodes_;
+  // Machines that join later (ClusterSetup::spares), with their agents once they have joined.
+  std::vector<NodeRun> spares_;
+  size_t spares_used_ = 0;
+  // The kubeadm-config applies done so far ("external", "prepared"): each once per direction.
+  std::set<std::string> kubeadm_config_applied_;
   std::unique_ptr<SandboxCluster> cluster_;
 
   ApiServerCertificates certificates_;

@@ -32,6 +32,8 @@ std::string NodeStateText(v1::NodeState state) {
   }
 }
 
+}  // namespace
+
 bool AllAt(const v1::RolloutStatus& status, v1::NodeState state) {
   if (status.nodes_size() == 0) return false;
   for (const v1::NodeProgress& node : status.nodes()) {
@@ -39,8 +41,6 @@ bool AllAt(const v1::RolloutStatus& status, v1::NodeState state) {
   }
   return true;
 }
-
-}  // namespace
 
 absl::Status SandboxRun::Call(const std::string& what,
                               const std::function<absl::Status(ctl::OperatorClient&)>& call) {

@@ -9,7 +9,7 @@ namespace handoff::server {
 
 KubeFactsSource::KubeFactsSource(std::unique_ptr<kube::KubeClient> client, Clock& clock,
                                  kube::RbacOptions rbac, kube::LeaseNames leases,
-                                 std::unique_ptr<kube::HttpTransport> etcd)
+                                 std::unique_ptr<kube::EtcdMemberLister> etcd)
     : client_(std::move(client)),
       clock_(clock),
       rbac_(std::move(rbac)),
@@ -63,7 +63,7 @@ FactsReport KubeFactsSource::Check(const std::vector<std::string>& leaving) {
   if (!leaving.empty() && etcd_ == nullptr) {
     report.etcd_members_detail = "the coordinator has no --etcd-endpoint";
   } else if (!leaving.empty()) {
-    absl::StatusOr<std::vector<kube::EtcdMember>> members = kube::ListEtcdMembers(*etcd_);
+    absl::StatusOr<std::vector<kube::EtcdMember>> members = etcd_->List();
     if (members.ok()) {
       report.etcd_members.emplace();
       for (const kube::EtcdMember& member : *members) report.etcd_members->push_back(member.name);

@@ -9,6 +9,7 @@
 
 #include "agent/system/clock.h"
 #include "coordinator/kube/client.h"
+#include "coordinator/kube/etcd_members.h"
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/lease.h"
 #include "coordinator/kube/rbac.h"
@@ -32,7 +33,7 @@ class KubeFactsSource : public FactsSource {
   // Owns `client` and `etcd` (null: etcd's member list is not read); borrows `clock`.
   KubeFactsSource(std::unique_ptr<kube::KubeClient> client, Clock& clock,
                   kube::RbacOptions rbac = {}, kube::LeaseNames leases = {},
-                  std::unique_ptr<kube::HttpTransport> etcd = nullptr);
+                  std::unique_ptr<kube::EtcdMemberLister> etcd = nullptr);
   FactsReport Check(const std::vector<std::string>& leaving) override;
 
  private:
@@ -40,7 +41,7 @@ class KubeFactsSource : public FactsSource {
   Clock& clock_;
   kube::RbacOptions rbac_;
   kube::LeaseNames leases_;
-  std::unique_ptr<kube::HttpTransport> etcd_;
+  std::unique_ptr<kube::EtcdMemberLister> etcd_;
 };
 
 // Each lease of `leases` validly held at `now`, with its holder's identity, host and manager

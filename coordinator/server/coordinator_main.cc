@@ -275,15 +275,21 @@ int Run(const Options& options, const ConfigArgs& file) {
     };
     absl::StatusOr<std::unique_ptr<kube::KubeClient>> facts_client = client();
     if (!facts_client.ok()) return fail(facts_client.status());
-    std::unique_ptr<kube::HttpTransport> etcd;
+    std::unique_ptr<kube::EtcdMemberLister> etcd;
     if (!options.etcd_endpoint.empty()) {
+      absl::StatusOr<std::vector<std::string>> endpoints =
+          kube::ParseEtcdEndpoints(options.etcd_endpoint);
+      if (!endpoints.ok()) return fail(endpoints.status());
+      // The files are read once, here, so that a missing one fails the start.
       absl::StatusOr<kube::ClusterCredentials> etcd_credentials = kube::EtcdCredentials(
-          *fs, options.etcd_endpoint, options.etcd_ca, options.etcd_cert, options.etcd_key);
+          *fs, endpoints->front(), options.etcd_ca, options.etcd_cert, options.etcd_key);
       if (!etcd_credentials.ok()) return fail(etcd_credentials.status());
-      absl::StatusOr<std::unique_ptr<kube::HttpTransport>> transport =
-          kube::NewCurlTransport(*etcd_credentials);
-      if (!transport.ok()) return fail(transport.status());
-      etcd = *std::move(transport);
+      etcd = std::make_unique<kube::EtcdMemberLister>(
+          *std::move(endpoints), [credentials = *etcd_credentials](const std::string& endpoint) {
+            kube::ClusterCredentials to = credentials;
+            to.server = endpoint;
+            return kube::NewCurlTransport(to);
+          });
     }
     facts = std::make_unique<KubeFactsSource>(*std::move(facts_client), *clock, kube::RbacOptions{},
                                               kube::LeaseNames{}, std::move(etcd));
@@ -440,10 +446,12 @@ int RunCoordinator(int argc, const char* const* argv) {
                "Take the RBAC and the migration lease as ready without a cluster: rehearsals on "
                "copies of node files only");
   app.add_option("--etcd-endpoint", options.etcd_endpoint,
-                 "An etcd client URL (https://127.0.0.1:2379 on a kubeadm node): the replace "
-                 "strategy takes a leaving node out only once etcd's member list no longer names "
-                 "it. Without it, the operator confirms with etcdctl and runs `handoffctl nodes "
-                 "remove`");
+                 "etcd client URLs, comma-separated (https://127.0.0.1:2379 on a kubeadm node): "
+                 "the replace strategy takes a leaving node out only once etcd's member list no "
+                 "longer names it. Asked in turn until one answers, after the members' own client "
+                 "URLs from the last answer, so that the list is still read once the node first "
+                 "named is replaced. Without it, the operator confirms with etcdctl and runs "
+                 "`handoffctl nodes remove`");
   app.add_option("--etcd-ca", options.etcd_ca,
                  "etcd's CA (kubeadm: /etc/kubernetes/pki/etcd/ca.crt)");
   app.add_option("--etcd-cert", options.etcd_cert,

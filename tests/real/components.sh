@@ -6,9 +6,10 @@
 #   ${HANDOFF_COMPONENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/handoff/components}/
 #     bin/kube-apiserver, kube-controller-manager,      k8s.io/kubernetes v1.26.13
 #         kube-scheduler, kubelet, kubeadm                (tests/real/kube126/go.mod)
-#     kube127/bin/kube-apiserver, kube-controller-manager, kube-scheduler at v1.27.16
+#     kube127/bin/kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm at v1.27.16
 #                                                       (tests/real/kube127/go.mod): the control
-#                                                       plane the agents move the nodes to
+#                                                       plane the agents move the nodes to, and
+#                                                       the kubeadm that upgrades and joins after
 #     bin/aws-cloud-controller-manager                  k8s.io/cloud-provider-aws v1.27.2
 #     bin/etcd                                          go.etcd.io/etcd v3.5.10 (tests/real/etcd35)
 #     bin/crictl                                        sigs.k8s.io/cri-tools (tests/real/critools)
@@ -53,6 +54,7 @@ etcd_image_tag=3.5.10-0
 crictl_version=v1.34.0      # the oldest cri-tools the proxy serves; works with containerd 1.6
 pause_image_tag=3.9         # kubeadm v1.26.13's pause image
 coredns_image_tag=v1.9.3    # kubeadm v1.26.13's CoreDNS image (pulled by its preflight, never run)
+coredns_next_image_tag=v1.10.1 # kubeadm v1.27.16's (pulled by `kubeadm upgrade` and join, never run)
 # The fake AWS's Python packages, pinned with the ones moto's server pulls in; pytest runs its tests.
 python_pins=(
   "moto[server]==5.2.1" boto3==1.43.11 botocore==1.43.11 Flask==3.1.3 flask-cors==6.0.2
@@ -174,6 +176,8 @@ build_images() {
     "registry.k8s.io/pause:$pause_image_tag=$dir/bin/pause=/pause=entrypoint"
     "registry.k8s.io/kube-proxy:$kube_version=$dir/bin/pause=/usr/local/bin/kube-proxy"
     "registry.k8s.io/coredns/coredns:$coredns_image_tag=$dir/bin/pause=/coredns=entrypoint"
+    "registry.k8s.io/kube-proxy:$kube_next_version=$dir/bin/pause=/usr/local/bin/kube-proxy"
+    "registry.k8s.io/coredns/coredns:$coredns_next_image_tag=$dir/bin/pause=/coredns=entrypoint"
     # The AWS image runs its binary as the entrypoint (cloud-provider-aws Dockerfile).
     "registry.k8s.io/provider-aws/cloud-controller-manager:$ccm_version=$dir/bin/aws-cloud-controller-manager=/bin/aws-cloud-controller-manager=entrypoint"
   )
@@ -210,13 +214,14 @@ install_fake_aws() {
 kube_commands=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm)
 go_build kube "$here/kube126" bin "$(version_stamp "$kube_version")" \
   "${kube_commands[@]/#/k8s.io/kubernetes/cmd/}"
-# Of version N+1 only the control plane's images: the nodes keep their 1.26 kubelet and kubeadm
-# (a 1.27 kubelet and kubeadm cost a third of this build, and no run joins a node at 1.27 yet).
-# Built with upstream's `providerless` build tag: 1.27 has no in-tree AWS provider left
+# Of version N+1 the control plane's images and kubeadm (`kubeadm upgrade apply|node` after the
+# move, and `kubeadm join --control-plane` at 1.27); the nodes keep their 1.26 kubelet, which
+# kubeadm 1.27 accepts (one minor older than the control plane), and which a 1.27 kubelet would
+# cost another sixth of this build. Built with upstream's `providerless` build tag: 1.27 has no in-tree AWS provider left
 # (kubernetes PR #115838), so these components run with --cloud-provider=external wherever the
 # nodes are AWS's, and the tag leaves out only the GCE, Azure and vSphere providers and volume
 # plugins, which nothing here would run (kube-controller-manager 114 → 70 MB).
-kube_next_commands=(kube-apiserver kube-controller-manager kube-scheduler)
+kube_next_commands=(kube-apiserver kube-controller-manager kube-scheduler kubeadm)
 tags=providerless go_build kube127 "$here/kube127" kube127/bin "$(version_stamp "$kube_next_version")" \
   "${kube_next_commands[@]/#/k8s.io/kubernetes/cmd/}"
 go_build ccm "$here/ccm127" bin "$(version_stamp "$ccm_version")" \

@@ -333,16 +333,31 @@ TEST_F(CtlRealTest, ClusterFactsReadTheRealEtcdsMemberList) {
   EXPECT_EQ((*members)[0].name, "handoff");
   EXPECT_FALSE((*members)[0].id.empty());
   EXPECT_FALSE((*members)[0].peer_urls.empty());
+  ASSERT_FALSE((*members)[0].client_urls.empty());
 
+  // As the coordinator asks: an endpoint that refuses first (a member gone), then the real one;
+  // the next read starts where the last answer came from, then the members' own client URLs.
+  const std::string gone = "http://127.0.0.1:1";
+  auto lister = std::make_unique<kube::EtcdMemberLister>(
+      std::vector<std::string>{gone, cluster_->etcd_url()}, [&etcd](const std::string& endpoint) {
+        kube::ClusterCredentials to = *etcd;
+        to.server = endpoint;
+        return kube::NewCurlTransport(to);
+      });
   absl::StatusOr<std::unique_ptr<kube::KubeClient>> client =
       cluster_->Client(cluster_->AdminCredentials(), *clock_);
   ASSERT_TRUE(client.ok());
+  kube::EtcdMemberLister* lister_view = lister.get();
   server::KubeFactsSource facts(*std::move(client), *clock_, kube::RbacOptions{},
-                                kube::LeaseNames{}, *std::move(transport));
+                                kube::LeaseNames{}, std::move(lister));
   EXPECT_FALSE(facts.Check({}).etcd_members.has_value());  // read only for a leaving node
   server::FactsReport report = facts.Check({"ip-10-0-9-9.ec2.internal"});
   ASSERT_TRUE(report.etcd_members.has_value()) << report.etcd_members_detail;
   EXPECT_THAT(*report.etcd_members, ElementsAre("handoff"));
+  const std::vector<std::string> order = lister_view->Endpoints();
+  ASSERT_GE(order.size(), 2u);
+  EXPECT_EQ(order.front(), cluster_->etcd_url());
+  EXPECT_EQ(order.back(), gone);
 }
 
 }  // namespace

@@ -7,8 +7,9 @@
 // the old kube-apiserver's 30 s grace), so the cases are few and each does much: the full
 // rollout and rollback on 3 nodes; every fault on 2 nodes, each on the shortest path that shows it
 // (--goal prepared: one move per node each way; unhealthy goes to migrated), one after another on
-// one cluster; the unsafe order; a run killed with SIGKILL and one interrupted with SIGINT. Each
-// checks that the host is left as it was found.
+// one cluster; kubeadm's upgrade and a join after the move on 3 nodes (--kubeadm-upgrade); the
+// rolling replacement forward and back on 2 (--strategy replace); the unsafe order; a run killed
+// with SIGKILL and one interrupted with SIGINT. Each checks that the host is left as it was found.
 #include <signal.h>
 
 #include <algorithm>
@@ -38,9 +39,9 @@ using ::testing::IsEmpty;
 using ::testing::Not;
 
 bool CanRunKubeadmCluster() {
-  return testing::CanRunOnRealComponents(
-      {real::kKubelet, real::kKubeadm, real::kCrictl, real::kFakeAws, real::kImagesArchive},
-      "the kubeadm cluster");
+  return testing::CanRunOnRealComponents({real::kKubelet, real::kKubeadm, real::kNextKubeadm,
+                                          real::kCrictl, real::kFakeAws, real::kImagesArchive},
+                                         "the kubeadm cluster");
 }
 
 // What a kubeadm sandbox could leave on the host, read the way an operator would look.
@@ -154,6 +155,16 @@ void ExpectHostAsBefore(const HostSnapshot& before, const HostSnapshot& after) {
   }
 }
 
+// What every run that completes must end with: the invariant held, and nothing of it left on the
+// host.
+void ExpectHeldAndNothingLeft(const std::string& output, const std::set<std::string>& left,
+                              const HostSnapshot& before) {
+  EXPECT_THAT(output, HasSubstr("invariant held: no cloud controller ran in two processes"));
+  EXPECT_THAT(output, Not(HasSubstr("INVARIANT BROKEN")));
+  EXPECT_THAT(left, IsEmpty());
+  ExpectHostAsBefore(before, Capture());
+}
+
 struct KubeadmOutcome : testing::SandboxOutcome {
   std::set<std::string> processes_left;  // ProcessesOfRun once the run has ended
 };
@@ -185,8 +196,6 @@ TEST(KubeadmRunTest, ThreeNodesMoveToTheCloudControllerManagerAndBackOnRealKubel
                                     "ip-172-31-250-138.ec2.internal in-tree"));
   EXPECT_THAT(run.output, HasSubstr("node providerIDs: all 3 control-plane nodes"));
   EXPECT_THAT(run.output, HasSubstr("steps: 12 moves carried out by the agents"));
-  EXPECT_THAT(run.output, HasSubstr("invariant held: no cloud controller ran in two processes"));
-  EXPECT_THAT(run.output, Not(HasSubstr("INVARIANT BROKEN")));
   // Every component real and named with its version; nothing stands in for 1.27.
   for (const char* component :
        {"kube-apiserver v1.26.13", "kube-apiserver v1.27.16", "kube-controller-manager v1.27.16",
@@ -204,8 +213,7 @@ TEST(KubeadmRunTest, ThreeNodesMoveToTheCloudControllerManagerAndBackOnRealKubel
   EXPECT_THAT(run.output, ContainsRegex("\n  ip-172-31-250-74\\.ec2\\.internal: kube-apiserver "
                                         "[0-9.]+m?s"));
   EXPECT_THAT(run.output, HasSubstr("cleanup: restored vm.overcommit_memory"));
-  EXPECT_THAT(run.processes_left, IsEmpty());
-  ExpectHostAsBefore(before, Capture());
+  ExpectHeldAndNothingLeft(run.output, run.processes_left, before);
 }
 
 TEST(KubeadmRunTest, EveryFaultOnTwoNodesEndsWithTheInvariantHeld) {
@@ -234,9 +242,94 @@ TEST(KubeadmRunTest, EveryFaultOnTwoNodesEndsWithTheInvariantHeld) {
   }
   EXPECT_THAT(run.output, HasSubstr("with each fault: agent-kill, coordinator-kill, "
                                     "kubelet-kill, kubelet-unsynced, unhealthy"));
-  EXPECT_THAT(run.output, HasSubstr("invariant held: no cloud controller ran in two processes"));
-  EXPECT_THAT(run.processes_left, IsEmpty());
-  ExpectHostAsBefore(before, Capture());
+  ExpectHeldAndNothingLeft(run.output, run.processes_left, before);
+}
+
+// After the move, kubeadm acts on the cluster again: the real kubeadm v1.27.16 upgrades it and
+// joins a node to it, and neither may bring an in-tree manager back or stop a
+// cloud-controller-manager; the joined node gets its cloud-controller-manager from the coordinator.
+// Three nodes: `kubeadm upgrade node` restarts a joined node's etcd (it rewrites
+// --initial-cluster), which two etcd members would not survive with a quorum.
+TEST(KubeadmRunTest, AfterTheMoveKubeadmUpgradesAndJoinsAndEveryNodeStaysExternal) {
+  if (!CanRunKubeadmCluster()) return;
+  const HostSnapshot before = Capture();
+  KubeadmOutcome run = Sandbox({"--kubeadm-upgrade"}, absl::Minutes(25));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  const std::string members =
+      "ip-172-31-250-10.ec2.internal, ip-172-31-250-74.ec2.internal, "
+      "ip-172-31-250-138.ec2.internal";
+  const std::string joined = "ip-172-31-250-11.ec2.internal";
+  EXPECT_THAT(run.output, HasSubstr("3 nodes up and 1 spare machine(s) to join later"));
+  EXPECT_THAT(run.output, HasSubstr("DONE:  ip-172-31-250-10.ec2.internal finalized  "
+                                    "ip-172-31-250-74.ec2.internal finalized  "
+                                    "ip-172-31-250-138.ec2.internal finalized\n"));
+  EXPECT_THAT(run.output, HasSubstr("handoffctl kubeadm-config apply"));
+  EXPECT_THAT(run.output, HasSubstr("kubeadm upgrade apply v1.27.16 --yes "
+                                    "--ignore-preflight-errors=ControlPlaneNodesReady,CreateJob,"
+                                    "CoreDNSUnsupportedPlugins,CoreDNSMigration "
+                                    "(v1.27.16) on ip-172-31-250-10.ec2.internal"));
+  for (const char* node : {"ip-172-31-250-74.ec2.internal", "ip-172-31-250-138.ec2.internal"}) {
+    EXPECT_THAT(run.output, HasSubstr(StrCat("kubeadm upgrade node (v1.27.16) on ", node)));
+  }
+  EXPECT_THAT(run.output,
+              HasSubstr(StrCat("every node's kube-apiserver and kube-controller-manager "
+                               "v1.27.16, external, with its cloud-controller-manager "
+                               "running (",
+                               members, ")")));
+  EXPECT_THAT(run.output, HasSubstr(StrCat("kubeadm join --control-plane (v1.27.16) on ", joined)));
+  EXPECT_THAT(run.output,
+              HasSubstr(StrCat(joined, " joined at v1.27.16: its agent reports it external")));
+  EXPECT_THAT(run.output, HasSubstr(StrCat("handoffctl nodes add ", joined)));
+  EXPECT_THAT(run.output, HasSubstr(StrCat("DONE:  ip-172-31-250-10.ec2.internal finalized  "
+                                           "ip-172-31-250-74.ec2.internal finalized  "
+                                           "ip-172-31-250-138.ec2.internal finalized  ",
+                                           joined, " finalized")));
+  EXPECT_THAT(run.output, HasSubstr(StrCat("v1.27.16, external, with its cloud-controller-manager "
+                                           "running (",
+                                           members, ", ", joined, ")")));
+  EXPECT_THAT(run.output, HasSubstr("node providerIDs: all 4 control-plane nodes"));
+  EXPECT_THAT(run.output, HasSubstr("while kubeadm upgraded and joined: "));
+  EXPECT_THAT(run.output, HasSubstr("kubeadm upgrade to v1.27.16 and a node joined at v1.27.16 "
+                                    "completed"));
+  ExpectHeldAndNothingLeft(run.output, run.processes_left, before);
+}
+
+// The upstream procedure's rolling replacement on real machines, forward and back: each node of
+// 1.26 replaced by one joined at 1.27 and reset, then each of those by one joined at 1.26 with
+// Leader Migration. The coordinator takes each in and out itself, reading etcd's member list from
+// whichever member answers (the nodes it was first pointed at are gone by the end).
+TEST(KubeadmRunTest, TwoNodesAreReplacedAtOneTwentySevenAndBackAtOneTwentySix) {
+  if (!CanRunKubeadmCluster()) return;
+  const HostSnapshot before = Capture();
+  KubeadmOutcome run = Sandbox({"--nodes", "2", "--strategy", "replace"}, absl::Minutes(25));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("2 nodes up and 4 spare machine(s) to join later"));
+  EXPECT_THAT(run.output, HasSubstr("handoffctl start --strategy replace"));
+  const std::string reset =
+      "kubeadm reset --force --cri-socket unix:///run/containerd/containerd.sock";
+  for (const char* node : {"ip-172-31-250-138.ec2.internal", "ip-172-31-250-11.ec2.internal"}) {
+    EXPECT_THAT(run.output, HasSubstr(StrCat("kubeadm join --control-plane (v1.27.16) on ", node)));
+    EXPECT_THAT(run.output, HasSubstr(StrCat(reset, " (v1.27.16) on ", node)));
+  }
+  for (const char* node : {"ip-172-31-250-10.ec2.internal", "ip-172-31-250-74.ec2.internal"}) {
+    EXPECT_THAT(run.output, HasSubstr(StrCat(reset, " (v1.26.13) on ", node)));
+    EXPECT_THAT(run.output, HasSubstr(StrCat("kubectl delete node ", node)));
+  }
+  for (const char* node : {"ip-172-31-250-75.ec2.internal", "ip-172-31-250-139.ec2.internal"}) {
+    EXPECT_THAT(run.output, HasSubstr(StrCat("kubeadm join --control-plane (v1.26.13) on ", node)));
+  }
+  EXPECT_THAT(run.output, HasSubstr("replacement done: the members are "
+                                    "ip-172-31-250-138.ec2.internal, "
+                                    "ip-172-31-250-11.ec2.internal"));
+  EXPECT_THAT(run.output, HasSubstr("node providerIDs: all 2 control-plane nodes"));
+  EXPECT_THAT(run.output, HasSubstr("handoffctl rollback --to in-tree --strategy replace"));
+  EXPECT_THAT(run.output, HasSubstr("replacement done: the members are "
+                                    "ip-172-31-250-75.ec2.internal, "
+                                    "ip-172-31-250-139.ec2.internal"));
+  EXPECT_THAT(run.output, HasSubstr("in-tree again: a kube-controller-manager holds its lease"));
+  EXPECT_THAT(run.output, HasSubstr("rollout to 1.27 and rollback to 1.26 by replacing every "
+                                    "node, each way, completed"));
+  ExpectHeldAndNothingLeft(run.output, run.processes_left, before);
 }
 
 TEST(KubeadmRunTest, TheUnsafeOrderIsCaughtOnTheRealNode) {

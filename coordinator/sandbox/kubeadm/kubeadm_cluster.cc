@@ -66,6 +66,14 @@ constexpr char kImdsIp[] = "169.254.169.254";
 constexpr char kVersionN[] = "v1.26.13";
 constexpr char kVersionNext[] = "v1.27.16";
 constexpr char kPauseImage[] = "registry.k8s.io/pause:3.9";
+// kubeadm v1.26.13's etcd, pinned in the ClusterConfiguration (kubeadm v1.27.16 would move to
+// 3.5.12-0, which the components do not build).
+constexpr char kEtcdImageTag[] = "3.5.10-0";
+// The checks of `kubeadm upgrade apply` this cluster fails by design: its nodes stay NotReady (no
+// pod network), so no Node is Ready and no Job's pod is scheduled; and kubeadm v1.27.16 checks
+// CoreDNS's Corefile even where CoreDNS was skipped at init ("start version '' not supported").
+constexpr char kUpgradeIgnoredChecks[] =
+    "ControlPlaneNodesReady,CreateJob,CoreDNSUnsupportedPlugins,CoreDNSMigration";
 constexpr char kCcmImage[] = "registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.2";
 // Where the unhealthy fault keeps the node's cloud-controller-manager image meanwhile: a name
 // nothing asks for, so the kubelet finds no image to run and cannot pull one.
@@ -141,6 +149,7 @@ class KubeadmCluster : public SandboxCluster {
     plan_.kubernetes_version = kVersionN;
     plan_.endpoint_ip = kEndpointIp;
     plan_.pause_image = kPauseImage;
+    plan_.etcd_image_tag = kEtcdImageTag;
     // kubeadm's formats: a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}, a certificate key of 32
     // random bytes in hex (it encrypts the uploaded certificates for the joining nodes).
     constexpr std::string_view kTokenAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
@@ -148,11 +157,15 @@ class KubeadmCluster : public SandboxCluster {
         StrCat(RandomText(6, kTokenAlphabet), ".", RandomText(16, kTokenAlphabet));
     plan_.certificate_key = RandomText(64, "0123456789abcdef");
     run_id_ = std::to_string(::getpid());
-    for (size_t i = 0; i < setup.nodes.size(); ++i) {
+    // The spares are machines like the others (instances, addresses, the load balancer's
+    // backends), only not joined yet.
+    machines_ = setup.nodes;
+    machines_.insert(machines_.end(), setup.spares.begin(), setup.spares.end());
+    for (size_t i = 0; i < machines_.size(); ++i) {
       kubeadm::PlannedNode planned;
-      planned.name = setup.nodes[i].spec.name;
-      planned.ip = setup.nodes[i].spec.ip;
-      planned.zone = setup.nodes[i].spec.zone;
+      planned.name = machines_[i].spec.name;
+      planned.ip = machines_[i].spec.ip;
+      planned.zone = machines_[i].spec.zone;
       planned.cgroup_root = StrCat("/handoff-sandbox-", run_id_, "-", i + 1);
       plan_.nodes.push_back(planned);
     }
@@ -269,6 +282,11 @@ class KubeadmCluster : public SandboxCluster {
 
   std::vector<LeaseHolderChange> LeaseHolders() const override { return monitor_.LeaseHolders(); }
 
+  absl::Status UpgradeWithKubeadm(const std::vector<ClusterNode>& members) override;
+  absl::Status JoinWithKubeadm(const ClusterNode& spare, KubeadmJoin join) override;
+  absl::Status ResetWithKubeadm(const ClusterNode& member) override;
+  std::optional<EtcdAccess> Etcd() const override { return etcd_; }
+
   void StartedOnHost(pid_t pid) override {
     if (changes_) (void)changes_->Started(kubeadm::CurrentProcess(pid));
   }
@@ -318,14 +336,30 @@ class KubeadmCluster : public SandboxCluster {
   absl::Status Interrupted() const;
   // A client of the API server as the cluster's admin (admin.conf, once kubeadm init wrote it).
   absl::StatusOr<std::unique_ptr<kube::KubeClient>> AdminClient() const;
-  // Waits until the first `count` nodes' etcd mirror pods carry their client URL.
-  absl::Status AwaitEtcdMirrorPods(kube::KubeClient& client, size_t count) const;
+  // Waits until the etcd mirror pods of `nodes` carry their client URL.
+  absl::Status AwaitEtcdMirrorPods(kube::KubeClient& client,
+                                   const std::vector<std::string>& nodes) const;
   absl::Status WriteSettings();
   // Follows each manager's pod log that appeared since the last poll, once the process that
   // wrote it is known.
   void FollowNewPodLogs(absl::Time now);
 
+  // Runs kubeadm of version N+1 (`next`) or N with `args` on the node named `name`.
+  absl::Status RunKubeadmOn(const std::string& name, bool next,
+                            const std::vector<std::string>& args, absl::Duration timeout);
+  // The etcd client files kubeadm made on the first node, copied beside the run (etcd_).
+  absl::Status KeepEtcdAccess();
+
   const ClusterSetup setup_;
+  // setup_.nodes, then setup_.spares: nodes_[i] and plan_.nodes[i] are machines_[i].
+  std::vector<ClusterNode> machines_;
+  // "sha256:<hex>" of the cluster CA's public key, once kubeadm init made it.
+  std::string ca_pin_;
+  // The nodes joined and not reset, in the order they joined, and whether each joined with
+  // version N+1's kubeadm (which then also resets it).
+  std::vector<std::string> joined_;
+  std::map<std::string, bool> joined_next_;
+  std::optional<EtcdAccess> etcd_;
   const real::Components components_;
   std::unique_ptr<FileSystem> fs_;  // rooted at "/"
   std::unique_ptr<Clock> clock_;
@@ -634,15 +668,19 @@ absl::Status KubeadmCluster::RunKubeadm() {
   if (!ca.ok()) return ca.status();
   absl::StatusOr<std::string> pin = pki::PublicKeyPin(*ca);
   if (!pin.ok()) return pin.status();
+  ca_pin_ = *pin;
+  joined_ = {first.name};
+  joined_next_[first.name] = false;
+  if (absl::Status kept = KeepEtcdAccess(); !kept.ok()) return kept;
   absl::StatusOr<std::unique_ptr<kube::KubeClient>> admin_client = AdminClient();
   if (!admin_client.ok()) return admin_client.status();
   // One at a time: a stacked etcd grows by one member per join.
-  for (size_t i = 1; i < nodes_.size(); ++i) {
+  for (size_t i = 1; i < setup_.nodes.size(); ++i) {
     if (absl::Status interrupted = Interrupted(); !interrupted.ok()) return interrupted;
     // kubeadm join finds the etcd members through their mirror pods' annotation
     // (kubeadm.kubernetes.io/etcd.advertise-client-urls) and gives up after about 40 s; on a
     // loaded machine a kubelet creates them later than that after kubeadm init returns.
-    if (absl::Status mirrored = AwaitEtcdMirrorPods(**admin_client, i); !mirrored.ok()) {
+    if (absl::Status mirrored = AwaitEtcdMirrorPods(**admin_client, joined_); !mirrored.ok()) {
       return mirrored;
     }
     const Node& node = nodes_[i];
@@ -657,8 +695,120 @@ absl::Status KubeadmCluster::RunKubeadm() {
     setup_.say(StrCat(
         "kubeadm join --control-plane on ", node.name, ": ",
         absl::FormatDuration(absl::Trunc(absl::Now() - join_started, absl::Milliseconds(100)))));
+    joined_.push_back(node.name);
+    joined_next_[node.name] = false;
   }
   return absl::OkStatus();
+}
+
+absl::Status KubeadmCluster::KeepEtcdAccess() {
+  // The client certificate kubeadm makes for etcd's health checks, as the README tells an operator
+  // to give the coordinator; copied, since the first node may be replaced.
+  const Node& first = nodes_.front();
+  EtcdAccess access;
+  for (const auto& [file, into] : std::vector<std::pair<std::string, std::string*>>{
+           {"ca.crt", &access.ca_file},
+           {"healthcheck-client.crt", &access.cert_file},
+           {"healthcheck-client.key", &access.key_file}}) {
+    absl::StatusOr<std::string> text =
+        fs_->ReadFile(StrCat("/proc/", first.init_pid, "/root/etc/kubernetes/pki/etcd/", file));
+    if (!text.ok()) return text.status();
+    *into = StrCat(setup_.dir, "/etcd-", file);
+    FileInfo info;
+    info.mode = 0600;
+    if (absl::Status written = AtomicReplace(*fs_, *into, *text, info); !written.ok()) {
+      return written;
+    }
+  }
+  // The members the cluster begins with; a client learns the others from their answers.
+  for (const ClusterNode& node : setup_.nodes) {
+    access.endpoints.push_back(StrCat("https://", node.spec.ip, ":2379"));
+  }
+  etcd_ = std::move(access);
+  return absl::OkStatus();
+}
+
+absl::Status KubeadmCluster::RunKubeadmOn(const std::string& name, bool next,
+                                          const std::vector<std::string>& args,
+                                          absl::Duration timeout) {
+  const Node* node = Find(name);
+  if (node == nullptr) return absl::NotFoundError(StrCat("no node ", name, " in this cluster"));
+  std::vector<std::string> argv = {next ? components_.File(real::kNextKubeadm)
+                                        : components_.Binary(real::kKubeadm)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const absl::Time started = absl::Now();
+  absl::Status ran = RunOnNode(*node, argv, StrCat("kubeadm-", args.front(), "-", name), timeout);
+  if (!ran.ok()) return ran;
+  std::string what = StrJoin(args, " ");
+  if (args.front() == "join") what = "join --control-plane";  // the rest is the config file
+  setup_.say(
+      StrCat("kubeadm ", what, " (", next ? kVersionNext : kVersionN, ") on ", name, ": ",
+             absl::FormatDuration(absl::Trunc(absl::Now() - started, absl::Milliseconds(100)))));
+  return absl::OkStatus();
+}
+
+absl::Status KubeadmCluster::UpgradeWithKubeadm(const std::vector<ClusterNode>& members) {
+  // As kubeadm's upgrade guide runs it: `apply` on one control-plane node, `node` on each other.
+  // Each rewrites the node's control-plane manifests from kube-system/kubeadm-config (a manifest
+  // it finds equal to its own it leaves alone) and waits for the kubelet to restart what changed.
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (absl::Status interrupted = Interrupted(); !interrupted.ok()) return interrupted;
+    const std::vector<std::string> args =
+        i == 0
+            ? std::vector<std::string>{"upgrade", "apply", kVersionNext, "--yes",
+                                       StrCat("--ignore-preflight-errors=", kUpgradeIgnoredChecks)}
+            : std::vector<std::string>{"upgrade", "node"};
+    absl::Status ran = RunKubeadmOn(members[i].spec.name, /*next=*/true, args, absl::Minutes(10));
+    if (!ran.ok()) return ran;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KubeadmCluster::JoinWithKubeadm(const ClusterNode& spare, KubeadmJoin join) {
+  size_t index = 0;
+  while (index < machines_.size() && machines_[index].spec.name != spare.spec.name) ++index;
+  if (index < setup_.nodes.size() || index >= machines_.size() || ca_pin_.empty() ||
+      joined_next_.count(spare.spec.name) > 0) {
+    return absl::FailedPreconditionError(
+        StrCat(spare.spec.name,
+               " is not a spare machine of this cluster that has not joined yet, or kubeadm init "
+               "has not run"));
+  }
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> client = AdminClient();
+  if (!client.ok()) return client.status();
+  // kubeadm join reads the etcd members from their mirror pods (RunKubeadm).
+  if (absl::Status mirrored = AwaitEtcdMirrorPods(**client, joined_); !mirrored.ok()) {
+    return mirrored;
+  }
+  const Node& node = nodes_[index];
+  const bool next = join == KubeadmJoin::kNextExternal;
+  absl::Status written =
+      WriteNodeFile(node, kubeadm::kKubeadmConfigPath,
+                    kubeadm::JoinConfiguration(
+                        plan_, index, ca_pin_,
+                        next ? kubeadm::KubeletCloud::kExternal : kubeadm::KubeletCloud::kInTree),
+                    0600);
+  if (!written.ok()) return written;
+  absl::Status ran = RunKubeadmOn(
+      node.name, next, {"join", "--config", kubeadm::kKubeadmConfigPath}, absl::Minutes(5));
+  if (!ran.ok()) return ran;
+  joined_.push_back(node.name);
+  joined_next_[node.name] = next;
+  return absl::OkStatus();
+}
+
+absl::Status KubeadmCluster::ResetWithKubeadm(const ClusterNode& member) {
+  const auto joined = std::find(joined_.begin(), joined_.end(), member.spec.name);
+  if (joined == joined_.end()) {
+    return absl::FailedPreconditionError(StrCat(member.spec.name, " has not joined the cluster"));
+  }
+  // kubeadm reset removes the node's etcd member through the cluster first, then stops its
+  // static pods and removes what kubeadm wrote.
+  absl::Status ran =
+      RunKubeadmOn(member.spec.name, joined_next_[member.spec.name],
+                   {"reset", "--force", "--cri-socket", kubeadm::kCriSocket}, absl::Minutes(3));
+  if (ran.ok()) joined_.erase(joined);
+  return ran;
 }
 
 absl::Status KubeadmCluster::WriteSettings() {
@@ -666,18 +816,25 @@ absl::Status KubeadmCluster::WriteSettings() {
   info.mode = 0644;
   return AtomicReplace(
       *fs_, StrCat(setup_.dir, "/settings.yaml"),
-      StrCat("# handoffctl sandbox --cluster kubeadm: the rollout's settings, sent with every "
-             "move.\n"
-             "kubernetesVersion: ",
-             kVersionNext,
-             "\n"
-             "# The downtime path checks each instance's kubernetes.io/cluster/<clusterId> tag.\n"
-             "clusterId: ",
-             real::kSandboxClusterId,
-             "\n"
-             "cloudControllerManager:\n"
-             "  image: ",
-             kCcmImage, "\n"),
+      StrCat(
+          "# handoffctl sandbox --cluster kubeadm: the rollout's settings, sent with every "
+          "move.\n"
+          "kubernetesVersion: ",
+          kVersionNext,
+          "\n"
+          "# The downtime path checks each instance's kubernetes.io/cluster/<clusterId> tag.\n"
+          "clusterId: ",
+          real::kSandboxClusterId,
+          "\n"
+          "cloudControllerManager:\n"
+          "  image: ",
+          kCcmImage,
+          "\n"
+          "  # A node kubeadm joins external has no in-tree --cloud-config for its agent to take\n"
+          "  # over: every cloud-controller-manager gets the file from here.\n"
+          "  extraArgs:\n"
+          "    cloud-config: ",
+          kubeadm::kCloudConfigPath, "\n"),
       info);
 }
 
@@ -692,19 +849,20 @@ absl::StatusOr<std::unique_ptr<kube::KubeClient>> KubeadmCluster::AdminClient() 
                                             kube::ClientOptionsFor(*credentials));
 }
 
-absl::Status KubeadmCluster::AwaitEtcdMirrorPods(kube::KubeClient& client, size_t count) const {
+absl::Status KubeadmCluster::AwaitEtcdMirrorPods(kube::KubeClient& client,
+                                                 const std::vector<std::string>& nodes) const {
   const absl::Time deadline = absl::Now() + absl::Minutes(3);
   std::string missing;
   while (true) {
     missing.clear();
-    for (size_t i = 0; i < count; ++i) {
+    for (const std::string& node : nodes) {
       absl::StatusOr<kube::Json> pod =
-          client.Get(kube::ObjectRef{&kube::kPods, "kube-system", StrCat("etcd-", nodes_[i].name)});
+          client.Get(kube::ObjectRef{&kube::kPods, "kube-system", StrCat("etcd-", node)});
       const bool annotated =
           pod.ok() && !kube::StringAt(*pod, {"metadata", "annotations",
                                              "kubeadm.kubernetes.io/etcd.advertise-client-urls"})
                            .empty();
-      if (!annotated) StrAppend(&missing, missing.empty() ? "" : ", ", "etcd-", nodes_[i].name);
+      if (!annotated) StrAppend(&missing, missing.empty() ? "" : ", ", "etcd-", node);
     }
     if (missing.empty()) return absl::OkStatus();
     if (absl::Status interrupted = Interrupted(); !interrupted.ok()) return interrupted;
@@ -749,8 +907,8 @@ absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/
 
   status = changes_->WillStartKubelets();
   if (!status.ok()) return status;
-  for (size_t i = 0; i < setup_.nodes.size(); ++i) {
-    const ClusterNode& cluster_node = setup_.nodes[i];
+  for (size_t i = 0; i < machines_.size(); ++i) {
+    const ClusterNode& cluster_node = machines_[i];
     // What the node's first process finds in its /etc (the overlay's upper directory, written
     // before the overlay is mounted).
     const std::string etc = StrCat(cluster_node.root, "/etc");
@@ -779,7 +937,11 @@ absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/
     status = Connect(nodes_.back(), cluster_node.spec.ip, static_cast<int>(i) + 1);
     if (!status.ok()) return status;
   }
-  setup_.say(StrCat(nodes_.size(), " nodes up (namespaces, containerd, a bridge ", bridge_,
+  setup_.say(StrCat(setup_.nodes.size(), " nodes up",
+                    setup_.spares.empty()
+                        ? ""
+                        : StrCat(" and ", setup_.spares.size(), " spare machine(s) to join later"),
+                    " (namespaces, containerd, a bridge ", bridge_,
                     " with no route out), the API endpoint ", kEndpointIp, ":",
                     kubeadm::kApiServerPort, " (haproxy)"));
 
@@ -954,8 +1116,8 @@ absl::StatusOr<std::unique_ptr<SandboxCluster>> NewKubeadmCluster(const ClusterS
         "kubelet, and a bridge between them: run it as root (or use --cluster model)");
   }
   absl::StatusOr<real::Components> components = real::FindComponents(
-      real::ProcessEnvironment(),
-      {real::kKubelet, real::kKubeadm, real::kCrictl, real::kFakeAws, real::kImagesArchive});
+      real::ProcessEnvironment(), {real::kKubelet, real::kKubeadm, real::kNextKubeadm,
+                                   real::kCrictl, real::kFakeAws, real::kImagesArchive});
   if (!components.ok()) return components.status();
   return std::unique_ptr<SandboxCluster>(
       std::make_unique<KubeadmCluster>(setup, *std::move(components)));

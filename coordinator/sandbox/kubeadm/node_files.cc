@@ -7,9 +7,9 @@ namespace {
 
 std::string PreflightList() { return StrCat("[", StrJoin(IgnoredPreflightErrors(), ", "), "]"); }
 
-// nodeRegistration, shared by init and join: the in-tree AWS provider for the kubelet (with the
-// cloud config), the node's own cgroup root and address.
-std::string NodeRegistration(const PlannedNode& node) {
+// nodeRegistration, shared by init and join: the kubelet's cloud provider (in-tree AWS with the
+// cloud config, or external), the node's own cgroup root and address.
+std::string NodeRegistration(const PlannedNode& node, KubeletCloud cloud) {
   return StrCat(
       "nodeRegistration:\n"
       "  name: ",
@@ -21,13 +21,12 @@ std::string NodeRegistration(const PlannedNode& node) {
       "  ignorePreflightErrors: ",
       PreflightList(),
       "\n"
-      "  kubeletExtraArgs:\n"
-      "    cloud-provider: aws\n"
-      "    cloud-config: ",
-      kCloudConfigPath,
-      "\n"
-      "    cgroup-root: ",
-      node.cgroup_root,
+      "  kubeletExtraArgs:\n",
+      cloud == KubeletCloud::kInTree ? StrCat("    cloud-provider: aws\n"
+                                              "    cloud-config: ",
+                                              kCloudConfigPath, "\n")
+                                     : std::string("    cloud-provider: external\n"),
+      "    cgroup-root: ", node.cgroup_root,
       "\n"
       "    node-ip: ",
       node.ip, "\n");
@@ -80,7 +79,7 @@ std::string InitConfiguration(const ClusterPlan& plan) {
       first.ip,
       "\n"
       "  bindPort: ",
-      kApiServerPort, "\n", NodeRegistration(first),
+      kApiServerPort, "\n", NodeRegistration(first, KubeletCloud::kInTree),
       "skipPhases: [addon/coredns, addon/kube-proxy]\n"
       "---\n"
       "apiVersion: kubeadm.k8s.io/v1beta3\n"
@@ -111,6 +110,9 @@ std::string InitConfiguration(const ClusterPlan& plan) {
       "etcd:\n"
       "  local:\n"
       "    dataDir: /var/lib/etcd\n"
+      "    imageTag: ",
+      plan.etcd_image_tag,
+      "\n"
       "---\n"
       "apiVersion: kubelet.config.k8s.io/v1beta1\n"
       "kind: KubeletConfiguration\n"
@@ -128,7 +130,7 @@ std::string InitConfiguration(const ClusterPlan& plan) {
 }
 
 std::string JoinConfiguration(const ClusterPlan& plan, size_t index,
-                              const std::string& ca_cert_hash) {
+                              const std::string& ca_cert_hash, KubeletCloud cloud) {
   const PlannedNode& node = plan.nodes.at(index);
   return StrCat("# kubeadm join --config ", kKubeadmConfigPath,
                 "\n"
@@ -143,7 +145,7 @@ std::string JoinConfiguration(const ClusterPlan& plan, size_t index,
                 plan.bootstrap_token,
                 "\n"
                 "    caCertHashes: [\"",
-                ca_cert_hash, "\"]\n", NodeRegistration(node),
+                ca_cert_hash, "\"]\n", NodeRegistration(node, cloud),
                 "controlPlane:\n"
                 "  localAPIEndpoint:\n"
                 "    advertiseAddress: ",

@@ -36,6 +36,9 @@ struct ClusterPlan {
   std::string kubernetes_version;  // "v1.26.13"
   std::string endpoint_ip;         // the load balancer's address (controlPlaneEndpoint)
   std::string pause_image;         // "registry.k8s.io/pause:3.9"
+  // etcd.local.imageTag ("3.5.10-0"): pinned, as operators pin it, so that a later kubeadm (whose
+  // own default is newer) keeps the etcd the nodes have instead of pulling another.
+  std::string etcd_image_tag;
   std::string bootstrap_token;     // "abcdef.0123456789abcdef"
   std::string certificate_key;     // 64 hex digits: kubeadm init --upload-certs
   std::vector<PlannedNode> nodes;
@@ -49,10 +52,17 @@ const std::vector<std::string>& IgnoredPreflightErrors();
 // InitConfiguration + ClusterConfiguration + KubeletConfiguration for `kubeadm init --config`
 // on plan.nodes[0].
 std::string InitConfiguration(const ClusterPlan& plan);
+// How a joining node's kubelet finds its instance: the in-tree AWS provider with the cloud config
+// (before the move), or `cloud-provider: external` (after it: the kubelet's flag is not in the
+// ClusterConfiguration, so the JoinConfiguration carries it, README "Joining a control-plane node
+// with kubeadm during and after the move").
+enum class KubeletCloud { kInTree, kExternal };
+
 // JoinConfiguration for `kubeadm join --config` on plan.nodes[index] as a control-plane node;
 // `ca_cert_hash` is "sha256:<hex>" of the cluster CA's public key.
 std::string JoinConfiguration(const ClusterPlan& plan, size_t index,
-                              const std::string& ca_cert_hash);
+                              const std::string& ca_cert_hash,
+                              KubeletCloud cloud = KubeletCloud::kInTree);
 
 // containerd 1.6's configuration for a node: its default paths (the node's own), the CRI
 // plugin with runc and cgroupfs, the pause image, and restrict_oom_score_adj (root here lacks

@@ -30,6 +30,8 @@ inline constexpr std::string_view kCrictl = "crictl";
 inline constexpr std::string_view kImagesArchive = "images/kubeadm-images.tar";
 // Version N+1 of the control plane, built into <dir>/kube127/bin/.
 inline constexpr std::string_view kNextDir = "kube127";
+// Version N+1's kubeadm: `kubeadm upgrade` and `kubeadm join` after the move.
+inline constexpr std::string_view kNextKubeadm = "kube127/bin/kubeadm";
 
 // What an operator runs to build them; every error about a missing component says it.
 inline constexpr std::string_view kBuildCommand = "bash tests/real/components.sh";

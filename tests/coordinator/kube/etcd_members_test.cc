@@ -2,10 +2,12 @@
 // (tests/real/ctl_real_test.cc reads a real etcd's), over a scripted transport.
 #include "coordinator/kube/etcd_members.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "agent/base/strings.h"
 #include "agent/fs/memory_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -89,6 +91,100 @@ TEST(EtcdMembersTest, TheCredentialsNameTheFlagOfAMissingFile) {
               HasSubstr("--etcd-key /pki/client.key is empty"));
   credentials = EtcdCredentials(fs, "127.0.0.1:2379", "", "", "");
   EXPECT_THAT(std::string(credentials.status().message()), HasSubstr("not an http(s) URL"));
+}
+
+TEST(EtcdMembersTest, TheEndpointsAreCommaSeparatedUrls) {
+  absl::StatusOr<std::vector<std::string>> endpoints =
+      ParseEtcdEndpoints("https://10.0.1.10:2379/, https://10.0.1.11:2379");
+  ASSERT_TRUE(endpoints.ok()) << endpoints.status();
+  EXPECT_THAT(*endpoints, ElementsAre("https://10.0.1.10:2379", "https://10.0.1.11:2379"));
+  EXPECT_THAT(std::string(ParseEtcdEndpoints("https://a:2379,10.0.1.11:2379").status().message()),
+              HasSubstr("--etcd-endpoint 10.0.1.11:2379 is not an http(s) URL"));
+  EXPECT_EQ(ParseEtcdEndpoints(" , ").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Each endpoint a scripted etcd: it answers `body`, or (down) fails to connect, as curl does.
+struct ScriptedEtcd {
+  bool down = false;
+  std::string body = kAnswer;
+  int asked = 0;
+};
+
+class ScriptedEtcdTransport : public HttpTransport {
+ public:
+  explicit ScriptedEtcdTransport(ScriptedEtcd& etcd) : etcd_(etcd) {}
+  absl::StatusOr<HttpResponse> Send(const HttpRequest& /*request*/) override {
+    ++etcd_.asked;
+    if (etcd_.down) return absl::UnavailableError("Connection refused");
+    HttpResponse response;
+    response.status = 200;
+    response.body = etcd_.body;
+    return response;
+  }
+
+ private:
+  ScriptedEtcd& etcd_;
+};
+
+// A control plane replaced node by node: the lister follows the members etcd names, so the list
+// is still read once every endpoint it was given is gone.
+TEST(EtcdMembersTest, TheListerFollowsTheMembersOnceTheGivenEndpointsAreGone) {
+  std::map<std::string, ScriptedEtcd> etcds;
+  const auto answer = [](const std::vector<std::string>& names) {
+    std::string members;
+    for (const std::string& name : names) {
+      StrAppend(&members, members.empty() ? "" : ",", R"({"ID":"1","name":")", name,
+                R"(","clientURLs":["https://)", name, R"(:2379"]})");
+    }
+    return StrCat(R"({"members":[)", members, "]}");
+  };
+  std::vector<std::string> made;
+  EtcdMemberLister lister(
+      {"https://old-1:2379", "https://old-2:2379"},
+      [&](const std::string& endpoint) -> absl::StatusOr<std::unique_ptr<HttpTransport>> {
+        made.push_back(endpoint);
+        return std::make_unique<ScriptedEtcdTransport>(etcds[endpoint]);
+      });
+  for (const char* name : {"old-1", "old-2", "new-1"}) {
+    etcds[StrCat("https://", name, ":2379")].body = answer({"old-1", "old-2", "new-1"});
+  }
+  absl::StatusOr<std::vector<EtcdMember>> members = lister.List();
+  ASSERT_TRUE(members.ok()) << members.status();
+  EXPECT_THAT((*members)[2].client_urls, ElementsAre("https://new-1:2379"));
+  EXPECT_THAT(lister.Endpoints(),
+              ElementsAre("https://old-1:2379", "https://old-2:2379", "https://new-1:2379"));
+
+  // old-1 is removed: old-2 answers, and is asked first from then on.
+  etcds["https://old-1:2379"].down = true;
+  for (const char* name : {"old-2", "new-1", "new-2"}) {
+    etcds[StrCat("https://", name, ":2379")].body = answer({"old-2", "new-1", "new-2"});
+  }
+  members = lister.List();
+  ASSERT_TRUE(members.ok()) << members.status();
+  EXPECT_EQ(lister.Endpoints().front(), "https://old-2:2379");
+  EXPECT_THAT(lister.Endpoints(), ElementsAre("https://old-2:2379", "https://new-1:2379",
+                                              "https://new-2:2379", "https://old-1:2379"));
+
+  // Both given endpoints gone: the members learned answer.
+  etcds["https://old-2:2379"].down = true;
+  for (const char* name : {"new-1", "new-2"}) {
+    etcds[StrCat("https://", name, ":2379")].body = answer({"new-1", "new-2"});
+  }
+  members = lister.List();
+  ASSERT_TRUE(members.ok()) << members.status();
+  ASSERT_EQ(members->size(), 2u);
+  EXPECT_EQ((*members)[0].name, "new-1");
+  EXPECT_EQ(lister.Endpoints().front(), "https://new-1:2379");
+  // One transport per endpoint, made when first asked.
+  EXPECT_THAT(made, ElementsAre("https://old-1:2379", "https://old-2:2379", "https://new-1:2379"));
+
+  // Nobody answers: the error names every endpoint tried.
+  for (auto& [endpoint, etcd] : etcds) etcd.down = true;
+  members = lister.List();
+  EXPECT_EQ(members.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(members.status().message()),
+              HasSubstr("no etcd endpoint answered (https://new-1:2379, https://new-2:2379, "
+                        "https://old-1:2379, https://old-2:2379)"));
 }
 
 }  // namespace

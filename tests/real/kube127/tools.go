@@ -1,8 +1,8 @@
 //go:build tools
 
 // Package tools pins the Kubernetes v1.27 components: version N+1 of the control plane, which
-// tests/real/components.sh builds and packs into the kubeadm sandbox's images, and the kubelet and
-// kubeadm, pinned for the runs that will join a node at 1.27 (not built until then).
+// tests/real/components.sh builds and packs into the kubeadm sandbox's images, kubeadm (it upgrades
+// and joins nodes after the move), and the kubelet, pinned but not built (the nodes keep 1.26's).
 package tools
 
 import (

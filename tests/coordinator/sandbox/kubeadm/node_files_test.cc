@@ -14,6 +14,7 @@ ClusterPlan Plan() {
   plan.kubernetes_version = "v1.26.13";
   plan.endpoint_ip = "172.31.250.2";
   plan.pause_image = "registry.k8s.io/pause:3.9";
+  plan.etcd_image_tag = "3.5.10-0";
   plan.bootstrap_token = "abcdef.0123456789abcdef";
   plan.certificate_key = std::string(64, 'a');
   plan.nodes = {{"ip-172-31-250-10.ec2.internal", "172.31.250.10", "us-east-1a", "/hs-1-1"},
@@ -52,6 +53,7 @@ TEST(NodeFilesTest, InitConfigurationIsKubeadmsWithTheInTreeProviderEverywhere) 
   }
   EXPECT_EQ(docs[1]["controllerManager"]["extraArgs"]["configure-cloud-routes"].as<std::string>(),
             "false");
+  EXPECT_EQ(docs[1]["etcd"]["local"]["imageTag"].as<std::string>(), "3.5.10-0");
   EXPECT_EQ(docs[2]["kind"].as<std::string>(), "KubeletConfiguration");
   EXPECT_EQ(docs[2]["cgroupDriver"].as<std::string>(), "cgroupfs");
   // The host's disk fill evicts nothing and collects no imported image.
@@ -75,6 +77,20 @@ TEST(NodeFilesTest, JoinConfigurationJoinsTheControlPlaneThroughTheEndpoint) {
   EXPECT_EQ(docs[0]["controlPlane"]["localAPIEndpoint"]["advertiseAddress"].as<std::string>(),
             "172.31.250.74");
   EXPECT_EQ(docs[0]["controlPlane"]["certificateKey"].as<std::string>(), std::string(64, 'a'));
+  EXPECT_EQ(docs[0]["nodeRegistration"]["kubeletExtraArgs"]["cloud-provider"].as<std::string>(),
+            "aws");
+  EXPECT_EQ(docs[0]["nodeRegistration"]["kubeletExtraArgs"]["cloud-config"].as<std::string>(),
+            "/etc/kubernetes/cloud.conf");
+}
+
+TEST(NodeFilesTest, AJoinAfterTheMoveGivesTheKubeletTheExternalProvider) {
+  const YAML::Node args = Documents(
+      JoinConfiguration(Plan(), 1, "sha256:" + std::string(64, 'b'),
+                        KubeletCloud::kExternal))[0]["nodeRegistration"]["kubeletExtraArgs"];
+  EXPECT_EQ(args["cloud-provider"].as<std::string>(), "external");
+  EXPECT_FALSE(args["cloud-config"]) << "the external provider reads no cloud config";
+  EXPECT_EQ(args["cgroup-root"].as<std::string>(), "/hs-1-2");
+  EXPECT_EQ(args["node-ip"].as<std::string>(), "172.31.250.74");
 }
 
 TEST(NodeFilesTest, ContainerdRunsPodsWithRuncOnCgroupfsAndThePauseImage) {

@@ -300,6 +300,21 @@ TEST(SandboxRunTest, AnUnknownLeaseReleaseIsRefused) {
   EXPECT_THAT(run.output, HasSubstr("--lease-release \"maybe\" is not one of on, off"));
 }
 
+// Both join and reset machines with the real kubeadm: nothing to run them on elsewhere.
+TEST(SandboxRunTest, KubeadmUpgradeAndReplaceNeedTheKubeadmCluster) {
+  SandboxOutcome run = Sandbox({"--kubeadm-upgrade"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--kubeadm-upgrade runs the real kubeadm after the move to "
+                                    "migrated: it needs --cluster kubeadm"));
+  run = Sandbox({"--strategy", "replace"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--strategy replace joins and resets machines with the real "
+                                    "kubeadm: it needs --cluster kubeadm"));
+  run = Sandbox({"--cluster", "kubeadm", "--strategy", "replace", "--fault", "agent-kill"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("and no --fault"));
+}
+
 TEST(SandboxRunTest, AnUnknownFaultIsRefused) {
   SandboxOutcome run = Sandbox({"--fault", "meteor"});
   EXPECT_EQ(run.exit_code, 2);
