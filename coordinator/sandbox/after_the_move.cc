@@ -16,13 +16,14 @@
 #include "agent/base/strings.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/resource.h"
+#include "coordinator/sandbox/kubeadm/kubeadm_cluster.h"
 #include "coordinator/sandbox/report.h"
 #include "coordinator/sandbox/sandbox_run.h"
 
 namespace handoff::sandbox {
 namespace {
 
-constexpr char kVersionNext[] = "v1.27.16";
+constexpr const char* kVersionNext = kKubeadmVersionNext;
 
 // What is wrong with `node`'s control plane as its mirror pods show it ("" when nothing): its
 // kube-apiserver and kube-controller-manager at `version`, the latter with

@@ -20,13 +20,14 @@
 #include "agent/base/strings.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/resource.h"
+#include "coordinator/sandbox/kubeadm/kubeadm_cluster.h"
 #include "coordinator/sandbox/report.h"
 #include "coordinator/sandbox/sandbox_run.h"
 
 namespace handoff::sandbox {
 namespace {
 
-constexpr char kVersionN[] = "v1.26.13";
+constexpr const char* kVersionN = kKubeadmVersionN;
 
 bool IsMember(const v1::RolloutStatus& status, const std::string& name) {
   for (const v1::NodeProgress& node : status.nodes()) {

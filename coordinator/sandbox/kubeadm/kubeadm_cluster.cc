@@ -63,8 +63,8 @@ constexpr char kRegion[] = "us-east-1";
 constexpr char kImdsIp[] = "169.254.169.254";
 // The versions the rehearsal moves between, and the cloud-controller-manager it starts: the
 // images are named so in the components' archive (tests/real/components.sh).
-constexpr char kVersionN[] = "v1.26.13";
-constexpr char kVersionNext[] = "v1.27.16";
+constexpr const char* kVersionN = kKubeadmVersionN;
+constexpr const char* kVersionNext = kKubeadmVersionNext;
 constexpr char kPauseImage[] = "registry.k8s.io/pause:3.9";
 // kubeadm v1.26.13's etcd, pinned in the ClusterConfiguration (kubeadm v1.27.16 would move to
 // 3.5.12-0, which the components do not build).

@@ -36,6 +36,11 @@
 
 namespace handoff::sandbox {
 
+// The versions the kubeadm sandbox moves between, as its images and kubeadm binaries are named
+// (tests/real/components.sh).
+inline constexpr char kKubeadmVersionN[] = "v1.26.13";
+inline constexpr char kKubeadmVersionNext[] = "v1.27.16";
+
 // Node i (1-based) of the kubeadm sandbox: an instance in zone us-east-1a, b or c (in turn), its
 // address in that zone's own /28 of 172.31.250.0/24, named by its private DNS name
 // (ip-172-31-250-10.ec2.internal), as the in-tree AWS provider names Nodes. provider_id is empty
