@@ -9,7 +9,7 @@
 #      (tests/fuzz);
 #   2. in the background, once the components are built (at once when they were up to date),
 #      the kubeadm cluster's runs (label "kubeadm": real kubelets and containerd; minutes of
-#      waiting for each real move);
+#      waiting for each real move), two at a time, each on a network of its own;
 #   3. meanwhile, in front: the whole-system runs on the model (label "sandbox", while the Go
 #      builds finish) and on the real components (label "real"): mostly waiting for leases, on
 #      addresses of their own, 127.0.1.N, where the kubeadm cluster has its own bridge; the
@@ -25,6 +25,8 @@ export CCACHE_DIR="${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/handoff/ccache}
 # Depend mode: a miss hashes the compiler's own -MD output instead of running the preprocessor
 # first (0.4 s per source here, some 4 core-minutes over a cold run's two builds).
 export CCACHE_DEPEND=1
+# The precompiled headers' users are cached only with this (packaging/build.sh says why).
+export CCACHE_SLOPPINESS=pch_defines,time_macros
 mkdir -p "$CCACHE_DIR"
 ccache --max-size 5G > /dev/null
 started=$SECONDS
@@ -134,7 +136,8 @@ start_kubeadm_runs() {
   kubeadm_log="$(mktemp)"
   stage "test: the kubeadm cluster's runs (label kubeadm), in the background: log in $kubeadm_log"
   setsid bash -c 'TIMEFORMAT="the kubeadm runs: $TIMEFORMAT"
-    time ctest --test-dir build --output-on-failure --label-regex "^kubeadm\$"' > "$kubeadm_log" 2>&1 &
+    time ctest --test-dir build --output-on-failure --parallel 2 --label-regex "^kubeadm\$"' \
+    > "$kubeadm_log" 2>&1 &
   kubeadm_pid=$!
   background_groups+=("$kubeadm_pid")
 }

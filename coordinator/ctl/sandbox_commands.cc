@@ -174,6 +174,12 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context) {
       "cloud-controller-manager running), then one more machine joined with `kubeadm join "
       "--control-plane` at v1.27.16, `handoffctl nodes add`ed and brought to finalized by the "
       "coordinator; no handover gap may be long meanwhile");
+  command->add_option(
+      "--network", flags->options.network,
+      "--cluster kubeadm: the /24 the run's nodes, load balancer and bridge take, as A.B.C.0/24 "
+      "(default 172.31.250.0/24, in AWS's default VPC range): the host's side is .1, the API "
+      "endpoint .2, each zone's nodes .10+, .74+, .138+, named by their addresses "
+      "(ip-A-B-C-10.ec2.internal). Runs on networks of their own can go at once on one machine");
   command->add_option("--bin-dir", flags->options.bin_dir,
                       "Where handoff-coordinator, handoff-agent, handoff-standin and "
                       "handoff-sandbox-kubelet are (default: beside handoffctl, the helpers there or, as the "

@@ -227,10 +227,16 @@ absl::Status SandboxRun::Setup() {
     return SpawnOwned(argv, log);
   };
   setup.interrupted = interrupted_;
+  if (!options_.network.empty() && options_.cluster != ClusterKind::kKubeadm) {
+    return absl::InvalidArgumentError("--network needs --cluster kubeadm");
+  }
+  absl::StatusOr<KubeadmNetwork> network = ParseKubeadmNetwork(options_.network);
+  if (!network.ok()) return network.status();
+  setup.network = options_.network;
   for (int i = 1; i <= options_.nodes; ++i) {
     NodeRun node;
-    node.node.spec =
-        options_.cluster == ClusterKind::kKubeadm ? MakeKubeadmNode(i) : MakeSandboxNode(i);
+    node.node.spec = options_.cluster == ClusterKind::kKubeadm ? MakeKubeadmNode(*network, i)
+                                                               : MakeSandboxNode(i);
     node.node.root = Path(StrCat("nodes/", node.spec().name));
     absl::Status made = EnsureDirectory(*fs_, node.root(), 0755);
     if (!made.ok()) return made;
@@ -246,7 +252,7 @@ absl::Status SandboxRun::Setup() {
   }
   for (int i = 1; i <= spares; ++i) {
     NodeRun spare;
-    spare.node.spec = MakeKubeadmNode(options_.nodes + i);
+    spare.node.spec = MakeKubeadmNode(*network, options_.nodes + i);
     spare.node.root = Path(StrCat("nodes/", spare.spec().name));
     absl::Status made = EnsureDirectory(*fs_, spare.root(), 0755);
     if (!made.ok()) return made;

@@ -52,6 +52,8 @@ struct ClusterSetup {
   // (SandboxCluster::JoinWithKubeadm). Only the kubeadm cluster has any.
   std::vector<ClusterNode> spares;
   bool keep = false;  // --keep: the directory stays after the run
+  // --network: the kubeadm cluster's /24 ("" = kDefaultKubeadmNetwork), already checked.
+  std::string network;
   // A progress line for the operator ("[12.3s] ..." is added by the sandbox).
   std::function<void(const std::string&)> say;
   // Starts a process with its output appended to `log`, as the sandbox's own child (it reaps

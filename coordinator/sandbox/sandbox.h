@@ -86,6 +86,9 @@ struct SandboxOptions {
   // the old one `kubeadm reset` and its Node deleted; then back, each replaced by a machine
   // joined at 1.26 with Leader Migration. Twice as many spare machines as nodes.
   bool replace = false;
+  // --network (kubeadm cluster): its /24, "A.B.C.0/24"; "" = 172.31.250.0/24. Runs on networks
+  // of their own can go at once.
+  std::string network;
   absl::Duration timeout = absl::Minutes(5);
 };
 

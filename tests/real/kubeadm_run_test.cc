@@ -10,6 +10,8 @@
 // one cluster; kubeadm's upgrade and a join after the move on 3 nodes (--kubeadm-upgrade); the
 // rolling replacement forward and back on 2 (--strategy replace); the unsafe order; a run killed
 // with SIGKILL and one interrupted with SIGINT. Each checks that the host is left as it was found.
+// Each case has a network of its own (--network), so that two go at once (tests/run.sh); what it
+// checks on the host is its own run's, found by the sandbox's pid.
 #include <signal.h>
 
 #include <algorithm>
@@ -69,6 +71,30 @@ std::set<std::string> Entries(const std::string& dir) {
   return entries;
 }
 
+// The kubelet's sysctls as the host has them with no kubelet running, "name=value": what a
+// kubeadm run that has not ended (another case's, going at the same time) recorded before its
+// kubelets changed them, or, with none, what they are now.
+std::vector<std::string> HostSysctls() {
+  std::map<std::string, std::string> values;
+  for (const std::string& entry : Entries(kubeadm::kRecordsDir)) {
+    if (entry.size() < 5 || entry.substr(entry.size() - 5) != ".json") continue;
+    const std::string path = StrCat(kubeadm::kRecordsDir, "/", entry);
+    absl::StatusOr<kubeadm::HostChangeRecord> record =
+        kubeadm::ParseHostChangeRecord(ReadText(path), path);
+    if (record.ok() && !record->sysctls.empty()) values = record->sysctls;
+  }
+  std::vector<std::string> sysctls;
+  for (const std::string& name : kubeadm::KubeletSysctls()) {
+    std::string path = "/proc/sys/" + name;
+    std::replace(path.begin() + 10, path.end(), '.', '/');
+    const auto recorded = values.find(name);
+    sysctls.push_back(name + "=" +
+                      (recorded != values.end() ? recorded->second
+                                                : std::string(StripWhitespace(ReadText(path)))));
+  }
+  return sysctls;
+}
+
 HostSnapshot Capture() {
   HostSnapshot snapshot;
   for (std::string_view line : StrSplit(ReadText("/proc/self/mountinfo"), "\n", true)) {
@@ -85,11 +111,7 @@ HostSnapshot Capture() {
       }
     }
   }
-  for (const std::string& name : kubeadm::KubeletSysctls()) {
-    std::string path = "/proc/sys/" + name;
-    std::replace(path.begin() + 10, path.end(), '.', '/');
-    snapshot.sysctls.push_back(name + "=" + std::string(StripWhitespace(ReadText(path))));
-  }
+  snapshot.sysctls = HostSysctls();
   snapshot.records = Entries(kubeadm::kRecordsDir);
   return snapshot;
 }
@@ -133,44 +155,55 @@ std::set<std::string> ProcessesOfRun(const std::string& dir) {
   return left;
 }
 
-// The host as before: nothing of the run's left (other tests on the machine may add and remove
-// their own things meanwhile, so what was there before is compared, not the whole machine).
-void ExpectHostAsBefore(const HostSnapshot& before, const HostSnapshot& after) {
+// The host as before: nothing of the runs `run_pids` (handoffctl's pids, which name the run's
+// links, cgroups and record) left. Other tests on the machine, kubeadm runs among them, may add
+// and remove their own things meanwhile, so what was there before is compared, not the whole
+// machine, and another run's things are its own to clean up.
+void ExpectHostAsBefore(const HostSnapshot& before, const HostSnapshot& after,
+                        const std::vector<int64_t>& run_pids) {
   for (const std::string& point : after.mount_points) {
     EXPECT_TRUE(before.mount_points.count(point) > 0 || point.find("/tmp/") == std::string::npos)
         << "a mount left behind: " << point;
     EXPECT_THAT(point, Not(HasSubstr("sandbox-run-"))) << "a mount of the run left behind";
   }
-  for (const std::string& link : after.links) {
-    EXPECT_TRUE(before.links.count(link) > 0 ||
-                (link.rfind("hsb", 0) != 0 && link.rfind("hsv", 0) != 0))
-        << "a network interface left behind: " << link;
-  }
-  for (const std::string& root : after.cgroup_roots) {
-    EXPECT_THAT(root, Not(HasSubstr("handoff-sandbox-"))) << "a cgroup left behind";
+  for (int64_t pid : run_pids) {
+    ASSERT_GT(pid, 0);
+    const std::string id = std::to_string(pid);
+    for (const std::string& link : after.links) {
+      EXPECT_TRUE(before.links.count(link) > 0 ||
+                  (link != "hsb" + id && link.rfind("hsv" + id + "n", 0) != 0))
+          << "a network interface left behind: " << link;
+    }
+    for (const std::string& root : after.cgroup_roots) {
+      EXPECT_THAT(root, Not(HasSubstr("handoff-sandbox-" + id + "-"))) << "a cgroup left behind";
+    }
+    EXPECT_EQ(after.records.count(id + ".json"), 0u) << "the run's host-change record was left";
   }
   EXPECT_EQ(after.sysctls, before.sysctls) << "the kubelet's sysctls were not put back";
-  for (const std::string& record : after.records) {
-    EXPECT_TRUE(before.records.count(record) > 0) << "a host-change record left: " << record;
-  }
 }
 
 // What every run that completes must end with: the invariant held, and nothing of it left on the
 // host.
-void ExpectHeldAndNothingLeft(const std::string& output, const std::set<std::string>& left,
-                              const HostSnapshot& before) {
-  EXPECT_THAT(output, HasSubstr("invariant held: no cloud controller ran in two processes"));
-  EXPECT_THAT(output, Not(HasSubstr("INVARIANT BROKEN")));
-  EXPECT_THAT(left, IsEmpty());
-  ExpectHostAsBefore(before, Capture());
-}
-
 struct KubeadmOutcome : testing::SandboxOutcome {
   std::set<std::string> processes_left;  // ProcessesOfRun once the run has ended
 };
 
-KubeadmOutcome Sandbox(const std::vector<std::string>& flags, absl::Duration timeout) {
-  std::vector<std::string> all = {"--cluster", "kubeadm"};
+void ExpectHeldAndNothingLeft(const KubeadmOutcome& run, const HostSnapshot& before) {
+  EXPECT_THAT(run.output, HasSubstr("invariant held: no cloud controller ran in two processes"));
+  EXPECT_THAT(run.output, Not(HasSubstr("INVARIANT BROKEN")));
+  EXPECT_THAT(run.processes_left, IsEmpty());
+  ExpectHostAsBefore(before, Capture(), {run.pid});
+}
+
+// The name of the node at .`last` of 172.31.`network`.0/24, as the sandbox names its machines.
+std::string NodeName(int network, int last) {
+  return StrCat("ip-172-31-", network, "-", last, ".ec2.internal");
+}
+
+// `handoffctl sandbox --cluster kubeadm --network 172.31.<network>.0/24 flags...`.
+KubeadmOutcome Sandbox(int network, const std::vector<std::string>& flags, absl::Duration timeout) {
+  std::vector<std::string> all = {"--cluster", "kubeadm", "--network",
+                                  StrCat("172.31.", network, ".0/24")};
   all.insert(all.end(), flags.begin(), flags.end());
   testing::HandoffctlSandbox sandbox(HANDOFFCTL_BIN, all, timeout);
   KubeadmOutcome outcome;
@@ -182,7 +215,7 @@ KubeadmOutcome Sandbox(const std::vector<std::string>& flags, absl::Duration tim
 TEST(KubeadmRunTest, ThreeNodesMoveToTheCloudControllerManagerAndBackOnRealKubelets) {
   if (!CanRunKubeadmCluster()) return;
   const HostSnapshot before = Capture();
-  KubeadmOutcome run = Sandbox({}, absl::Minutes(25));
+  KubeadmOutcome run = Sandbox(250, {}, absl::Minutes(25));
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("kubeadm init on ip-172-31-250-10.ec2.internal"));
   EXPECT_THAT(run.output,
@@ -213,26 +246,28 @@ TEST(KubeadmRunTest, ThreeNodesMoveToTheCloudControllerManagerAndBackOnRealKubel
   EXPECT_THAT(run.output, ContainsRegex("\n  ip-172-31-250-74\\.ec2\\.internal: kube-apiserver "
                                         "[0-9.]+m?s"));
   EXPECT_THAT(run.output, HasSubstr("cleanup: restored vm.overcommit_memory"));
-  ExpectHeldAndNothingLeft(run.output, run.processes_left, before);
+  ExpectHeldAndNothingLeft(run, before);
 }
 
 TEST(KubeadmRunTest, EveryFaultOnTwoNodesEndsWithTheInvariantHeld) {
   if (!CanRunKubeadmCluster()) return;
   const HostSnapshot before = Capture();
   KubeadmOutcome run =
-      Sandbox({"--nodes", "2", "--goal", "prepared", "--fault",
+      Sandbox(251,
+              {"--nodes", "2", "--goal", "prepared", "--fault",
                "agent-kill,coordinator-kill,kubelet-kill,kubelet-unsynced,unhealthy"},
               absl::Minutes(25));
   EXPECT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the agent of ip-172-31-250-74.ec2.internal"));
+  const std::string second = NodeName(251, 74);
+  EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the agent of " + second));
   EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the coordinator during move"));
-  EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the kubelet of ip-172-31-250-74.ec2.internal"));
+  EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the kubelet of " + second));
   // The kubelet cut off from the API server dropped the move's change; the agent stopped the
   // old kube-controller-manager and restarted the kubelet (the run fails otherwise).
-  EXPECT_THAT(run.output, HasSubstr("fault: ip-172-31-250-74.ec2.internal's kubelet restarted "
-                                    "with no route to the API server"));
-  EXPECT_THAT(run.output, HasSubstr("ip-172-31-250-74.ec2.internal's agent stopped the old "
-                                    "process its kubelet left running"));
+  EXPECT_THAT(run.output, HasSubstr("fault: " + second +
+                                    "'s kubelet restarted with no route to the API server"));
+  EXPECT_THAT(run.output,
+              HasSubstr(second + "'s agent stopped the old process its kubelet left running"));
   EXPECT_THAT(run.output, HasSubstr("halted as it must be: "));
   for (const char* fault :
        {"agent-kill", "coordinator-kill", "kubelet-kill", "kubelet-unsynced", "unhealthy"}) {
@@ -242,7 +277,7 @@ TEST(KubeadmRunTest, EveryFaultOnTwoNodesEndsWithTheInvariantHeld) {
   }
   EXPECT_THAT(run.output, HasSubstr("with each fault: agent-kill, coordinator-kill, "
                                     "kubelet-kill, kubelet-unsynced, unhealthy"));
-  ExpectHeldAndNothingLeft(run.output, run.processes_left, before);
+  ExpectHeldAndNothingLeft(run, before);
 }
 
 // After the move, kubeadm acts on the cluster again: the real kubeadm v1.27.16 upgrades it and
@@ -253,22 +288,23 @@ TEST(KubeadmRunTest, EveryFaultOnTwoNodesEndsWithTheInvariantHeld) {
 TEST(KubeadmRunTest, AfterTheMoveKubeadmUpgradesAndJoinsAndEveryNodeStaysExternal) {
   if (!CanRunKubeadmCluster()) return;
   const HostSnapshot before = Capture();
-  KubeadmOutcome run = Sandbox({"--kubeadm-upgrade"}, absl::Minutes(25));
+  KubeadmOutcome run = Sandbox(252, {"--kubeadm-upgrade"}, absl::Minutes(25));
   EXPECT_EQ(run.exit_code, 0) << run.output;
-  const std::string members =
-      "ip-172-31-250-10.ec2.internal, ip-172-31-250-74.ec2.internal, "
-      "ip-172-31-250-138.ec2.internal";
-  const std::string joined = "ip-172-31-250-11.ec2.internal";
+  const std::string first = NodeName(252, 10), second = NodeName(252, 74),
+                    third = NodeName(252, 138);
+  const std::string members = StrCat(first, ", ", second, ", ", third);
+  const std::string joined = NodeName(252, 11);
+  const std::string all_finalized =
+      StrCat("DONE:  ", first, " finalized  ", second, " finalized  ", third, " finalized");
   EXPECT_THAT(run.output, HasSubstr("3 nodes up and 1 spare machine(s) to join later"));
-  EXPECT_THAT(run.output, HasSubstr("DONE:  ip-172-31-250-10.ec2.internal finalized  "
-                                    "ip-172-31-250-74.ec2.internal finalized  "
-                                    "ip-172-31-250-138.ec2.internal finalized\n"));
+  EXPECT_THAT(run.output, HasSubstr(all_finalized + "\n"));
   EXPECT_THAT(run.output, HasSubstr("handoffctl kubeadm-config apply"));
   EXPECT_THAT(run.output, HasSubstr("kubeadm upgrade apply v1.27.16 --yes "
                                     "--ignore-preflight-errors=ControlPlaneNodesReady,CreateJob,"
                                     "CoreDNSUnsupportedPlugins,CoreDNSMigration "
-                                    "(v1.27.16) on ip-172-31-250-10.ec2.internal"));
-  for (const char* node : {"ip-172-31-250-74.ec2.internal", "ip-172-31-250-138.ec2.internal"}) {
+                                    "(v1.27.16) on " +
+                                    first));
+  for (const std::string& node : {second, third}) {
     EXPECT_THAT(run.output, HasSubstr(StrCat("kubeadm upgrade node (v1.27.16) on ", node)));
   }
   EXPECT_THAT(run.output,
@@ -280,10 +316,7 @@ TEST(KubeadmRunTest, AfterTheMoveKubeadmUpgradesAndJoinsAndEveryNodeStaysExterna
   EXPECT_THAT(run.output,
               HasSubstr(StrCat(joined, " joined at v1.27.16: its agent reports it external")));
   EXPECT_THAT(run.output, HasSubstr(StrCat("handoffctl nodes add ", joined)));
-  EXPECT_THAT(run.output, HasSubstr(StrCat("DONE:  ip-172-31-250-10.ec2.internal finalized  "
-                                           "ip-172-31-250-74.ec2.internal finalized  "
-                                           "ip-172-31-250-138.ec2.internal finalized  ",
-                                           joined, " finalized")));
+  EXPECT_THAT(run.output, HasSubstr(StrCat(all_finalized, "  ", joined, " finalized")));
   EXPECT_THAT(run.output, HasSubstr(StrCat("v1.27.16, external, with its cloud-controller-manager "
                                            "running (",
                                            members, ", ", joined, ")")));
@@ -291,7 +324,7 @@ TEST(KubeadmRunTest, AfterTheMoveKubeadmUpgradesAndJoinsAndEveryNodeStaysExterna
   EXPECT_THAT(run.output, HasSubstr("while kubeadm upgraded and joined: "));
   EXPECT_THAT(run.output, HasSubstr("kubeadm upgrade to v1.27.16 and a node joined at v1.27.16 "
                                     "completed"));
-  ExpectHeldAndNothingLeft(run.output, run.processes_left, before);
+  ExpectHeldAndNothingLeft(run, before);
 }
 
 // The upstream procedure's rolling replacement on real machines, forward and back: each node of
@@ -301,47 +334,47 @@ TEST(KubeadmRunTest, AfterTheMoveKubeadmUpgradesAndJoinsAndEveryNodeStaysExterna
 TEST(KubeadmRunTest, TwoNodesAreReplacedAtOneTwentySevenAndBackAtOneTwentySix) {
   if (!CanRunKubeadmCluster()) return;
   const HostSnapshot before = Capture();
-  KubeadmOutcome run = Sandbox({"--nodes", "2", "--strategy", "replace"}, absl::Minutes(25));
+  KubeadmOutcome run = Sandbox(253, {"--nodes", "2", "--strategy", "replace"}, absl::Minutes(25));
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("2 nodes up and 4 spare machine(s) to join later"));
   EXPECT_THAT(run.output, HasSubstr("handoffctl start --strategy replace"));
   const std::string reset =
       "kubeadm reset --force --cri-socket unix:///run/containerd/containerd.sock";
-  for (const char* node : {"ip-172-31-250-138.ec2.internal", "ip-172-31-250-11.ec2.internal"}) {
+  // The members: .10 and .74, replaced by .138 and .11 (at 1.27), replaced by .75 and .139.
+  for (const std::string& node : {NodeName(253, 138), NodeName(253, 11)}) {
     EXPECT_THAT(run.output, HasSubstr(StrCat("kubeadm join --control-plane (v1.27.16) on ", node)));
     EXPECT_THAT(run.output, HasSubstr(StrCat(reset, " (v1.27.16) on ", node)));
   }
-  for (const char* node : {"ip-172-31-250-10.ec2.internal", "ip-172-31-250-74.ec2.internal"}) {
+  for (const std::string& node : {NodeName(253, 10), NodeName(253, 74)}) {
     EXPECT_THAT(run.output, HasSubstr(StrCat(reset, " (v1.26.13) on ", node)));
     EXPECT_THAT(run.output, HasSubstr(StrCat("kubectl delete node ", node)));
   }
-  for (const char* node : {"ip-172-31-250-75.ec2.internal", "ip-172-31-250-139.ec2.internal"}) {
+  for (const std::string& node : {NodeName(253, 75), NodeName(253, 139)}) {
     EXPECT_THAT(run.output, HasSubstr(StrCat("kubeadm join --control-plane (v1.26.13) on ", node)));
   }
-  EXPECT_THAT(run.output, HasSubstr("replacement done: the members are "
-                                    "ip-172-31-250-138.ec2.internal, "
-                                    "ip-172-31-250-11.ec2.internal"));
+  EXPECT_THAT(run.output, HasSubstr(StrCat("replacement done: the members are ", NodeName(253, 138),
+                                           ", ", NodeName(253, 11))));
   EXPECT_THAT(run.output, HasSubstr("node providerIDs: all 2 control-plane nodes"));
   EXPECT_THAT(run.output, HasSubstr("handoffctl rollback --to in-tree --strategy replace"));
-  EXPECT_THAT(run.output, HasSubstr("replacement done: the members are "
-                                    "ip-172-31-250-75.ec2.internal, "
-                                    "ip-172-31-250-139.ec2.internal"));
+  EXPECT_THAT(run.output, HasSubstr(StrCat("replacement done: the members are ", NodeName(253, 75),
+                                           ", ", NodeName(253, 139))));
   EXPECT_THAT(run.output, HasSubstr("in-tree again: a kube-controller-manager holds its lease"));
   EXPECT_THAT(run.output, HasSubstr("rollout to 1.27 and rollback to 1.26 by replacing every "
                                     "node, each way, completed"));
-  ExpectHeldAndNothingLeft(run.output, run.processes_left, before);
+  ExpectHeldAndNothingLeft(run, before);
 }
 
 TEST(KubeadmRunTest, TheUnsafeOrderIsCaughtOnTheRealNode) {
   if (!CanRunKubeadmCluster()) return;
   const HostSnapshot before = Capture();
-  KubeadmOutcome run = Sandbox({"--nodes", "2", "--unsafe-order-for-tests"}, absl::Minutes(15));
+  KubeadmOutcome run =
+      Sandbox(254, {"--nodes", "2", "--unsafe-order-for-tests"}, absl::Minutes(15));
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("unsafe order forced: "));
   EXPECT_THAT(run.output, HasSubstr("coordinator halted the rollout: double run: "));
   EXPECT_THAT(run.output, HasSubstr("INVARIANT BROKEN"));
   EXPECT_THAT(run.processes_left, IsEmpty());
-  ExpectHostAsBefore(before, Capture());
+  ExpectHostAsBefore(before, Capture(), {run.pid});
 }
 
 // A run killed with SIGKILL leaves its nodes to the kernel (each dies with the sandbox) and the
@@ -349,13 +382,16 @@ TEST(KubeadmRunTest, TheUnsafeOrderIsCaughtOnTheRealNode) {
 TEST(KubeadmRunTest, AKilledRunIsCleanedUpByTheNextAndAnInterruptedOneCleansUpItself) {
   if (!CanRunKubeadmCluster()) return;
   const HostSnapshot before = Capture();
+  std::vector<int64_t> pids;
   for (int signal : {SIGKILL, SIGINT}) {
     std::string dir = std::filesystem::path(::testing::TempDir()) / "sandbox-stop-XXXXXX";
     ASSERT_NE(mkdtemp(dir.data()), nullptr);
-    absl::StatusOr<std::unique_ptr<Process>> run = Process::Spawn(
-        {HANDOFFCTL_BIN, "sandbox", "--cluster", "kubeadm", "--nodes", "1", "--dir", dir + "/run"},
-        dir + "/output.log");
+    absl::StatusOr<std::unique_ptr<Process>> run =
+        Process::Spawn({HANDOFFCTL_BIN, "sandbox", "--cluster", "kubeadm", "--network",
+                        "172.31.255.0/24", "--nodes", "1", "--dir", dir + "/run"},
+                       dir + "/output.log");
     ASSERT_TRUE(run.ok()) << run.status();
+    pids.push_back((*run)->pid());
     // The nodes are up once the run says so; it says nothing any other way.
     const absl::Time deadline = absl::Now() + absl::Minutes(3);
     while (ReadText(dir + "/output.log").find("nodes up") == std::string::npos &&
@@ -385,7 +421,7 @@ TEST(KubeadmRunTest, AKilledRunIsCleanedUpByTheNextAndAnInterruptedOneCleansUpIt
     EXPECT_THAT(ProcessesOfRun(dir), IsEmpty()) << "after " << strsignal(signal) << ":\n" << output;
     std::filesystem::remove_all(dir);
   }
-  ExpectHostAsBefore(before, Capture());
+  ExpectHostAsBefore(before, Capture(), pids);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "coordinator/sandbox/kubeadm/host_changes.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,10 +28,58 @@ namespace {
 using Json = nlohmann::json;
 using node::ReadText;
 
-std::string SysctlPath(const std::string& name) {
-  std::string path = StrCat("/proc/sys/", name);
-  std::replace(path.begin() + 10, path.end(), '.', '/');
-  return path;
+std::string SysctlPath(const std::string& root, const std::string& name) {
+  std::string relative = name;
+  std::replace(relative.begin(), relative.end(), '.', '/');
+  return StrCat(root, "/", relative);
+}
+
+// flock(2) on the records directory while it lives: runs decide about the shared sysctls one at
+// a time. The kernel drops the lock with the process, however it ends.
+class RecordsLock {
+ public:
+  explicit RecordsLock(const std::string& records_dir)
+      : fd_(::open(records_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    while (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~RecordsLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RecordsLock(const RecordsLock&) = delete;
+  RecordsLock& operator=(const RecordsLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+// The record of a run other than the one in `own_path` whose owner still runs and which holds
+// the host's sysctls.
+std::optional<HostChangeRecord> LiveRunHoldingSysctls(const std::string& records_dir,
+                                                      const std::string& own_path) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(records_dir, error)) {
+    if (entry.path().extension() != ".json" || entry.path() == own_path) continue;
+    std::optional<std::string> text = ReadText(entry.path());
+    if (!text) continue;
+    absl::StatusOr<HostChangeRecord> record = ParseHostChangeRecord(*text, entry.path());
+    if (record.ok() && !record->sysctls.empty() && StillRuns(record->owner)) return *record;
+  }
+  return std::nullopt;
+}
+
+// Puts the sysctls of `record` (kept in `path`) back, unless a live run still holds them.
+std::vector<std::string> GiveBackSysctls(const HostChangeRecord& record, const std::string& path,
+                                         const HostPaths& paths,
+                                         const std::function<void(const std::string&)>& say) {
+  if (record.sysctls.empty()) return {};
+  std::optional<HostChangeRecord> holder = LiveRunHoldingSysctls(paths.records_dir, path);
+  if (holder) {
+    say(StrCat("left the kubelet's sysctls to the run still using them (pid ", holder->owner.pid,
+               ", ", holder->dir, ")"));
+    return {};
+  }
+  return RestoreSysctls(record, say, paths.sysctl_root);
 }
 
 Json ProcessJson(const HostProcess& process) {
@@ -213,18 +263,6 @@ std::vector<std::string> UndoHostChanges(const HostChangeRecord& record,
   if (!record.cgroup_roots.empty()) {
     say(StrCat("removed the cgroups ", StrJoin(record.cgroup_roots, ", ")));
   }
-  for (const auto& [name, value] : record.sysctls) {
-    std::optional<std::string> now = ReadText(SysctlPath(name));
-    if (now && StripWhitespace(*now) == value) continue;
-    std::ofstream out(SysctlPath(name));
-    out << value << "\n";
-    if (!out.flush()) {
-      failures.push_back(StrCat("cannot restore ", name, " = ", value));
-    } else {
-      say(StrCat("restored ", name, " = ", value, " (the kubelet had set ",
-                 now ? std::string(StripWhitespace(*now)) : "?", ")"));
-    }
-  }
   if (!record.keep && !record.dir.empty()) {
     std::error_code error;
     std::filesystem::remove_all(record.dir, error);
@@ -233,8 +271,28 @@ std::vector<std::string> UndoHostChanges(const HostChangeRecord& record,
   return failures;
 }
 
+std::vector<std::string> RestoreSysctls(const HostChangeRecord& record,
+                                        const std::function<void(const std::string&)>& say,
+                                        const std::string& sysctl_root) {
+  std::vector<std::string> failures;
+  for (const auto& [name, value] : record.sysctls) {
+    std::optional<std::string> now = ReadText(SysctlPath(sysctl_root, name));
+    if (now && StripWhitespace(*now) == value) continue;
+    std::ofstream out(SysctlPath(sysctl_root, name));
+    out << value << "\n";
+    if (!out.flush()) {
+      failures.push_back(StrCat("cannot restore ", name, " = ", value));
+    } else {
+      say(StrCat("restored ", name, " = ", value, " (the kubelet had set ",
+                 now ? std::string(StripWhitespace(*now)) : "?", ")"));
+    }
+  }
+  return failures;
+}
+
 absl::StatusOr<HostChanges> HostChanges::Begin(const std::string& dir, bool keep,
-                                               const std::string& records_dir) {
+                                               const HostPaths& paths) {
+  const std::string& records_dir = paths.records_dir;
   std::error_code error;
   std::filesystem::create_directories(records_dir, error);
   if (error) {
@@ -242,6 +300,7 @@ absl::StatusOr<HostChanges> HostChanges::Begin(const std::string& dir, bool keep
         StrCat("cannot create ", records_dir, ": ", error.message()));
   }
   HostChanges changes;
+  changes.paths_ = paths;
   changes.record_.owner = CurrentProcess(::getpid());
   changes.record_.dir = dir;
   changes.record_.keep = keep;
@@ -264,9 +323,17 @@ absl::Status HostChanges::WillFillCgroupRoot(const std::string& root) {
 }
 
 absl::Status HostChanges::WillStartKubelets() {
+  RecordsLock lock(paths_.records_dir);
+  // Another run's kubelets may have changed them already: that run recorded the host's values.
+  const std::optional<HostChangeRecord> holder = LiveRunHoldingSysctls(paths_.records_dir, path_);
   for (const std::string& name : KubeletSysctls()) {
     if (record_.sysctls.count(name) > 0) continue;
-    std::optional<std::string> value = ReadText(SysctlPath(name));
+    if (holder) {
+      auto value = holder->sysctls.find(name);
+      if (value != holder->sysctls.end()) record_.sysctls[name] = value->second;
+      continue;
+    }
+    std::optional<std::string> value = ReadText(SysctlPath(paths_.sysctl_root, name));
     if (value) record_.sysctls[name] = std::string(StripWhitespace(*value));
   }
   return Save();
@@ -279,12 +346,17 @@ absl::Status HostChanges::Started(const HostProcess& process) {
 
 std::vector<std::string> HostChanges::Undo(const std::function<void(const std::string&)>& say) {
   std::vector<std::string> failures = UndoHostChanges(record_, say);
+  RecordsLock lock(paths_.records_dir);
+  for (std::string& failure : GiveBackSysctls(record_, path_, paths_, say)) {
+    failures.push_back(std::move(failure));
+  }
   if (failures.empty()) ::unlink(path_.c_str());
   return failures;
 }
 
 std::vector<std::string> CleanStaleRuns(const std::function<void(const std::string&)>& say,
-                                        const std::string& records_dir) {
+                                        const HostPaths& paths) {
+  const std::string& records_dir = paths.records_dir;
   std::vector<std::string> lines;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(records_dir, error)) {
@@ -300,6 +372,10 @@ std::vector<std::string> CleanStaleRuns(const std::function<void(const std::stri
     say(StrCat("cleaning up after an earlier run that did not finish (pid ", record->owner.pid,
                ", ", record->dir, ")"));
     std::vector<std::string> failures = UndoHostChanges(*record, say);
+    RecordsLock lock(records_dir);
+    for (std::string& failure : GiveBackSysctls(*record, entry.path(), paths, say)) {
+      failures.push_back(std::move(failure));
+    }
     if (failures.empty()) {
       std::filesystem::remove(entry.path(), error);
       lines.push_back(StrCat("cleaned up after the earlier run in ", record->dir));

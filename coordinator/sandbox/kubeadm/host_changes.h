@@ -9,6 +9,12 @@
 // The record is one JSON file per run in kRecordsDir, replaced atomically at each change (write
 // ahead: a change is recorded before it is made, so an undo may find a change that never
 // happened and skips it).
+//
+// Runs may overlap (each on a network of its own). The sysctls are the host's, not a run's: a run
+// that starts its kubelets while another run's kubelets have set them records the values the
+// other run recorded (the host's, before any kubelet), and a run that ends while another live run
+// holds them leaves them to that run; the last one puts them back. The records directory's
+// flock(2) makes each of those decisions one at a time.
 #ifndef HANDOFF_COORDINATOR_SANDBOX_KUBEADM_HOST_CHANGES_H_
 #define HANDOFF_COORDINATOR_SANDBOX_KUBEADM_HOST_CHANGES_H_
 
@@ -26,6 +32,13 @@
 namespace handoff::sandbox::kubeadm {
 
 inline constexpr char kRecordsDir[] = "/run/handoff-sandbox";
+inline constexpr char kSysctlRoot[] = "/proc/sys";
+
+// Where the records are kept and the sysctls read and written: the host's places, or a test's.
+struct HostPaths {
+  std::string records_dir = kRecordsDir;
+  std::string sysctl_root = kSysctlRoot;  // "kernel.panic" is <sysctl_root>/kernel/panic
+};
 
 // The sysctls the kubelet sets at start (pkg/kubelet/cm/container_manager_linux.go
 // setupKernelTunables), none of them per network namespace.
@@ -66,45 +79,55 @@ absl::StatusOr<HostChangeRecord> ParseHostChangeRecord(const std::string& text,
 // (/sys/fs/cgroup: each v1 controller's directory, and the unified one).
 std::vector<std::string> CgroupRootDirs(const std::string& cgroup_fs, const std::string& root);
 
-// Undoes `record`, step by step, whatever fails (each failure is described in the result, which is
-// empty when everything was undone): kills the node processes that still run and waits for them,
-// deletes the network interfaces (the last made first), removes the cgroup roots (depth first),
-// restores each sysctl that differs, removes the directory unless kept. `say` gets a line per thing
-// undone.
+// Undoes what is the run's own in `record`, step by step, whatever fails (each failure is
+// described in the result, which is empty when everything was undone): kills the node processes
+// that still run and waits for them, deletes the network interfaces (the last made first),
+// removes the cgroup roots (depth first), removes the directory unless kept. `say` gets a line per
+// thing undone. The sysctls, which runs share, are RestoreSysctls's.
 std::vector<std::string> UndoHostChanges(const HostChangeRecord& record,
                                          const std::function<void(const std::string&)>& say);
+
+// Writes back each of `record`'s sysctls that differs; a line in the result per one that could
+// not be written.
+std::vector<std::string> RestoreSysctls(const HostChangeRecord& record,
+                                        const std::function<void(const std::string&)>& say,
+                                        const std::string& sysctl_root = kSysctlRoot);
 
 // The run's record, kept in <records dir>/<owner pid>.json.
 class HostChanges {
  public:
-  // Starts a record for this process and `dir` in `records_dir`; fails when it cannot be
+  // Starts a record for this process and `dir` in `paths.records_dir`; fails when it cannot be
   // written.
   static absl::StatusOr<HostChanges> Begin(const std::string& dir, bool keep,
-                                           const std::string& records_dir = kRecordsDir);
+                                           const HostPaths& paths = {});
 
   // Each writes the record (with the change) before the caller makes the change.
   absl::Status WillCreateLink(const std::string& name);
   absl::Status WillFillCgroupRoot(const std::string& root);
-  // Reads each of KubeletSysctls() now, so that the values before the first kubelet are kept.
+  // Records each of KubeletSysctls() as the host had it before the first kubelet: read now, or
+  // taken from a live run that recorded them before its kubelets changed them.
   absl::Status WillStartKubelets();
   absl::Status Started(const HostProcess& process);
 
   // Undoes everything and removes the record; what could not be undone, as for UndoHostChanges.
+  // The sysctls are put back unless another live run holds them.
   std::vector<std::string> Undo(const std::function<void(const std::string&)>& say);
 
   const HostChangeRecord& record() const { return record_; }
 
  private:
   absl::Status Save();
+  HostPaths paths_;
   std::string path_;
   HostChangeRecord record_;
 };
 
 // Undoes the changes of every earlier run (a record in `records_dir`) whose owner no longer
-// runs, and removes their records. Returns a line per run cleaned and per thing that could not
-// be undone; a record that does not parse is left alone, with a line saying so.
+// runs, and removes their records (the sysctls as HostChanges::Undo does). Returns a line per run
+// cleaned and per thing that could not be undone; a record that does not parse is left alone,
+// with a line saying so.
 std::vector<std::string> CleanStaleRuns(const std::function<void(const std::string&)>& say,
-                                        const std::string& records_dir = kRecordsDir);
+                                        const HostPaths& paths = {});
 
 }  // namespace handoff::sandbox::kubeadm
 

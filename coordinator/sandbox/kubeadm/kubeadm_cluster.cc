@@ -50,11 +50,6 @@ namespace {
 
 using node::ReadText;
 
-// The run's network: a /24 of AWS's default VPC range, with each zone's nodes in a /28 of its own
-// (the fake AWS makes one subnet per zone).
-constexpr char kSubnet[] = "172.31.250.";
-constexpr char kBridgeIp[] = "172.31.250.1";
-constexpr char kEndpointIp[] = "172.31.250.2";
 // What a kubelet v1.26 logs as its main sync loop starts, its manifests read.
 constexpr char kSyncLoopStarted[] = "Starting kubelet main sync loop";
 constexpr int kPrefixLength = 24;
@@ -79,9 +74,9 @@ constexpr char kCcmImage[] = "registry.k8s.io/provider-aws/cloud-controller-mana
 // nothing asks for, so the kubelet finds no image to run and cannot pull one.
 constexpr char kHeldCcmImage[] = "handoff-sandbox.invalid/held/cloud-controller-manager:v1.27.2";
 
-// Whether an interface of this machine has an address in the run's /24 (another kubeadm sandbox
-// runs, or the network is someone else's).
-std::optional<std::string> SubnetInUse() {
+// An interface of this machine other than `except` with an address in `network` (another
+// kubeadm sandbox runs on it, or the network is someone else's): "name (address)".
+std::optional<std::string> SubnetInUse(const KubeadmNetwork& network, const std::string& except) {
   ifaddrs* addresses = nullptr;
   if (::getifaddrs(&addresses) != 0) return std::nullopt;
   std::optional<std::string> user;
@@ -90,7 +85,9 @@ std::optional<std::string> SubnetInUse() {
     char text[INET_ADDRSTRLEN] = {};
     const auto* in = reinterpret_cast<const sockaddr_in*>(it->ifa_addr);
     ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
-    if (StartsWith(text, kSubnet)) user = StrCat(it->ifa_name, " (", text, ")");
+    if (StartsWith(text, network.prefix) && except != it->ifa_name) {
+      user = StrCat(it->ifa_name, " (", text, ")");
+    }
   }
   ::freeifaddrs(addresses);
   return user;
@@ -146,8 +143,10 @@ class KubeadmCluster : public SandboxCluster {
         fs_(NewPosixFileSystem("/")),
         clock_(NewRealClock()),
         monitor_(*fs_, StrCat(setup.dir, "/records"), setup.timing) {
+    // The sandbox parsed --network before it made the nodes.
+    network_ = ParseKubeadmNetwork(setup.network).value_or(KubeadmNetwork{"172.31.250."});
     plan_.kubernetes_version = kVersionN;
-    plan_.endpoint_ip = kEndpointIp;
+    plan_.endpoint_ip = network_.EndpointIp();
     plan_.pause_image = kPauseImage;
     plan_.etcd_image_tag = kEtcdImageTag;
     // kubeadm's formats: a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}, a certificate key of 32
@@ -174,8 +173,8 @@ class KubeadmCluster : public SandboxCluster {
 
   absl::Status Start(const ApiServerCertificates& certificates) override;
 
-  std::string CoordinatorHost() const override { return kBridgeIp; }
-  std::string CoordinatorAltIp() const override { return kBridgeIp; }
+  std::string CoordinatorHost() const override { return network_.BridgeIp(); }
+  std::string CoordinatorAltIp() const override { return network_.BridgeIp(); }
 
   AgentHost AgentHostOf(const ClusterNode& cluster_node) const override {
     AgentHost host;
@@ -230,11 +229,11 @@ class KubeadmCluster : public SandboxCluster {
     // for the endpoint's port alone, not a route to its address: the load balancer's own
     // connections to this node's API server come from that address, and their replies must
     // still reach it.
-    absl::Status routed =
-        RunOnNode(*node,
-                  {"ip", "rule", cut ? "add" : "del", "to", StrCat(kEndpointIp, "/32"), "ipproto",
-                   "tcp", "dport", std::to_string(kubeadm::kApiServerPort), "unreachable"},
-                  StrCat("route-", node->name), absl::Seconds(30));
+    absl::Status routed = RunOnNode(
+        *node,
+        {"ip", "rule", cut ? "add" : "del", "to", StrCat(network_.EndpointIp(), "/32"), "ipproto",
+         "tcp", "dport", std::to_string(kubeadm::kApiServerPort), "unreachable"},
+        StrCat("route-", node->name), absl::Seconds(30));
     if (!routed.ok()) return routed;
     // Restarted either way: cut off, it reads its manifests at once and then waits for the API
     // server for good; given its route back, it syncs at once rather than after its reflectors'
@@ -363,6 +362,15 @@ class KubeadmCluster : public SandboxCluster {
   const real::Components components_;
   std::unique_ptr<FileSystem> fs_;  // rooted at "/"
   std::unique_ptr<Clock> clock_;
+  // FailedPrecondition: `user` ("name (address)") has an address in the run's network.
+  absl::Status NetworkInUse(const std::string& user) const {
+    return absl::FailedPreconditionError(
+        StrCat("the kubeadm sandbox's network ", network_.Cidr(), " is in use here (", user,
+               "): another kubeadm sandbox runs on it, or it is someone else's; give another "
+               "with --network"));
+  }
+
+  KubeadmNetwork network_;
   kubeadm::ClusterPlan plan_;
   std::string run_id_;
   std::string bridge_;
@@ -465,11 +473,7 @@ absl::Status KubeadmCluster::CheckHost() {
                  ", which every node overlays: give a directory elsewhere (e.g. under /tmp)"));
     }
   }
-  if (std::optional<std::string> user = SubnetInUse()) {
-    return absl::FailedPreconditionError(
-        StrCat("the kubeadm sandbox's network ", kSubnet, "0/", kPrefixLength, " is in use here (",
-               *user, "): another kubeadm sandbox runs, or the network is someone else's"));
-  }
+  if (std::optional<std::string> user = SubnetInUse(network_, "")) return NetworkInUse(*user);
   return absl::OkStatus();
 }
 
@@ -479,12 +483,15 @@ absl::Status KubeadmCluster::MakeBridge() {
   if (!recorded.ok()) return recorded;
   for (const std::vector<std::string>& step :
        {std::vector<std::string>{"ip", "link", "add", bridge_, "type", "bridge"},
-        std::vector<std::string>{"ip", "addr", "add", StrCat(kBridgeIp, "/", kPrefixLength), "dev",
-                                 bridge_},
+        std::vector<std::string>{"ip", "addr", "add",
+                                 StrCat(network_.BridgeIp(), "/", kPrefixLength), "dev", bridge_},
         std::vector<std::string>{"ip", "link", "set", bridge_, "up"}}) {
     absl::Status ran = RunOnHost(step);
     if (!ran.ok()) return ran;
   }
+  // Looked at again with the bridge up: two runs that started on one network at the same moment
+  // both see the other's bridge now, and both stop.
+  if (std::optional<std::string> user = SubnetInUse(network_, bridge_)) return NetworkInUse(*user);
   return absl::OkStatus();
 }
 
@@ -571,7 +578,7 @@ absl::Status KubeadmCluster::StartFakeAws() {
                                    "--region",
                                    kRegion,
                                    "--ec2-host",
-                                   kBridgeIp,
+                                   network_.BridgeIp(),
                                    "--ec2-port",
                                    std::to_string(*port),
                                    "--imds-port",
@@ -902,7 +909,7 @@ absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/
   absl::StatusOr<Node> lb = BootNode("api-lb", StrCat(setup_.dir, "/lb"), /*services=*/false);
   if (!lb.ok()) return lb.status();
   lb_ = *std::move(lb);
-  status = Connect(lb_, kEndpointIp, 0);
+  status = Connect(lb_, network_.EndpointIp(), 0);
   if (!status.ok()) return status;
 
   status = changes_->WillStartKubelets();
@@ -942,7 +949,7 @@ absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/
                         ? ""
                         : StrCat(" and ", setup_.spares.size(), " spare machine(s) to join later"),
                     " (namespaces, containerd, a bridge ", bridge_,
-                    " with no route out), the API endpoint ", kEndpointIp, ":",
+                    " with no route out), the API endpoint ", network_.EndpointIp(), ":",
                     kubeadm::kApiServerPort, " (haproxy)"));
 
   // From now on every manager process of a node is seen, from its start to its exit.
@@ -974,7 +981,7 @@ absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/
   absl::StatusOr<std::unique_ptr<kube::KubeClient>> client = AdminClient();
   if (!client.ok()) return client.status();
   monitor_.leases().SetClient(*std::move(client));
-  setup_.say(StrCat("API server on https://", kEndpointIp, ":", kubeadm::kApiServerPort,
+  setup_.say(StrCat("API server on https://", network_.EndpointIp(), ":", kubeadm::kApiServerPort,
                     " (kubeadm's kube-system objects, Nodes registered by their kubelets with "
                     "the in-tree AWS provider)"));
   return absl::OkStatus();
@@ -1089,14 +1096,35 @@ void KubeadmCluster::Stop() {
 
 }  // namespace
 
-SandboxNode MakeKubeadmNode(int index) {
+absl::StatusOr<KubeadmNetwork> ParseKubeadmNetwork(std::string_view cidr) {
+  if (cidr.empty()) cidr = kDefaultKubeadmNetwork;
+  const auto invalid = [&] {
+    return absl::InvalidArgumentError(
+        StrCat("--network ", cidr, ": give a /24 as A.B.C.0/24, e.g. ", kDefaultKubeadmNetwork));
+  };
+  if (!EndsWith(cidr, ".0/24")) return invalid();
+  const std::string_view prefix = cidr.substr(0, cidr.size() - 4);  // "A.B.C."
+  std::vector<std::string_view> octets = StrSplit(prefix.substr(0, prefix.size() - 1), ".");
+  if (octets.size() != 3) return invalid();
+  for (std::string_view octet : octets) {
+    if (octet.empty() || octet.size() > 3 || octet.find_first_not_of("0123456789") != octet.npos ||
+        (octet.size() > 1 && octet[0] == '0') || std::stoi(std::string(octet)) > 255) {
+      return invalid();
+    }
+  }
+  return KubeadmNetwork{std::string(prefix)};
+}
+
+SandboxNode MakeKubeadmNode(const KubeadmNetwork& network, int index) {
   const int zone = (index - 1) % 3;
   const int in_zone = (index - 1) / 3;
   SandboxNode node;
-  // Each zone's nodes in a /28 of their own: 172.31.250.10+, 74+, 138+.
+  // Each zone's nodes in a /28 of their own: .10+, .74+, .138+.
   const int last = 64 * zone + 10 + in_zone;
-  node.ip = StrCat(kSubnet, last);
-  node.name = StrCat("ip-172-31-250-", last, ".ec2.internal");
+  node.ip = network.Address(last);
+  std::string dashed = node.ip;
+  std::replace(dashed.begin(), dashed.end(), '.', '-');
+  node.name = StrCat("ip-", dashed, ".ec2.internal");
   node.zone = StrCat(kRegion, std::string(1, kZones[zone]));
   return node;
 }

@@ -2,8 +2,9 @@
 // highly available control plane that real kubeadm v1.26.13 builds, on nodes that are machines of
 // their own as far as every component can tell.
 //
-//   network   a bridge the run creates (172.31.250.1/24 on the host, where the coordinator and
-//             the fake AWS's EC2 API listen) and one veth per node; no default route and
+//   network   a /24 of the run's own (--network, 172.31.250.0/24 by default): a bridge the run
+//             creates (.1 on the host, where the coordinator and the fake AWS's EC2 API listen)
+//             and one veth per node; no default route and
 //             `nameserver 127.0.0.1` in the nodes, so that nothing they send leaves the run's own
 //             namespaces;
 //   nodes     `handoff-sandbox-node boot` (node/node_init.h): mount, UTS, network, IPC and PID
@@ -11,7 +12,7 @@
 //             the standard paths (under <dir>/nodes/<name>/ on the host), containerd and the real
 //             kubelet 1.26.13 run as kubeadm's systemd units run them; every image imported from
 //             the components' archive (nothing is pulled);
-//   endpoint  haproxy in a namespace of its own (172.31.250.2:6443, controlPlaneEndpoint) in
+//   endpoint  haproxy in a namespace of its own (.2:6443, controlPlaneEndpoint) in
 //             front of every node's kube-apiserver, as kubeadm's HA guide sets it up;
 //   AWS       the fake AWS (moto) with each node's instance metadata at 169.254.169.254 inside
 //             that node, so every component finds its instance where it would on EC2;
@@ -29,6 +30,8 @@
 #define HANDOFF_COORDINATOR_SANDBOX_KUBEADM_KUBEADM_CLUSTER_H_
 
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "coordinator/sandbox/cluster.h"
@@ -41,11 +44,26 @@ namespace handoff::sandbox {
 inline constexpr char kKubeadmVersionN[] = "v1.26.13";
 inline constexpr char kKubeadmVersionNext[] = "v1.27.16";
 
+// The kubeadm sandbox's network: a /24 in AWS's default VPC range by default. Runs on networks of
+// their own can go at once on one host.
+inline constexpr char kDefaultKubeadmNetwork[] = "172.31.250.0/24";
+struct KubeadmNetwork {
+  std::string prefix;  // the first three octets and a dot: "172.31.250."
+
+  std::string Address(int last) const { return prefix + std::to_string(last); }
+  std::string Cidr() const { return prefix + "0/24"; }
+  std::string BridgeIp() const { return Address(1); }    // the host's side: the coordinator's
+  std::string EndpointIp() const { return Address(2); }  // controlPlaneEndpoint (haproxy)
+};
+// `cidr` as `--network` takes it, "A.B.C.0/24" ("" = kDefaultKubeadmNetwork); InvalidArgument
+// naming --network otherwise.
+absl::StatusOr<KubeadmNetwork> ParseKubeadmNetwork(std::string_view cidr);
+
 // Node i (1-based) of the kubeadm sandbox: an instance in zone us-east-1a, b or c (in turn), its
-// address in that zone's own /28 of 172.31.250.0/24, named by its private DNS name
+// address in that zone's own /28 of `network` (.10+, .74+, .138+), named by its private DNS name
 // (ip-172-31-250-10.ec2.internal), as the in-tree AWS provider names Nodes. provider_id is empty
 // until the fake AWS has made the instance.
-SandboxNode MakeKubeadmNode(int index);
+SandboxNode MakeKubeadmNode(const KubeadmNetwork& network, int index);
 
 // The managers' own leader-election defaults (15 s, 10 s, 2 s): kubeadm sets none.
 LeaseTiming KubeadmManagerTiming();

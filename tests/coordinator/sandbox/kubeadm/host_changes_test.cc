@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -15,6 +16,7 @@
 namespace handoff::sandbox::kubeadm {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -97,7 +99,8 @@ TEST(HostChangesTest, UndoStopsTheRunsProcessesAndRemovesItsDirectory) {
   TempDir run;
   std::ofstream(run.path() + "/left-behind") << "x";
   const pid_t child = StartChild();
-  absl::StatusOr<HostChanges> changes = HostChanges::Begin(run.path(), false, records.path());
+  absl::StatusOr<HostChanges> changes =
+      HostChanges::Begin(run.path(), false, HostPaths{records.path()});
   ASSERT_TRUE(changes.ok()) << changes.status();
   ASSERT_TRUE(changes->Started(CurrentProcess(child)).ok());
   EXPECT_TRUE(std::filesystem::exists(records.path() + "/" + std::to_string(getpid()) + ".json"));
@@ -134,7 +137,8 @@ TEST(HostChangesTest, ARunThatDiedIsCleanedUpByTheNextOneAndALiveOneIsLeftAlone)
   std::ofstream(records.path() + "/2.json") << FormatHostChangeRecord(live);
   std::ofstream(records.path() + "/3.json") << "not json";
 
-  const std::vector<std::string> lines = CleanStaleRuns([](const std::string&) {}, records.path());
+  const std::vector<std::string> lines =
+      CleanStaleRuns([](const std::string&) {}, HostPaths{records.path()});
   EXPECT_THAT(lines, UnorderedElementsAre(
                          HasSubstr("cleaned up after the earlier run in " + dead_run.path()),
                          HasSubstr("left alone: " + records.path() + "/3.json")));
@@ -144,6 +148,84 @@ TEST(HostChangesTest, ARunThatDiedIsCleanedUpByTheNextOneAndALiveOneIsLeftAlone)
   EXPECT_FALSE(std::filesystem::exists(dead_run.path()));
   EXPECT_FALSE(std::filesystem::exists(records.path() + "/1.json"));
   EXPECT_TRUE(std::filesystem::exists(records.path() + "/2.json"));
+}
+
+// A sysctl directory like /proc/sys holding `value` for each of the kubelet's sysctls.
+void WriteSysctls(const std::string& root, const std::string& value) {
+  for (const std::string& name : KubeletSysctls()) {
+    std::string relative = name;
+    std::replace(relative.begin(), relative.end(), '.', '/');
+    const std::filesystem::path path = root + "/" + relative;
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream(path) << value << "\n";
+  }
+}
+
+std::string ReadSysctl(const std::string& root, const std::string& relative) {
+  std::ifstream in(root + "/" + relative);
+  std::string value;
+  in >> value;
+  return value;
+}
+
+TEST(HostChangesTest, OverlappingRunsShareTheHostsSysctlsAndTheLastOneToEndPutsThemBack) {
+  TempDir records;
+  TempDir sysctls;
+  TempDir run;
+  const HostPaths paths{records.path(), sysctls.path()};
+  // Another run, live (its owner is this test's parent), recorded the host's values ("0") before
+  // its kubelets set theirs ("1").
+  HostChangeRecord other;
+  other.owner = CurrentProcess(getppid());
+  other.dir = "/nonexistent-other-run";
+  for (const std::string& name : KubeletSysctls()) other.sysctls[name] = "0";
+  const std::string other_path = records.path() + "/1.json";
+  std::ofstream(other_path) << FormatHostChangeRecord(other);
+  WriteSysctls(sysctls.path(), "1");
+
+  absl::StatusOr<HostChanges> changes = HostChanges::Begin(run.path(), true, paths);
+  ASSERT_TRUE(changes.ok()) << changes.status();
+  ASSERT_TRUE(changes->WillStartKubelets().ok());
+  // The host's values, not the other run's kubelets'.
+  EXPECT_EQ(changes->record().sysctls, other.sysctls);
+
+  // Ending while the other run lives: the sysctls stay as its kubelets need them.
+  std::vector<std::string> said;
+  const auto say = [&](const std::string& line) { said.push_back(line); };
+  EXPECT_THAT(changes->Undo(say), IsEmpty());
+  EXPECT_EQ(ReadSysctl(sysctls.path(), "kernel/panic"), "1");
+  EXPECT_THAT(said, ElementsAre(HasSubstr("left the kubelet's sysctls to the run still using them "
+                                          "(pid " +
+                                          std::to_string(getppid()))));
+
+  // Once the other run has ended, a run that ends last puts the host's values back.
+  absl::StatusOr<HostChanges> last = HostChanges::Begin(run.path(), true, paths);
+  ASSERT_TRUE(last.ok()) << last.status();
+  ASSERT_TRUE(last->WillStartKubelets().ok());
+  std::filesystem::remove(other_path);
+  said.clear();
+  EXPECT_THAT(last->Undo(say), IsEmpty());
+  for (const char* relative : {"kernel/panic", "vm/overcommit_memory", "kernel/panic_on_oops"}) {
+    EXPECT_EQ(ReadSysctl(sysctls.path(), relative), "0") << relative;
+  }
+  EXPECT_THAT(said, Contains(HasSubstr("restored kernel.panic = 0 (the kubelet had set 1)")));
+  EXPECT_TRUE(std::filesystem::is_empty(records.path()));
+}
+
+TEST(HostChangesTest, ARunAloneRecordsTheSysctlsAsTheHostHasThem) {
+  TempDir records;
+  TempDir sysctls;
+  TempDir run;
+  WriteSysctls(sysctls.path(), "7");
+  absl::StatusOr<HostChanges> changes =
+      HostChanges::Begin(run.path(), true, HostPaths{records.path(), sysctls.path()});
+  ASSERT_TRUE(changes.ok()) << changes.status();
+  ASSERT_TRUE(changes->WillStartKubelets().ok());
+  ASSERT_EQ(changes->record().sysctls.size(), KubeletSysctls().size());
+  for (const auto& [name, value] : changes->record().sysctls) EXPECT_EQ(value, "7") << name;
+  WriteSysctls(sysctls.path(), "9");  // as a kubelet would
+  EXPECT_THAT(changes->Undo([](const std::string&) {}), IsEmpty());
+  EXPECT_EQ(ReadSysctl(sysctls.path(), "vm/overcommit_memory"), "7");
 }
 
 }  // namespace

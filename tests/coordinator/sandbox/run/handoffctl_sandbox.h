@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -23,6 +24,7 @@
 namespace handoff::sandbox::testing {
 
 struct SandboxOutcome {
+  int64_t pid = 0;  // handoffctl's
   int exit_code = -1;
   std::string output;  // stdout and stderr
 };
@@ -51,6 +53,7 @@ class HandoffctlSandbox {
       ADD_FAILURE() << process.status();
       return;
     }
+    run_.pid = (*process)->pid();
     int status = 0;
     if (!(*process)->WaitFor(timeout, &status)) {
       ADD_FAILURE() << "handoffctl sandbox did not finish within " << absl::FormatDuration(timeout);
