@@ -35,6 +35,7 @@
 namespace handoff::sandbox {
 namespace {
 
+using ::testing::AnyOf;
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -245,7 +246,11 @@ TEST(KubeadmRunTest, ThreeNodesMoveToTheCloudControllerManagerAndBackOnRealKubel
                                         "ec2\\.internal cloud-controller-manager [0-9]+: gap "));
   EXPECT_THAT(run.output, ContainsRegex("\n  ip-172-31-250-74\\.ec2\\.internal: kube-apiserver "
                                         "[0-9.]+m?s"));
-  EXPECT_THAT(run.output, HasSubstr("cleanup: restored vm.overcommit_memory"));
+  // The kubelet's sysctls put back, or left to another kubeadm run still going (tests/run.sh runs
+  // two at a time), which puts them back when it ends (ExpectHostAsBefore checks the values).
+  EXPECT_THAT(run.output,
+              AnyOf(HasSubstr("cleanup: restored vm.overcommit_memory"),
+                    HasSubstr("cleanup: left the kubelet's sysctls to the run still using them")));
   ExpectHeldAndNothingLeft(run, before);
 }
 
