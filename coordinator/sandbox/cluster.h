@@ -142,6 +142,12 @@ class SandboxCluster {
                                                           bool unhealthy) = 0;
   // --fault kubelet-kill: kills the node's kubelet with SIGKILL; it starts again as its service
   // manager restarts it. Unimplemented where the kubelet is not a real one.
+  // What systemd does for `kubeadm reset` on a real host (`systemctl stop kubelet`): stops the
+  // node's kubelet for good (its containers keep running) and returns once it has exited.
+  virtual absl::Status StopKubelet(const ClusterNode& node) {
+    return absl::UnimplementedError(
+        StrCat(node.spec.name, "'s kubelet is a simulated one: only --cluster kubeadm stops it"));
+  }
   virtual absl::Status KillKubelet(const ClusterNode& node) {
     return absl::UnimplementedError(StrCat("--fault kubelet-kill needs --cluster kubeadm: ",
                                            node.spec.name, "'s kubelet is a simulated one"));

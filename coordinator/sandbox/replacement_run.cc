@@ -87,17 +87,15 @@ absl::Status SandboxRun::JoinSpare(NodeRun& spare, v1::NodeState join_state) {
 absl::Status SandboxRun::RemoveMember(const std::string& name) {
   NodeRun* node = FindNode(name);
   if (node == nullptr) return absl::NotFoundError(StrCat("no node ", name, " in this sandbox"));
-  // What status's commands say, in order: kubeadm reset (systemd stops the kubelet with it; here
-  // the kubelet, left without its configuration, is stopped and not started again), the agent
-  // disabled, the Node deleted.
-  absl::Status status = cluster_->ResetWithKubeadm(node->node);
+  // What status's commands say, in order: kubeadm reset, the agent disabled, the Node deleted.
+  // kubeadm reset stops the kubelet first (`systemctl stop kubelet`); the nodes here have no
+  // systemd, and a kubelet left running restarts the containers reset removes, from manifests it
+  // has not deleted yet: a kube-controller-manager started again in the middle of the reset
+  // (found by the monitor on a loaded machine). So the node's service manager stops it first.
+  absl::Status status = cluster_->StopKubelet(node->node);
   if (!status.ok()) return status;
-  // A kubelet that has already exited is as good (its service manager will not start it again
-  // without the configuration kubeadm reset removed).
-  status = cluster_->KillKubelet(node->node);
-  if (!status.ok() && status.message().find("not running") == std::string_view::npos) {
-    return status;
-  }
+  status = cluster_->ResetWithKubeadm(node->node);
+  if (!status.ok()) return status;
   if (node->agent) node->agent->Stop(SIGTERM, absl::Seconds(10));
   node->agent.reset();
   absl::StatusOr<std::unique_ptr<kube::KubeClient>> client = AdminClient();

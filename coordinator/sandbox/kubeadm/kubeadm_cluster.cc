@@ -221,6 +221,17 @@ class KubeadmCluster : public SandboxCluster {
     return absl::OkStatus();
   }
 
+  absl::Status StopKubelet(const ClusterNode& cluster_node) override {
+    const Node* node = Find(cluster_node.spec.name);
+    if (node == nullptr) return absl::NotFoundError(cluster_node.spec.name);
+    absl::StatusOr<std::string> answer =
+        node::SendControl(StrCat("/proc/", node->init_pid, "/root", node::kControlSocket),
+                          "stop-kubelet", absl::Seconds(30));
+    if (!answer.ok()) return answer.status();
+    if (!StartsWith(*answer, "ok")) return absl::UnavailableError(*answer);
+    return absl::OkStatus();
+  }
+
   absl::Status CutKubeletOff(const ClusterNode& cluster_node, bool cut) override {
     const Node* node = Find(cluster_node.spec.name);
     if (node == nullptr) return absl::NotFoundError(cluster_node.spec.name);
@@ -924,6 +935,11 @@ absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/
              {"/hosts", kubeadm::HostsFile(plan_)},
              // Nothing the node looks up leaves it.
              {"/resolv.conf", "nameserver 127.0.0.1\n"},
+             // crictl's configuration, as operators write it: without it crictl warns on each
+             // call, and kubeadm reset (which reads crictl's output with the warning in it) takes
+             // the warning's words for pod IDs and removes no container.
+             {"/crictl.yaml", StrCat("runtime-endpoint: ", kubeadm::kCriSocket,
+                                     "\nimage-endpoint: ", kubeadm::kCriSocket, "\n")},
              {"/containerd/config.toml", kubeadm::ContainerdConfig(plan_)}}) {
       absl::Status made = AtomicReplaceCreatingParents(*fs_, etc + path, text, 0644);
       if (!made.ok()) return made;

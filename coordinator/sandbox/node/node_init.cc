@@ -122,6 +122,8 @@ struct Service {
   absl::Duration restart_delay;
   pid_t pid = -1;
   bool restarting = false;  // stopped on request: start again as soon as it exits
+  bool stopped = false;     // stop-kubelet: not started again until restart-kubelet
+  std::vector<int> stop_waiting;  // control clients to answer once it has exited
   absl::Time not_before = absl::InfinitePast();
   std::vector<int> waiting;  // control clients to answer once it runs again
 };
@@ -178,7 +180,8 @@ std::optional<std::vector<std::string>> NodeInit::ArgvOf(const Service& service)
 }
 
 void NodeInit::MaybeStart(Service& service) {
-  if (!spec_.services || stopping_ || service.pid > 0 || absl::Now() < service.not_before) {
+  if (!spec_.services || stopping_ || service.stopped || service.pid > 0 ||
+      absl::Now() < service.not_before) {
     return;
   }
   std::optional<std::vector<std::string>> argv = ArgvOf(service);
@@ -228,7 +231,11 @@ void NodeInit::Reap() {
       service->pid = -1;
       const std::string how = WIFEXITED(status) ? StrCat("exit ", WEXITSTATUS(status))
                                                 : StrCat("signal ", WTERMSIG(status));
-      if (service->restarting) {
+      for (int client : service->stop_waiting) Answer(client, StrCat("ok ", pid));
+      service->stop_waiting.clear();
+      if (service->stopped) {
+        Log(StrCat(service->name, " stopped (", how, "): not started again until restarted"));
+      } else if (service->restarting) {
         Log(StrCat(service->name, " stopped (", how, "): starting it again"));
         service->not_before = absl::InfinitePast();
       } else {
@@ -290,6 +297,7 @@ void NodeInit::Handle(int client) {
   } else if (command == "restart-kubelet") {
     Log("restart-kubelet requested");
     kubelet_.waiting.push_back(client);
+    kubelet_.stopped = false;
     if (kubelet_.pid > 0) {
       kubelet_.restarting = true;
       ::kill(kubelet_.pid, SIGTERM);
@@ -297,6 +305,15 @@ void NodeInit::Handle(int client) {
       kubelet_.not_before = absl::InfinitePast();
       MaybeStart(kubelet_);
     }
+  } else if (command == "stop-kubelet") {
+    Log("stop-kubelet requested");
+    kubelet_.stopped = true;
+    if (kubelet_.pid <= 0) {
+      Answer(client, "ok -");
+      return;
+    }
+    kubelet_.stop_waiting.push_back(client);
+    ::kill(kubelet_.pid, SIGTERM);
   } else if (command == "kill-kubelet") {
     if (kubelet_.pid <= 0) {
       Answer(client, "error the kubelet is not running");

@@ -14,6 +14,9 @@
 //                     again at once; "ok <pid>" once the new kubelet runs
 //   kill-kubelet      SIGKILL; the kubelet starts again after its restart delay, as after a
 //                     crash; "ok <pid>" with the killed pid
+//   stop-kubelet      what `systemctl stop kubelet` does (kubeadm reset's first step on a host
+//                     with systemd): SIGTERM, and not started again until restart-kubelet;
+//                     "ok <pid>" once it has exited ("ok -" when it was not running)
 //   status            "kubelet <pid|-> containerd <pid|->"
 // Anything else: "error <why>".
 #ifndef HANDOFF_COORDINATOR_SANDBOX_NODE_NODE_INIT_H_

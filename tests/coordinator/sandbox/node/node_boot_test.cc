@@ -122,6 +122,11 @@ TEST_F(NodeBootTest, TheControlSocketAnswersThroughTheNodesRoot) {
   absl::StatusOr<std::string> kill = SendControl(socket, "kill-kubelet", absl::Seconds(5));
   ASSERT_TRUE(kill.ok());
   EXPECT_EQ(*kill, "error the kubelet is not running");
+  // systemctl stop on a stopped service succeeds; the kubelet stays stopped.
+  absl::StatusOr<std::string> stop = SendControl(socket, "stop-kubelet", absl::Seconds(5));
+  ASSERT_TRUE(stop.ok());
+  EXPECT_EQ(*stop, "ok -");
+  EXPECT_EQ(*SendControl(socket, "status", absl::Seconds(5)), "kubelet - containerd -");
   absl::StatusOr<std::string> unknown = SendControl(socket, "reboot", absl::Seconds(5));
   ASSERT_TRUE(unknown.ok());
   EXPECT_EQ(*unknown, "error unknown command \"reboot\"");
