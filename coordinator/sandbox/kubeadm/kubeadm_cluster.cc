@@ -211,25 +211,11 @@ class KubeadmCluster : public SandboxCluster {
   }
 
   absl::Status KillKubelet(const ClusterNode& cluster_node) override {
-    const Node* node = Find(cluster_node.spec.name);
-    if (node == nullptr) return absl::NotFoundError(cluster_node.spec.name);
-    absl::StatusOr<std::string> answer =
-        node::SendControl(StrCat("/proc/", node->init_pid, "/root", node::kControlSocket),
-                          "kill-kubelet", absl::Seconds(10));
-    if (!answer.ok()) return answer.status();
-    if (!StartsWith(*answer, "ok")) return absl::UnavailableError(*answer);
-    return absl::OkStatus();
+    return ControlNode(cluster_node, "kill-kubelet", absl::Seconds(10));
   }
 
   absl::Status StopKubelet(const ClusterNode& cluster_node) override {
-    const Node* node = Find(cluster_node.spec.name);
-    if (node == nullptr) return absl::NotFoundError(cluster_node.spec.name);
-    absl::StatusOr<std::string> answer =
-        node::SendControl(StrCat("/proc/", node->init_pid, "/root", node::kControlSocket),
-                          "stop-kubelet", absl::Seconds(30));
-    if (!answer.ok()) return answer.status();
-    if (!StartsWith(*answer, "ok")) return absl::UnavailableError(*answer);
-    return absl::OkStatus();
+    return ControlNode(cluster_node, "stop-kubelet", absl::Seconds(30));
   }
 
   absl::Status CutKubeletOff(const ClusterNode& cluster_node, bool cut) override {
@@ -312,6 +298,17 @@ class KubeadmCluster : public SandboxCluster {
       if (node.name == name) return &node;
     }
     return nullptr;
+  }
+  // Sends `command` to the node's service manager (node_init.h); an error unless it answers "ok".
+  absl::Status ControlNode(const ClusterNode& cluster_node, const std::string& command,
+                           absl::Duration timeout) const {
+    const Node* node = Find(cluster_node.spec.name);
+    if (node == nullptr) return absl::NotFoundError(cluster_node.spec.name);
+    absl::StatusOr<std::string> answer = node::SendControl(
+        StrCat("/proc/", node->init_pid, "/root", node::kControlSocket), command, timeout);
+    if (!answer.ok()) return answer.status();
+    if (!StartsWith(*answer, "ok")) return absl::UnavailableError(*answer);
+    return absl::OkStatus();
   }
   std::string NodeBinary() const { return StrCat(setup_.bin_dir, "/handoff-sandbox-node"); }
   std::string NodePath() const {
