@@ -79,6 +79,10 @@ fi
 # No DWARF from the compiler either (the linker's -w drops it anyway): a tenth less CPU for the
 # same binaries (crictl with a cold cache: 151 s instead of 168 s).
 export CGO_ENABLED=0 GOFLAGS="-mod=readonly -trimpath -buildvcs=false -gcflags=all=-dwarf=false"
+# The compiler and linker collect no garbage until a process holds 3 GiB: an eighth less CPU
+# (crictl with a cold cache: 137 CPU-s instead of 157; 1 GiB at most in any one process), and two
+# processes at a time stay well inside the machine's memory beside the C++ builds.
+export GOGC=off GOMEMLIMIT=3GiB
 # The go.sum files beside the go.mod files pin every module's checksum, so no checksum database is
 # consulted (it does not list some of these k8s.io versions).
 export GONOSUMDB="k8s.io/*" GOTOOLCHAIN=local
