@@ -98,7 +98,8 @@ std::vector<std::string> HostSysctls() {
 
 HostSnapshot Capture() {
   HostSnapshot snapshot;
-  for (std::string_view line : StrSplit(ReadText("/proc/self/mountinfo"), "\n", true)) {
+  const std::string mountinfo = ReadText("/proc/self/mountinfo");  // the views below point in
+  for (std::string_view line : StrSplit(mountinfo, "\n", true)) {
     std::vector<std::string_view> fields = StrSplit(line, " ");
     if (fields.size() > 4) snapshot.mount_points.insert(std::string(fields[4]));
   }
@@ -138,7 +139,8 @@ std::set<std::string> ProcessesOfRun(const std::string& dir) {
     if (error) continue;
     namespace_of[pid] = ns;
     // "NSpid:\t<host pid>\t...\t<pid in its own namespace>": 1 is the namespace's first process.
-    for (std::string_view line : StrSplit(ReadText("/proc/" + pid + "/status"), "\n", true)) {
+    const std::string status = ReadText("/proc/" + pid + "/status");  // the views below point in
+    for (std::string_view line : StrSplit(status, "\n", true)) {
       if (line.rfind("NSpid:", 0) != 0) continue;
       std::vector<std::string_view> ids = StrSplit(line.substr(6), "\t", true);
       if (ids.size() > 1 && ids.back() == "1") first_process_of[ns] = CommandLine(pid);
@@ -332,37 +334,58 @@ TEST(KubeadmRunTest, AfterTheMoveKubeadmUpgradesAndJoinsAndEveryNodeStaysExterna
   ExpectHeldAndNothingLeft(run, before);
 }
 
-// The upstream procedure's rolling replacement on real machines, forward and back: each node of
-// 1.26 replaced by one joined at 1.27 and reset, then each of those by one joined at 1.26 with
-// Leader Migration. The coordinator takes each in and out itself, reading etcd's member list from
-// whichever member answers (the nodes it was first pointed at are gone by the end).
-TEST(KubeadmRunTest, TwoNodesAreReplacedAtOneTwentySevenAndBackAtOneTwentySix) {
+// The members a replacement ended with, as the run reports them, in any order: every line
+// "replacement done: the members are A, B, C".
+std::vector<std::set<std::string>> MembersAfterEachReplacement(const std::string& output) {
+  static const std::string kPrefix = "replacement done: the members are ";
+  std::vector<std::set<std::string>> all;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find(kPrefix);
+    if (at == std::string::npos) continue;
+    std::set<std::string> members;
+    const std::string_view names = std::string_view(line).substr(at + kPrefix.size());
+    for (std::string_view name : StrSplit(names, ", ", /*skip_empty=*/true)) {
+      members.emplace(name);
+    }
+    all.push_back(members);
+  }
+  return all;
+}
+
+// The upstream procedure's rolling replacement on real machines, forward and back: each of three
+// nodes of 1.26 replaced by one joined at 1.27 and reset, then each of those by one joined at 1.26
+// with Leader Migration. The coordinator takes each in and out itself, reading etcd's member list
+// from whichever member answers (the nodes it was first pointed at are gone by the end).
+TEST(KubeadmRunTest, ThreeNodesAreReplacedAtOneTwentySevenAndBackAtOneTwentySix) {
   if (!CanRunKubeadmCluster()) return;
   const HostSnapshot before = Capture();
-  KubeadmOutcome run = Sandbox(253, {"--nodes", "2", "--strategy", "replace"}, absl::Minutes(25));
+  KubeadmOutcome run = Sandbox(253, {"--nodes", "3", "--strategy", "replace"}, absl::Minutes(25));
   EXPECT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_THAT(run.output, HasSubstr("2 nodes up and 4 spare machine(s) to join later"));
+  EXPECT_THAT(run.output, HasSubstr("3 nodes up and 6 spare machine(s) to join later"));
   EXPECT_THAT(run.output, HasSubstr("handoffctl start --strategy replace"));
   const std::string reset =
       "kubeadm reset --force --cri-socket unix:///run/containerd/containerd.sock";
-  // The members: .10 and .74, replaced by .138 and .11 (at 1.27), replaced by .75 and .139.
-  for (const std::string& node : {NodeName(253, 138), NodeName(253, 11)}) {
+  // The members: .10, .74 and .138 (one in each zone), replaced by .11, .75 and .139 (at 1.27),
+  // replaced by .12, .76 and .140 (at 1.26).
+  const std::set<std::string> first = {NodeName(253, 10), NodeName(253, 74), NodeName(253, 138)};
+  const std::set<std::string> next = {NodeName(253, 11), NodeName(253, 75), NodeName(253, 139)};
+  const std::set<std::string> back = {NodeName(253, 12), NodeName(253, 76), NodeName(253, 140)};
+  for (const std::string& node : next) {
     EXPECT_THAT(run.output, HasSubstr(StrCat("kubeadm join --control-plane (v1.27.16) on ", node)));
     EXPECT_THAT(run.output, HasSubstr(StrCat(reset, " (v1.27.16) on ", node)));
   }
-  for (const std::string& node : {NodeName(253, 10), NodeName(253, 74)}) {
+  for (const std::string& node : first) {
     EXPECT_THAT(run.output, HasSubstr(StrCat(reset, " (v1.26.13) on ", node)));
     EXPECT_THAT(run.output, HasSubstr(StrCat("kubectl delete node ", node)));
   }
-  for (const std::string& node : {NodeName(253, 75), NodeName(253, 139)}) {
+  for (const std::string& node : back) {
     EXPECT_THAT(run.output, HasSubstr(StrCat("kubeadm join --control-plane (v1.26.13) on ", node)));
   }
-  EXPECT_THAT(run.output, HasSubstr(StrCat("replacement done: the members are ", NodeName(253, 138),
-                                           ", ", NodeName(253, 11))));
-  EXPECT_THAT(run.output, HasSubstr("node providerIDs: all 2 control-plane nodes"));
+  EXPECT_EQ(MembersAfterEachReplacement(run.output),
+            (std::vector<std::set<std::string>>{next, back}));
+  EXPECT_THAT(run.output, HasSubstr("node providerIDs: all 3 control-plane nodes"));
   EXPECT_THAT(run.output, HasSubstr("handoffctl rollback --to in-tree --strategy replace"));
-  EXPECT_THAT(run.output, HasSubstr(StrCat("replacement done: the members are ", NodeName(253, 75),
-                                           ", ", NodeName(253, 139))));
   EXPECT_THAT(run.output, HasSubstr("in-tree again: a kube-controller-manager holds its lease"));
   EXPECT_THAT(run.output, HasSubstr("rollout to 1.27 and rollback to 1.26 by replacing every "
                                     "node, each way, completed"));
