@@ -8,7 +8,6 @@ packages=(
   libyaml-cpp-dev          # static pod manifests, settings, LeaderMigrationConfiguration
   libabsl-dev              # absl::Status / StatusOr: errors as values
   libspdlog-dev            # logging
-  libboost-filesystem-dev  # directory listing for the node file system
   libcli11-dev             # command lines and --help
   nlohmann-json3-dev       # status -o json; Kubernetes objects on the wire
   libdtl-dev               # unified diffs of planned files

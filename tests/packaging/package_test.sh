@@ -96,6 +96,22 @@ check_man_page usr/share/man/man8/handoff-coordinator.8.gz "EXIT STATUS" --nodes
 check_man_page usr/share/man/man1/handoffctl.1.gz "EXIT STATUS" "handoffctl certs issue" \
   --operator "handoffctl status" --coordinator "handoffctl start" "handoffctl sandbox"
 
+phase "units as installed"
+# `systemd-analyze verify` on the units the package installs, with its man pages where it installs
+# them (verify opens every Documentation=man: page) and its programs (verify needs each ExecStart=
+# program to exist: copies name the extracted ones). Clean means no message at all.
+if command -v systemd-analyze >/dev/null; then
+  mkdir -p "$scratch/units"
+  for unit in "$root"/lib/systemd/system/*.service; do
+    sed "s|/usr/bin/handoff-|$root/usr/bin/handoff-|" "$unit" >"$scratch/units/$(basename "$unit")"
+  done
+  messages=$(cd "$scratch/units" && MANPATH="$root/usr/share/man" \
+    systemd-analyze verify --man=yes ./*.service 2>&1) || true
+  [ -z "$messages" ] || fail "systemd-analyze verify on the installed units: $messages"
+else
+  echo "systemd-analyze not found: the installed units are checked by tests/systemd only"
+fi
+
 phase "control data"
 dpkg-deb -e "$deb" "$scratch/control"
 diff <(sort "$scratch/control/conffiles") \

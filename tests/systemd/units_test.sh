@@ -2,21 +2,36 @@
 # The units in systemd/: `systemd-analyze verify` is clean, and no unit's `systemd-analyze
 # security` exposure is above the figure systemd/README.md records for it ("now" column).
 # verify needs each ExecStart= program to exist, so it runs on copies whose /usr/bin/handoff-agent
-# and /usr/bin/handoff-coordinator are the build's; --man=no, since the man pages are the
-# package's. Exit 77 (skipped) without systemd-analyze.
-# Usage: units_test.sh SYSTEMD_DIR HANDOFF_AGENT HANDOFF_COORDINATOR
+# and /usr/bin/handoff-coordinator are the build's; and it opens each Documentation=man: page with
+# man(1), so it runs with MANPATH holding the build's man pages where the package installs them
+# (man1/, man8/). Exit 77 (skipped) without systemd-analyze or man.
+# Usage: units_test.sh SYSTEMD_DIR HANDOFF_AGENT HANDOFF_COORDINATOR MAN_PAGES_DIR
 set -euo pipefail
 units_dir=$1
 agent=$2
 coordinator=$3
+man_pages=$4
 
 if ! command -v systemd-analyze >/dev/null; then
   echo "systemd-analyze not found (Debian's systemd package): skipped"
   exit 77
 fi
 
+if ! command -v man >/dev/null; then
+  echo "man not found (Debian's man-db package): skipped"
+  exit 77
+fi
+
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+# The man pages as the package installs them: each NAME.SECTION.gz in manSECTION/.
+for page in "$man_pages"/*.[0-9].gz; do
+  [ -e "$page" ] || { echo "no man pages in $man_pages" >&2; exit 1; }
+  section=${page%.gz}
+  section=${section##*.}
+  mkdir -p "$scratch/man/man$section"
+  cp "$page" "$scratch/man/man$section/"
+done
 units=(handoff-agent.service handoff-coordinator.service handoff-agent-recover.service)
 for unit in "${units[@]}"; do
   sed -e "s|/usr/bin/handoff-agent |$agent |" -e "s|/usr/bin/handoff-coordinator |$coordinator |" \
@@ -29,7 +44,8 @@ done
 
 failed=0
 # Clean: not only exit 0, no message either (verify exits 0 on warnings).
-if ! messages=$(cd "$scratch" && systemd-analyze verify --man=no "${units[@]/#/./}" 2>&1) ||
+if ! messages=$(cd "$scratch" &&
+  MANPATH="$scratch/man" systemd-analyze verify --man=yes "${units[@]/#/./}" 2>&1) ||
   [ -n "$messages" ]; then
   echo "systemd-analyze verify is not clean:" >&2
   echo "$messages" >&2
