@@ -11,6 +11,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "agent/engine/settings.h"
 #include "coordinator/ctl/coordinator_client.h"
 #include "coordinator/ctl/ctl_cli.h"
 #include "coordinator/kube/client.h"
@@ -42,6 +43,10 @@ class CommandContext {
   // read through its file system. `endpoint` receives what was resolved (for messages).
   absl::StatusOr<std::unique_ptr<OperatorClient>> ConnectCoordinator(
       const CoordinatorOptions& options, CoordinatorEndpoint& endpoint);
+
+  // The rollout's settings from --settings `path` (read through the environment's files); the
+  // defaults when `path` is empty. Errors name the flag and the file.
+  absl::StatusOr<Settings> ReadSettings(const std::string& path);
 
   // Prints "handoffctl: <message>" on err and returns kExitRefused.
   int Fail(const absl::Status& status);
@@ -79,6 +84,8 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context);
 void AddRancherCheckCommands(CLI::App& app, CommandContext& context);
 // rancher rke2, rancher rke: a Rancher cluster's file, phase by phase (rancher_commands.cc).
 void AddRancherCommands(CLI::App& app, CommandContext& context);
+// preflight: every check before the first move (preflight_commands.cc).
+void AddPreflightCommands(CLI::App& app, CommandContext& context);
 
 }  // namespace handoff::ctl
 

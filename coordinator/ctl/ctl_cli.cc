@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/base/strings.h"
+#include "agent/fs/read_limit.h"
 #include "coordinator/ctl/command_context.h"
 
 namespace handoff::ctl {
@@ -24,6 +25,8 @@ constexpr char kDescription[] =
     "handoff-agent moves each control-plane node).\n"
     "The cluster, through a kubeconfig (--kubeconfig; on a control-plane node\n"
     "/etc/kubernetes/admin.conf):\n"
+    "  preflight       every check before the first move (read-only; with --coordinator also\n"
+    "                  each node's agent)\n"
     "  rbac            let both managers use the migration lease (appends rules, never replaces)\n"
     "  lease           who holds the migration lease, and so runs the cloud controllers\n"
     "  verify nodes    every Node has an AWS providerID and no uninitialized taint\n"
@@ -54,6 +57,16 @@ CommandContext::CommandContext(std::ostream& out, std::ostream& err,
 Clock& CommandContext::clock() {
   if (clock_ == nullptr) clock_ = environment_.open_clock();
   return *clock_;
+}
+
+absl::StatusOr<Settings> CommandContext::ReadSettings(const std::string& path) {
+  if (path.empty()) return Settings{};
+  std::unique_ptr<FileSystem> files = environment_.open_files();
+  absl::StatusOr<std::string> text = files->ReadFile(path, kSettingsRead);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(), StrCat("--settings: ", text.status().message()));
+  }
+  return ParseSettings(*text, path);
 }
 
 int CommandContext::Fail(const absl::Status& status) {
@@ -212,6 +225,7 @@ int RunCtl(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   AddSandboxCommands(app, context);
   AddRancherCheckCommands(app, context);
   AddRancherCommands(app, context);
+  AddPreflightCommands(app, context);
 
   std::vector<std::string> args(argv + 1, argv + argc);
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector

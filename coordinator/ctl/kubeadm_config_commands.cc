@@ -7,7 +7,6 @@
 #include "agent/base/kube_version.h"
 #include "agent/base/strings.h"
 #include "agent/engine/settings.h"
-#include "agent/fs/read_limit.h"
 #include "agent/leadermigration/config.h"
 #include "coordinator/ctl/command_context.h"
 #include "coordinator/kube/kubeadm_config.h"
@@ -56,22 +55,11 @@ void AddFlags(CLI::App& command, KubeadmConfigFlags& flags) {
       ->check(CLI::IsMember({"external", "in-tree", "prepared"}));
 }
 
-// The rollout's settings from --settings `path`; the defaults when none is given.
-absl::StatusOr<Settings> ReadSettings(CommandContext& context, const std::string& path) {
-  if (path.empty()) return Settings{};
-  std::unique_ptr<FileSystem> files = context.environment().open_files();
-  absl::StatusOr<std::string> text = files->ReadFile(path, kSettingsRead);
-  if (!text.ok()) {
-    return absl::Status(text.status().code(), StrCat("--settings: ", text.status().message()));
-  }
-  return ParseSettings(*text, path);
-}
-
 absl::StatusOr<kube::KubeadmConfigOptions> OptionsOf(CommandContext& context,
                                                      const KubeadmConfigFlags& flags) {
   kube::KubeadmConfigOptions options;
   if (!flags.settings_file.empty()) {
-    absl::StatusOr<Settings> settings = ReadSettings(context, flags.settings_file);
+    absl::StatusOr<Settings> settings = context.ReadSettings(flags.settings_file);
     if (!settings.ok()) return settings.status();
     options.external_cloud_volume_plugin = settings->external_cloud_volume_plugin;
     options.disable_nodeipam = settings->migrate_nodeipam;
@@ -178,7 +166,7 @@ struct LeaderMigrationFileFlags {
 // The Leader Migration file a prepared kube-controller-manager of `kubernetes_version` reads,
 // rendered as the agents render it (agent/engine/planner.cc) from the rollout's settings.
 int LeaderMigrationFile(CommandContext& context, const LeaderMigrationFileFlags& flags) {
-  absl::StatusOr<Settings> read = ReadSettings(context, flags.settings_file);
+  absl::StatusOr<Settings> read = context.ReadSettings(flags.settings_file);
   if (!read.ok()) return context.Fail(read.status());
   const Settings& settings = *read;
   absl::StatusOr<KubeVersion> version = KubeVersion::Parse(flags.kubernetes_version);

@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "agent/base/strings.h"
+#include "coordinator/fakeapi/access_review.h"
 #include "coordinator/kube/json_yaml.h"
 
 namespace handoff::fakeapi {
@@ -362,8 +363,12 @@ absl::Status ApiStore::Put(Json object) {
     return absl::InvalidArgumentError(StrCat("the fake API server does not model ",
                                              StringAt(object, {"apiVersion"}), " ",
                                              StringAt(object, {"kind"}),
-                                             " (it serves Lease, Role, RoleBinding, Node, Pod, "
-                                             "ConfigMap, DaemonSet)"));
+                                             " (it serves Lease, Role, RoleBinding, ClusterRole, "
+                                             "ClusterRoleBinding, Node, Pod, ConfigMap, DaemonSet, "
+                                             "PersistentVolume, StorageClass, CSIDriver)"));
+  }
+  if (type->QualifiedName() == kube::kSubjectAccessReviews.QualifiedName()) {
+    return absl::InvalidArgumentError("a SubjectAccessReview is answered, never stored");
   }
   const std::string name = ObjectName(object);
   if (name.empty()) return absl::InvalidArgumentError(StrCat(type->kind, " without metadata.name"));
@@ -531,6 +536,11 @@ ApiResponse ApiStore::HandleLocked(const ApiRequest& request) {
     return Error(405, "MethodNotAllowed", StrCat(request.method, " is not allowed"));
   }
   if (!Allowed(access)) return Forbidden(access);
+  const bool review = type.QualifiedName() == kube::kSubjectAccessReviews.QualifiedName();
+  if (review && (request.method != "POST" || !collection)) {
+    return Error(405, "MethodNotAllowed",
+                 "the server does not allow this method on the requested resource");
+  }
 
   if (watching) {
     return Error(405, "MethodNotAllowed", "watch is not modelled by the fake API server; poll");
@@ -641,6 +651,15 @@ ApiResponse ApiStore::HandleLocked(const ApiRequest& request) {
   if (type.namespaced) object["metadata"]["namespace"] = route.ns;
   const std::string name = ObjectName(object);
 
+  if (review) {
+    return Reply(201, ReviewAccess(object, [this](const ResourceType& listed) {
+                   std::vector<Json> items;
+                   for (const auto& [key, stored] : objects_) {
+                     if (std::get<0>(key) == listed.QualifiedName()) items.push_back(stored);
+                   }
+                   return items;
+                 }));
+  }
   if (request.method == "POST") {
     if (!collection) {
       return Error(405, "MethodNotAllowed", "POST is allowed on collections only");

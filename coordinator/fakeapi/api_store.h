@@ -1,5 +1,6 @@
 // The fake Kubernetes API server's behaviour, without HTTP: an in-memory store of Leases, Roles,
-// RoleBindings, Nodes, Pods, ConfigMaps and DaemonSets answering REST requests the way
+// RoleBindings, ClusterRoles, ClusterRoleBindings, Nodes, Pods, ConfigMaps, DaemonSets,
+// PersistentVolumes, StorageClasses and CSIDrivers answering REST requests the way
 // kube-apiserver does for what it models:
 //   - GET (object and list, labelSelector with =, ==, != and existence terms), POST (create;
 //     409 AlreadyExists), PUT (update; 409 Conflict when metadata.resourceVersion is stale,
@@ -13,6 +14,8 @@
 //   - Lease acquireTime/renewTime must be MicroTime (six fractional digits, Z), else 400 as the
 //     real decoder answers;
 //   - authorization per user and verb (403 with the real message), 401 for failed authentication;
+//   - SubjectAccessReview (POST only, never stored), answered from the stored RBAC objects as the
+//     RBAC authorizer answers (access_review.h);
 //   - fault injection for tests: concurrent writes that make the next updates conflict, and
 //     failures (5xx, 429) for the next requests.
 // Not modelled: watch, PATCH, subresources, namespaces as objects, field selectors, paging,

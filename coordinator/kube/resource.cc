@@ -44,8 +44,19 @@ std::string ResourceType::ApiVersion() const {
 }
 
 const std::vector<const ResourceType*>& KnownResourceTypes() {
-  static const std::vector<const ResourceType*> kTypes = {
-      &kLeases, &kRoles, &kRoleBindings, &kNodes, &kPods, &kConfigMaps, &kDaemonSets};
+  static const std::vector<const ResourceType*> kTypes = {&kLeases,
+                                                          &kRoles,
+                                                          &kRoleBindings,
+                                                          &kNodes,
+                                                          &kPods,
+                                                          &kConfigMaps,
+                                                          &kDaemonSets,
+                                                          &kClusterRoles,
+                                                          &kClusterRoleBindings,
+                                                          &kPersistentVolumes,
+                                                          &kStorageClasses,
+                                                          &kCsiDrivers,
+                                                          &kSubjectAccessReviews};
   return kTypes;
 }
 

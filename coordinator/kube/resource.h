@@ -38,6 +38,18 @@ inline constexpr ResourceType kNodes{"", "v1", "nodes", "Node", false};
 inline constexpr ResourceType kPods{"", "v1", "pods", "Pod", true};
 inline constexpr ResourceType kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
 inline constexpr ResourceType kDaemonSets{"apps", "v1", "daemonsets", "DaemonSet", true};
+inline constexpr ResourceType kClusterRoles{"rbac.authorization.k8s.io", "v1", "clusterroles",
+                                            "ClusterRole", false};
+inline constexpr ResourceType kClusterRoleBindings{
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false};
+inline constexpr ResourceType kPersistentVolumes{"", "v1", "persistentvolumes", "PersistentVolume",
+                                                 false};
+inline constexpr ResourceType kStorageClasses{"storage.k8s.io", "v1", "storageclasses",
+                                              "StorageClass", false};
+inline constexpr ResourceType kCsiDrivers{"storage.k8s.io", "v1", "csidrivers", "CSIDriver", false};
+// Created only, never stored: the API server answers whether a user may do something.
+inline constexpr ResourceType kSubjectAccessReviews{
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", false};
 
 // Every type above.
 const std::vector<const ResourceType*>& KnownResourceTypes();

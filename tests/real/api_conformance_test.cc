@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "agent/system/clock.h"
 #include "coordinator/fakeapi/api_store.h"
 #include "coordinator/kube/client.h"
@@ -528,6 +529,73 @@ TEST_P(ApiConformanceTest, NodeStatusIsKeptOnCreate) {
   EXPECT_EQ(kube::StringAt(*got, {"spec", "providerID"}), "aws:///us-east-1a/i-0123456789abcdef0");
   EXPECT_EQ((*got)["status"]["addresses"][0]["address"], "10.0.1.5");
   ASSERT_TRUE(admin_->Delete({&kube::kNodes, "", name}).ok());
+}
+
+// SubjectAccessReview, as the preflight's rbac check asks it (coordinator/preflight): answered by
+// the RBAC authorizer from a Role and RoleBinding, with the same reason, and never stored.
+TEST_P(ApiConformanceTest, SubjectAccessReviewAnswersFromTheRoleBindings) {
+  const std::string user = UniqueName("reviewed");
+  const std::string role = UniqueName("lease-user");
+  const std::string lease = UniqueName("lease");
+  Json role_object = Json::object();
+  role_object["apiVersion"] = "rbac.authorization.k8s.io/v1";
+  role_object["kind"] = "Role";
+  role_object["metadata"] = {{"name", role}, {"namespace", "kube-system"}};
+  role_object["rules"] = Json::array({Json{{"apiGroups", {"coordination.k8s.io"}},
+                                           {"resources", {"leases"}},
+                                           {"resourceNames", {lease}},
+                                           {"verbs", {"get", "update"}}}});
+  ASSERT_TRUE(admin_->Create(kube::kRoles, "kube-system", role_object).ok());
+  Json binding = Json::object();
+  binding["apiVersion"] = "rbac.authorization.k8s.io/v1";
+  binding["kind"] = "RoleBinding";
+  binding["metadata"] = {{"name", role}, {"namespace", "kube-system"}};
+  binding["subjects"] = Json::array(
+      {Json{{"kind", "User"}, {"apiGroup", "rbac.authorization.k8s.io"}, {"name", user}}});
+  binding["roleRef"] = {
+      {"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", role}};
+  ASSERT_TRUE(admin_->Create(kube::kRoleBindings, "kube-system", binding).ok());
+
+  const std::string path = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+  auto review = [&](const std::string& verb, const std::string& name) {
+    PlainJson body = {{"apiVersion", "authorization.k8s.io/v1"},
+                      {"kind", "SubjectAccessReview"},
+                      {"spec",
+                       {{"user", user},
+                        {"groups", {"system:authenticated"}},
+                        {"resourceAttributes",
+                         {{"namespace", "kube-system"},
+                          {"verb", verb},
+                          {"group", "coordination.k8s.io"},
+                          {"resource", "leases"},
+                          {"name", name}}}}}};
+    return Send(backend_->Admin(), "POST", path, body.dump());
+  };
+  // The real authorizer reads the bindings through an informer: await the new one.
+  Answer allowed = review("get", lease);
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (allowed.body["status"].value("allowed", false) == false && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+    allowed = review("get", lease);
+  }
+  EXPECT_EQ(allowed.status, 201);
+  EXPECT_EQ(allowed.body["status"],
+            PlainJson({{"allowed", true},
+                       {"reason", absl::StrCat("RBAC: allowed by RoleBinding \"", role,
+                                               "/kube-system\" of Role \"", role, "\" to User \"",
+                                               user, "\"")}}));
+  EXPECT_EQ(allowed.body["spec"]["user"], user);
+
+  Answer other_verb = review("delete", lease);
+  EXPECT_EQ(other_verb.status, 201);
+  EXPECT_EQ(other_verb.body["status"], PlainJson({{"allowed", false}}));
+  Answer other_lease = review("get", lease + "-other");
+  EXPECT_EQ(other_lease.body["status"], PlainJson({{"allowed", false}}));
+
+  // Reviews are answered, not kept.
+  Answer list = Send(backend_->Admin(), "GET", path);
+  EXPECT_EQ(list.status, 405);
+  EXPECT_EQ(list.body["reason"], "MethodNotAllowed");
 }
 
 INSTANTIATE_TEST_SUITE_P(FakeAndReal, ApiConformanceTest, ::testing::Values("fake", "real"),

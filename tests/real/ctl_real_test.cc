@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -30,6 +31,7 @@
 #include "coordinator/server/cluster_facts.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/coordinator/lease_object.h"
 #include "tests/real/ctl_runner.h"
 #include "tests/real/real_cluster.h"
@@ -293,6 +295,58 @@ TEST_F(CtlRealTest, ClusterFactsFollowTheRealRbacAndLease) {
   // Expired leases name no holder.
   EXPECT_EQ(after.kube_controller_manager_holder_node, "");
   EXPECT_TRUE(after.node_objects.empty());
+}
+
+// handoffctl preflight against the real authorizer and storage objects: the rbac check asks the
+// real SubjectAccessReview (denied before `rbac apply`, allowed after), and an in-tree EBS
+// PersistentVolume fails ebs-csi until the CSIDriver ebs.csi.aws.com exists.
+TEST_F(CtlRealTest, PreflightAsksTheRealAuthorizerAndReadsTheRealStorageObjects) {
+  // A lease name of its own: other tests apply the default lease's RBAC.
+  const std::string lease = "preflight-real-migration";
+  const std::string settings = cluster_->dir() + "/preflight-settings.yaml";
+  { std::ofstream(settings) << "leaderMigration:\n  leaderName: " << lease << "\n"; }
+  auto verdicts = [&](std::string* out) {
+    testing::CtlResult result = testing::RunHandoffctl(
+        {"preflight", "--kubeconfig", kubeconfig_, "--settings", settings, "-o", "json"});
+    if (out != nullptr) *out = result.out + result.err;
+    std::map<std::string, std::string> found;
+    const nlohmann::json json = nlohmann::json::parse(result.out, nullptr, false);
+    if (json.is_discarded()) return found;
+    for (const auto& check : json["checks"]) found[check["name"]] = check["verdict"];
+    return found;
+  };
+  std::string out;
+  EXPECT_EQ(verdicts(&out)["rbac"], "fail") << out;
+  EXPECT_THAT(out, HasSubstr(StrCat("User system:kube-controller-manager may not get lease "
+                                    "kube-system/",
+                                    lease)));
+  EXPECT_EQ(verdicts(&out)["ebs-csi"], "ok") << out;
+
+  testing::CtlResult applied = testing::RunHandoffctl(
+      {"rbac", "apply", "--kubeconfig", kubeconfig_, "--migration-lease", lease});
+  ASSERT_EQ(applied.code, 0) << applied.out << applied.err;
+  // The authorizer reads RBAC through an informer: await the new rules.
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (verdicts(&out)["rbac"] != "ok" && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(verdicts(&out)["rbac"], "ok") << out;
+
+  Json pv = Json::parse(R"({"apiVersion": "v1", "kind": "PersistentVolume",
+      "metadata": {"name": "preflight-in-tree-ebs"},
+      "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+               "awsElasticBlockStore": {"volumeID": "aws://us-east-1a/vol-0123456789abcdef0",
+                                        "fsType": "ext4"}}})");
+  ASSERT_TRUE(admin_->Create(kube::kPersistentVolumes, "", pv).ok());
+  EXPECT_EQ(verdicts(&out)["ebs-csi"], "fail") << out;
+  EXPECT_THAT(out, HasSubstr("PersistentVolume preflight-in-tree-ebs (awsElasticBlockStore "
+                             "aws://us-east-1a/vol-0123456789abcdef0)"));
+  Json driver = Json::parse(R"({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+      "metadata": {"name": "ebs.csi.aws.com"}, "spec": {"attachRequired": true}})");
+  ASSERT_TRUE(admin_->Create(kube::kCsiDrivers, "", driver).ok());
+  EXPECT_EQ(verdicts(&out)["ebs-csi"], "ok") << out;
+  EXPECT_TRUE(admin_->Delete({&kube::kCsiDrivers, "", "ebs.csi.aws.com"}).ok());
+  EXPECT_TRUE(admin_->Delete({&kube::kPersistentVolumes, "", "preflight-in-tree-ebs"}).ok());
 }
 
 // A replacement takes a leaving node out only once the API server no longer has its Node: the
