@@ -13,6 +13,7 @@
 #include "agent/cli/cli_config.h"
 #include "agent/cli/host_scope.h"
 #include "agent/cloud/cluster_tag_step.h"
+#include "agent/cloud/instance_tags.h"
 #include "agent/daemon/certificate.h"
 #include "agent/daemon/daemon.h"
 #include "agent/engine/classify.h"
@@ -465,6 +466,20 @@ class Commands {
     config.agent.paths = settings->paths;
     config.agent.kubelet = settings->kubelet;
     config.agent.apply.before_move = ClusterTagBeforeMove(*settings);
+    config.agent.read_instance_identity = [endpoint = settings->instance_metadata_endpoint] {
+      InstanceMetadataOptions metadata;
+      metadata.endpoint = endpoint;
+      v1::NodeFacts facts;
+      absl::StatusOr<InstanceIdentity> identity = ReadInstanceIdentity(metadata);
+      if (!identity.ok()) {
+        facts.set_metadata_error(std::string(identity.status().message()));
+      } else {
+        facts.set_instance_id(identity->instance_id);
+        facts.set_local_hostname(identity->local_hostname);
+        facts.set_availability_zone(identity->availability_zone);
+      }
+      return facts;
+    };
 
     std::unique_ptr<FileSystem> host_files = open_root_("");
     for (auto [flag, path, content] : {std::tuple{"--ca", &run.ca, &config.tls.ca_pem},

@@ -238,4 +238,35 @@ absl::StatusOr<ClusterTagCheck> CheckClusterTag(const std::string& cluster_id,
   return check;
 }
 
+absl::StatusOr<InstanceIdentity> ReadInstanceIdentity(const InstanceMetadataOptions& options) {
+  if (options.endpoint.empty()) {
+    return absl::UnavailableError(
+        "instanceMetadata.endpoint is \"\", so handoff does not ask the instance metadata");
+  }
+  MetadataSession session(options.endpoint, options.timeout);
+  absl::StatusOr<Answer> token = session.Send("PUT", "latest/api/token");
+  if (!token.ok()) return token.status();
+  if (token->status != 200 || StripWhitespace(token->body).empty()) {
+    return absl::UnavailableError(StrCat("the instance metadata (", session.endpoint(),
+                                         ") gave no session token (HTTP ", token->status, ")"));
+  }
+  session.set_token(std::string(StripWhitespace(token->body)));
+  InstanceIdentity identity;
+  for (auto [path, field] :
+       {std::pair{"instance-id", &identity.instance_id},
+        std::pair{"local-hostname", &identity.local_hostname},
+        std::pair{"placement/availability-zone", &identity.availability_zone}}) {
+    absl::StatusOr<Answer> answer = session.Send("GET", StrCat("latest/meta-data/", path));
+    if (!answer.ok()) return answer.status();
+    const std::string value(StripWhitespace(answer->body));
+    if (answer->status != 200 || value.empty() || value.find('\n') != std::string::npos) {
+      return absl::UnavailableError(StrCat("the instance metadata (", session.endpoint(),
+                                           ") did not give meta-data/", path, " (HTTP ",
+                                           answer->status, ")"));
+    }
+    *field = value;
+  }
+  return identity;
+}
+
 }  // namespace handoff

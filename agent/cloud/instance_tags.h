@@ -1,6 +1,7 @@
-// The instance's cluster tag, read from the EC2 instance metadata service, which AWS's downtime
-// path asks for before the cloud-controller-manager starts: every instance tagged
-// kubernetes.io/cluster/<cluster id> = owned | shared.
+// What the agent reads of its instance from the EC2 instance metadata service: the cluster tag,
+// which AWS's downtime path asks for before the cloud-controller-manager starts (every instance
+// tagged kubernetes.io/cluster/<cluster id> = owned | shared), and the instance's identity, which
+// the preflight compares with the Node (the AWS providers key a Node by its private DNS name).
 #ifndef HANDOFF_AGENT_CLOUD_INSTANCE_TAGS_H_
 #define HANDOFF_AGENT_CLOUD_INSTANCE_TAGS_H_
 
@@ -39,6 +40,17 @@ struct InstanceMetadataOptions {
 // options.timeout; thread-safe.
 absl::StatusOr<ClusterTagCheck> CheckClusterTag(const std::string& cluster_id,
                                                 const InstanceMetadataOptions& options);
+
+struct InstanceIdentity {
+  std::string instance_id;        // meta-data/instance-id
+  std::string local_hostname;     // meta-data/local-hostname: the private DNS name
+  std::string availability_zone;  // meta-data/placement/availability-zone
+};
+
+// Reads the three in one IMDSv2 session, every request within options.timeout in all.
+// Unavailable, saying why, when the metadata does not answer, gives no token, or answers one of
+// them with anything but 200 and one line. Blocks the caller up to options.timeout; thread-safe.
+absl::StatusOr<InstanceIdentity> ReadInstanceIdentity(const InstanceMetadataOptions& options);
 
 // `aws ec2 describe-tags --filters Name=resource-id,Values=<instance_id>
 // Name=key,Values=kubernetes.io/cluster/<cluster_id>`; "<instance-id>" for an unknown id.

@@ -144,6 +144,32 @@ void NodeAgent::RecoverInterrupted() {
   if (!pruned.ok()) log_ << "cannot prune the command log: " << pruned.message() << "\n";
 }
 
+v1::NodeFacts NodeAgent::ReadFacts(const NodeSnapshot* snapshot) {
+  if (!identity_) {
+    if (options_.read_instance_identity) {
+      identity_ = options_.read_instance_identity();
+    } else {
+      identity_.emplace();
+      identity_->set_metadata_error("the agent does not ask the instance metadata");
+    }
+  }
+  v1::NodeFacts facts = *identity_;
+  if (snapshot == nullptr) return facts;
+  for (std::string& stray : StrayManifestFiles(*snapshot)) facts.add_stray_files(std::move(stray));
+  if (snapshot->kubelet_flags) {
+    absl::StatusOr<KubeletFlagsFile> flags =
+        KubeletFlagsFile::Parse(*snapshot->kubelet_flags, options_.paths.kubelet_flags_file);
+    if (flags.ok()) {
+      facts.set_kubelet_flags_known(true);
+      facts.set_image_credential_provider_config(
+          flags->flags().Get("image-credential-provider-config").value_or(""));
+      facts.set_image_credential_provider_bin_dir(
+          flags->flags().Get("image-credential-provider-bin-dir").value_or(""));
+    }
+  }
+  return facts;
+}
+
 v1::NodeReport NodeAgent::ReadReport() {
   v1::NodeReport report;
   report.set_observed_unix_ms(absl::ToUnixMillis(host_.clock.Now()));
@@ -191,6 +217,7 @@ v1::NodeReport NodeAgent::ReadReport() {
       report.set_health_detail(StrJoin(problems, "; "));
     }
   }
+  *report.mutable_facts() = ReadFacts(snapshot.ok() ? &*snapshot : nullptr);
   // Unfinished transactions (started, not committed or undone): a crash mid-apply outside the
   // agent's own commands, e.g. `handoff-agent apply` killed by hand.
   absl::StatusOr<std::vector<Journal>> journals =

@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "agent/apply/applier.h"
 #include "agent/daemon/command_log.h"
+#include "agent/engine/node_snapshot.h"
 #include "agent/engine/node_state.h"
 #include "agent/engine/settings.h"
 #include "handoff/v1/handoff.pb.h"
@@ -46,6 +47,11 @@ struct NodeAgentOptions {
   KubeletSettings kubelet;
   // How moves are carried out: verification, timeouts, the kubelet restart, backups kept.
   ApplyOptions apply;
+  // The instance's identity for the reports' facts (instance_id, local_hostname,
+  // availability_zone, or metadata_error saying why not), asked once per agent process, at its
+  // first report. Null: not asked. handoff-agent run asks the EC2 instance metadata of its
+  // settings (agent/cloud/instance_tags.h ReadInstanceIdentity).
+  std::function<v1::NodeFacts()> read_instance_identity;
   // For rehearsals and tests: how long to wait after recording a move as started and before
   // applying it, which widens the window in which a move is in progress.
   absl::Duration move_delay = absl::ZeroDuration();
@@ -120,6 +126,9 @@ class NodeAgent {
     bool recorded = false;
   };
   void Remember(const v1::CommandResult& result, bool recorded);
+  // The report's facts: the instance's identity (read once) and, from `snapshot` (null when the
+  // node could not be read), the stray manifest files and the kubelet's credential-provider flags.
+  v1::NodeFacts ReadFacts(const NodeSnapshot* snapshot);
 
   Host host_;
   NodeAgentOptions options_;
@@ -127,6 +136,7 @@ class NodeAgent {
 
   std::mutex node_mutex_;  // held while the node or the command log is read or written
   CommandLog commands_;    // guarded by node_mutex_
+  std::optional<v1::NodeFacts> identity_;  // guarded by node_mutex_; read once
 
   mutable std::mutex state_mutex_;  // guards the members below
   std::deque<Finished> finished_;   // oldest first

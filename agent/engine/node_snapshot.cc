@@ -1,5 +1,8 @@
 #include "agent/engine/node_snapshot.h"
 
+#include <algorithm>
+#include <map>
+
 #include "agent/base/strings.h"
 #include "agent/engine/migration_record.h"
 
@@ -38,6 +41,37 @@ std::optional<std::string> HostPathOf(const StaticPod& pod, size_t container,
       container_path.substr(std::min(container_path.size(), mount->mount_path.size()));
   if (rest.empty()) return mount->host_path;
   return JoinPath(mount->host_path, StripPrefix(rest, "/"));
+}
+
+std::vector<std::string> StrayManifestFiles(const NodeSnapshot& snapshot) {
+  std::vector<std::string> stray;
+  std::map<std::string, std::vector<const ManifestFile*>> by_pod;
+  for (const ManifestFile& file : snapshot.manifests) {
+    if (!file.pod) {
+      const std::string_view error = file.parse_error;
+      stray.push_back(StrCat(file.path, ": not a pod manifest (",
+                             error.substr(0, std::min(error.size(), error.find('\n'))), ")"));
+      continue;
+    }
+    by_pod[StrCat(file.pod->Namespace(), "/", file.pod->PodName())].push_back(&file);
+  }
+  for (const auto& [pod, files] : by_pod) {
+    if (files.size() < 2) continue;
+    const ManifestFile* canonical = nullptr;
+    for (const ManifestFile* file : files) {
+      if (file->path ==
+          JoinPath(snapshot.paths.manifest_dir, StrCat(file->pod->PodName(), ".yaml"))) {
+        canonical = file;
+      }
+    }
+    for (const ManifestFile* file : files) {
+      if (file == canonical) continue;
+      stray.push_back(StrCat(file->path, ": pod ", pod, " again",
+                             canonical ? StrCat(" (", canonical->path, " defines it)")
+                                       : std::string(" (another file defines it too)")));
+    }
+  }
+  return stray;
 }
 
 absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const FileSystem& fs, const NodePaths& paths) {

@@ -49,6 +49,12 @@ struct NodeSnapshot {
   std::map<std::string, std::optional<std::string>> referenced_files;
 };
 
+// The files of the manifest directory that are no component's manifest, one line each naming
+// the file and why: one that is not a pod manifest, and every copy of a pod another file also
+// defines but for the one named "<pod name>.yaml" (a kube-controller-manager.yaml.bak runs as a
+// second kube-controller-manager: the kubelet applies no extension filter). Pure.
+std::vector<std::string> StrayManifestFiles(const NodeSnapshot& snapshot);
+
 // Where the record of a node's pre-migration images and flags lives.
 std::string MigrationRecordPath(const NodePaths& paths);
 // Where the downtime path parks the kube-controller-manager's manifest while the node is

@@ -1,6 +1,7 @@
 // handoffctl preflight: every check before the first move, read-only, as a table of named
 // checks with their verdicts (coordinator/preflight/cluster_checks.h).
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,7 @@ int RunPreflight(CommandContext& context, const PreflightFlags& flags) {
   }
 
   std::vector<preflight::CheckResult> results;
+  std::optional<std::vector<preflight::NodeFacts>> node_facts;
   const bool ask_coordinator = !flags.coordinator.address.empty() ||
                                context.environment().get_env("HANDOFF_COORDINATOR").has_value();
   if (ask_coordinator) {
@@ -92,6 +94,24 @@ int RunPreflight(CommandContext& context, const PreflightFlags& flags) {
                  : kExitRefused;
     }
     results.push_back(CheckAgents(*nodes));
+    std::vector<preflight::NodeFacts> facts;
+    for (const v1::NodeInfo& node : nodes->nodes()) {
+      if (node.candidate()) continue;
+      const v1::NodeFacts& read = node.facts();
+      facts.push_back(preflight::NodeFacts{
+          node.name(),
+          read.instance_id(),
+          read.local_hostname(),
+          read.availability_zone(),
+          node.has_facts() ? read.metadata_error() : "its agent has not reported the node",
+          {read.stray_files().begin(), read.stray_files().end()}});
+      if (read.kubelet_flags_known()) {
+        options.kubelets[node.name()] =
+            preflight::KubeletFacts{!read.image_credential_provider_config().empty(),
+                                    !read.image_credential_provider_bin_dir().empty()};
+      }
+    }
+    node_facts = std::move(facts);
   } else {
     results.push_back(preflight::CheckResult{
         "agents",
@@ -103,6 +123,9 @@ int RunPreflight(CommandContext& context, const PreflightFlags& flags) {
   absl::StatusOr<std::unique_ptr<kube::KubeClient>> client = context.Connect(flags.connection);
   if (!client.ok()) return context.Fail(client.status());
   const preflight::ClusterView view = preflight::ReadClusterView(**client, options);
+  for (preflight::CheckResult& result : preflight::RunNodeChecks(view, node_facts)) {
+    results.push_back(std::move(result));
+  }
   for (preflight::CheckResult& result : preflight::RunClusterChecks(view, options)) {
     results.push_back(std::move(result));
   }
@@ -130,8 +153,12 @@ void AddPreflightCommands(CLI::App& app, CommandContext& context) {
       "cloud-controller-manager writes VPC routes exactly when the kube-controller-manager "
       "does), leader-elect (both managers elect a leader), control-plane (every control-plane "
       "node and pod healthy). The coordinator, when given (--coordinator or "
-      "$HANDOFF_COORDINATOR): agents (every node's agent connected, its node consistent and "
-      "healthy). Changes nothing. Exit code 0 when no check fails (warnings included), 1 when "
+      "$HANDOFF_COORDINATOR), and through it each node's agent: agents (connected, node "
+      "consistent and healthy), node-names (each Node named after its instance's private DNS "
+      "name, its providerID that instance's, from the instance metadata), stray-files (no file "
+      "in a manifest directory that is no component's manifest); the agents also report each "
+      "kubelet's credential-provider flags for ecr-credentials. Changes nothing. Exit code 0 when "
+      "no check fails (warnings included), 1 when "
       "one does");
   AddConnectionOptions(*command, flags->connection);
   AddCoordinatorOptions(*command, flags->coordinator);

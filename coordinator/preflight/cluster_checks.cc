@@ -587,6 +587,85 @@ ClusterView ReadClusterView(kube::KubeClient& client, const ClusterCheckOptions&
   return view;
 }
 
+std::vector<CheckResult> RunNodeChecks(const ClusterView& view,
+                                       const std::optional<std::vector<NodeFacts>>& nodes) {
+  CheckResult names{kCheckNodeNames, Verdict::kOk, {}, ""};
+  CheckResult stray{kCheckStrayFiles, Verdict::kOk, {}, ""};
+  if (!nodes) {
+    for (CheckResult* result : {&names, &stray}) {
+      result->verdict = Verdict::kWarn;
+      result->evidence.push_back("not asked: only the nodes' agents see this (no coordinator)");
+      result->action = "pass --coordinator (or set HANDOFF_COORDINATOR)";
+    }
+    return {names, stray};
+  }
+  std::map<std::string, const Json*> objects;
+  if (view.nodes) {
+    for (const Json& node : *view.nodes) objects[kube::ObjectName(node)] = &node;
+  }
+  std::vector<std::string> wrong, unknown, fine;
+  for (const NodeFacts& facts : *nodes) {
+    if (facts.local_hostname.empty()) {
+      unknown.push_back(
+          StrCat(facts.node, ": the instance metadata was not read (", facts.metadata_error, ")"));
+      continue;
+    }
+    if (facts.local_hostname != facts.node) {
+      wrong.push_back(StrCat("Node ", facts.node, ": its instance ", facts.instance_id,
+                             " is named ", facts.local_hostname, " (local-hostname)"));
+      continue;
+    }
+    auto object = objects.find(facts.node);
+    if (object == objects.end()) {
+      unknown.push_back(StrCat(facts.node, ": no Node object of that name",
+                               view.nodes ? "" : " (Nodes not read)"));
+      continue;
+    }
+    const std::string provider_id = StringAt(*object->second, {"spec", "providerID"});
+    const std::string expected = StrCat("aws:///", facts.availability_zone, "/", facts.instance_id);
+    if (provider_id != expected) {
+      wrong.push_back(StrCat("Node ", facts.node, ": providerID \"", provider_id,
+                             "\", its instance is ", expected));
+      continue;
+    }
+    fine.push_back(facts.node);
+  }
+  if (!wrong.empty()) {
+    names.verdict = Verdict::kFail;
+    names.evidence = wrong;
+    names.evidence.insert(names.evidence.end(), unknown.begin(), unknown.end());
+    names.action =
+        "name each Node after its instance's private DNS name, with the providerID "
+        "of that instance: the AWS cloud providers find a Node's instance by it, and "
+        "the cloud-controller-manager cannot initialise (or deletes) a Node it cannot "
+        "find";
+  } else if (!unknown.empty()) {
+    names.verdict = Verdict::kWarn;
+    names.evidence = unknown;
+    names.action =
+        "let the agents reach the instance metadata (instanceMetadata.endpoint in "
+        "their settings), or compare each Node with its instance by hand";
+  } else {
+    names.evidence.push_back(StrCat(fine.size(), " node", fine.size() == 1 ? "" : "s",
+                                    " named after their instances, providerIDs matching"));
+  }
+  for (const NodeFacts& facts : *nodes) {
+    for (const std::string& file : facts.stray_files) {
+      stray.evidence.push_back(StrCat(facts.node, ": ", file));
+    }
+  }
+  if (!stray.evidence.empty()) {
+    stray.verdict = Verdict::kFail;
+    stray.action =
+        "move these files out of the manifest directory: the kubelet runs every file "
+        "there, and the agent refuses to move a node it cannot classify";
+  } else {
+    stray.evidence.push_back(StrCat("no stray file in the manifest directories of ", nodes->size(),
+                                    " node", nodes->size() == 1 ? "" : "s"));
+  }
+  return {names, stray};
+}
+
 std::vector<CheckResult> RunClusterChecks(const ClusterView& view,
                                           const ClusterCheckOptions& options) {
   return {CheckRbac(view, options),           CheckEbsCsi(view),

@@ -60,10 +60,16 @@ class FakeImds::Impl {
         return;
       }
       std::string_view path = request.path;
-      if (path == "/latest/meta-data/instance-id") {
-        response.status = 200;
-        response.set_content(options_.instance_id, kText);
-        return;
+      for (auto [served, value] :
+           {std::pair{"/latest/meta-data/instance-id", &options_.instance_id},
+            std::pair{"/latest/meta-data/local-hostname", &options_.local_hostname},
+            std::pair{"/latest/meta-data/placement/availability-zone",
+                      &options_.availability_zone}}) {
+        if (path == served) {
+          response.status = 200;
+          response.set_content(*value, kText);
+          return;
+        }
       }
       if (StartsWith(path, kTagsPath) && options_.tags.has_value()) {
         std::string_view key = StripPrefix(StripPrefix(path, kTagsPath), "/");

@@ -7,7 +7,8 @@
 //     (400 without a valid TTL header);
 //   GET with X-aws-ec2-metadata-token: that token -> the path's answer, text/plain; without the
 //     header, or with another token, 401 (an instance that requires IMDSv2);
-//   GET /latest/meta-data/instance-id -> the instance id;
+//   GET /latest/meta-data/instance-id, local-hostname, placement/availability-zone -> the
+//     instance's;
 //   GET /latest/meta-data/tags/instance[/] -> the tag keys, one a line, or 404 when the instance
 //     does not allow tags in its metadata; .../tags/instance/<key> -> the value, 404 if absent.
 // Unlike the real service it lists any key, '/' included, so that a test or rehearsal can see a
@@ -29,6 +30,8 @@ struct FakeImdsOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0: any free port
   std::string instance_id = "i-0123456789abcdef0";
+  std::string local_hostname = "ip-10-0-1-10.ec2.internal";
+  std::string availability_zone = "us-east-1a";
   // nullopt: the instance does not show its tags in the metadata (tags/instance is 404).
   std::optional<std::map<std::string, std::string>> tags;
   bool answer = true;

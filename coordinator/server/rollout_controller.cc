@@ -286,6 +286,21 @@ void RolloutController::ApplyReport(Node& node, const pb::NodeReport& report) {
     if (node.unfinished_transactions.size() == kReportLines) break;
     node.unfinished_transactions.push_back(BoundedText(id, kVersionBytes));
   }
+  const pb::NodeFacts& facts = report.facts();
+  node.facts.Clear();
+  node.facts.set_instance_id(BoundedText(facts.instance_id(), kVersionBytes));
+  node.facts.set_local_hostname(BoundedText(facts.local_hostname(), kVersionBytes));
+  node.facts.set_availability_zone(BoundedText(facts.availability_zone(), kVersionBytes));
+  node.facts.set_metadata_error(BoundedText(facts.metadata_error(), kReportLineBytes));
+  node.facts.set_kubelet_flags_known(facts.kubelet_flags_known());
+  node.facts.set_image_credential_provider_config(
+      BoundedText(facts.image_credential_provider_config(), kReportLineBytes));
+  node.facts.set_image_credential_provider_bin_dir(
+      BoundedText(facts.image_credential_provider_bin_dir(), kReportLineBytes));
+  for (const std::string& file : facts.stray_files()) {
+    if (node.facts.stray_files_size() == static_cast<int>(kReportLines)) break;
+    node.facts.add_stray_files(BoundedText(file, kReportLineBytes));
+  }
 }
 
 absl::Status RolloutController::AgentConnected(const std::string& name, const pb::AgentHello& hello,

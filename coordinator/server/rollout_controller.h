@@ -239,6 +239,8 @@ class RolloutController {
     std::vector<std::string> reasons;
     bool healthy = false;
     std::string health_detail;
+    // What only the node can see (NodeReport.facts), each text bounded; for the preflight.
+    pb::NodeFacts facts;
     bool said_hello = false;  // its agent said hello since this coordinator started
     bool verifies = false;
     std::string agent_version;

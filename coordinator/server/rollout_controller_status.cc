@@ -121,6 +121,7 @@ pb::NodesResponse RolloutController::Nodes() {
     info->set_last_seen_unix_ms(node.last_seen_unix_ms);
     info->set_last_result(node.last_result);
     info->set_second_agent(SecondAgentText(node));
+    *info->mutable_facts() = node.facts;
   }
   for (const auto& [name, candidate] : candidates_) {
     pb::NodeInfo* info = response.add_nodes();
@@ -135,6 +136,7 @@ pb::NodesResponse RolloutController::Nodes() {
     if (candidate.link) info->set_peer(candidate.link->Peer());
     info->set_last_seen_unix_ms(candidate.last_seen_unix_ms);
     info->set_second_agent(SecondAgentText(candidate));
+    *info->mutable_facts() = candidate.facts;
     info->set_candidate(true);
   }
   return response;

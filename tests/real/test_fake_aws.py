@@ -21,10 +21,10 @@ FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_aws.py"
 CLUSTER = "fixture-test"
 # Two nodes in two zones, on addresses no other test uses.
 NODES = {"cp-a": ("127.0.91.1", "us-east-1a"), "cp-b": ("127.0.92.1", "us-east-1b")}
-# These tests take 13 s in all on an idle 2-core machine, moto's start most of it; in CI the kubeadm runs beside
-# these tests hold both cores at a higher priority, and 60 s was seen too short. The sandbox
-# allows 90 s (coordinator/sandbox/real/fake_aws.h StartFakeAws); a test, running beside more,
-# allows twice that.
+# These tests take 13 s in all on an idle 2-core machine, moto's start most of it; in CI the
+# kubeadm runs beside them hold both cores at a higher priority, and 60 s was seen too short.
+# The sandbox allows 90 s (coordinator/sandbox/real/fake_aws.h StartFakeAws); a test, running
+# beside more, allows twice that.
 STARTUP_DEADLINE_S = 180
 
 

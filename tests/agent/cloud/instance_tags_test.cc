@@ -209,5 +209,33 @@ TEST(ClusterTagBeforeMoveTest, MoveSettingsNameTheClusterAndTheNodeTheEndpoint) 
               ElementsAre("instance i-0123456789abcdef0 carries kubernetes.io/cluster/prod=owned"));
 }
 
+TEST(InstanceIdentityTest, ReadsTheInstancesIdHostnameAndZone) {
+  FakeImdsOptions options;
+  options.instance_id = kInstance;
+  options.local_hostname = "ip-10-0-1-10.ec2.internal";
+  options.availability_zone = "us-east-1a";
+  absl::StatusOr<std::unique_ptr<FakeImds>> imds = FakeImds::Start(options);
+  ASSERT_TRUE(imds.ok()) << imds.status();
+  absl::StatusOr<InstanceIdentity> identity = ReadInstanceIdentity(At((*imds)->endpoint()));
+  ASSERT_TRUE(identity.ok()) << identity.status();
+  EXPECT_EQ(identity->instance_id, kInstance);
+  EXPECT_EQ(identity->local_hostname, "ip-10-0-1-10.ec2.internal");
+  EXPECT_EQ(identity->availability_zone, "us-east-1a");
+  EXPECT_EQ((*imds)->unauthorized_requests(), 0);
+}
+
+TEST(InstanceIdentityTest, UnavailableWhenTheMetadataDoesNotAnswerOrIsOff) {
+  std::unique_ptr<FakeImds> silent = StartImds(std::nullopt, /*answer=*/false);
+  ASSERT_NE(silent, nullptr);
+  InstanceMetadataOptions options = At(silent->endpoint());
+  options.timeout = absl::Milliseconds(300);
+  absl::StatusOr<InstanceIdentity> identity = ReadInstanceIdentity(options);
+  EXPECT_TRUE(absl::IsUnavailable(identity.status())) << identity.status();
+  EXPECT_THAT(std::string(identity.status().message()), HasSubstr("did not answer within"));
+  identity = ReadInstanceIdentity(At(""));
+  EXPECT_TRUE(absl::IsUnavailable(identity.status())) << identity.status();
+  EXPECT_THAT(std::string(identity.status().message()), HasSubstr("instanceMetadata.endpoint"));
+}
+
 }  // namespace
 }  // namespace handoff

@@ -95,6 +95,54 @@ TEST_F(NodeAgentTest, ReportCarriesTheControllerManagersVersionAndUnfinishedTran
   EXPECT_THAT(report.unfinished_transactions(), ::testing::ElementsAre(journal.id));
 }
 
+// The facts the preflight reads: the instance's identity (asked once), the kubelet's
+// credential-provider flags, and the stray files of the manifest directory.
+TEST_F(NodeAgentTest, ReportCarriesTheNodesFacts) {
+  NodeAgentOptions options = Options();
+  int asked = 0;
+  options.read_instance_identity = [&asked] {
+    ++asked;
+    v1::NodeFacts facts;
+    facts.set_instance_id("i-0a1b2c3d4e5f60710");
+    facts.set_local_hostname("ip-10-0-1-10.ec2.internal");
+    facts.set_availability_zone("us-east-1a");
+    return facts;
+  };
+  std::unique_ptr<NodeAgent> agent = OpenAgent(options, nullptr);
+  v1::NodeReport report = agent->Report();
+  EXPECT_EQ(report.facts().local_hostname(), "ip-10-0-1-10.ec2.internal");
+  EXPECT_EQ(report.facts().instance_id(), "i-0a1b2c3d4e5f60710");
+  EXPECT_TRUE(report.facts().kubelet_flags_known());
+  EXPECT_EQ(report.facts().image_credential_provider_config(), "");
+  EXPECT_THAT(report.facts().stray_files(), IsEmpty());
+
+  const std::string manifests = "/etc/kubernetes/manifests";
+  absl::StatusOr<std::string> kcm = fs_.ReadFile(manifests + "/kube-controller-manager.yaml");
+  ASSERT_TRUE(kcm.ok()) << kcm.status();
+  ASSERT_TRUE(AtomicReplace(fs_, manifests + "/kube-controller-manager.yaml.bak", *kcm).ok());
+  ASSERT_TRUE(AtomicReplace(fs_, "/var/lib/kubelet/kubeadm-flags.env",
+                            "KUBELET_KUBEADM_ARGS=\"--cloud-provider=aws "
+                            "--image-credential-provider-config=/etc/kubernetes/ecr.yaml "
+                            "--image-credential-provider-bin-dir=/usr/local/bin\"\n")
+                  .ok());
+  report = agent->Report();
+  EXPECT_THAT(report.facts().stray_files(),
+              ElementsAre(StrCat(manifests,
+                                 "/kube-controller-manager.yaml.bak: pod "
+                                 "kube-system/kube-controller-manager again (",
+                                 manifests, "/kube-controller-manager.yaml defines it)")));
+  EXPECT_EQ(report.facts().image_credential_provider_config(), "/etc/kubernetes/ecr.yaml");
+  EXPECT_EQ(report.facts().image_credential_provider_bin_dir(), "/usr/local/bin");
+  EXPECT_EQ(report.facts().local_hostname(), "ip-10-0-1-10.ec2.internal");
+  EXPECT_EQ(asked, 1);
+}
+
+TEST_F(NodeAgentTest, WithoutAMetadataReaderTheFactsSaySo) {
+  const v1::NodeReport report = OpenAgent()->Report();
+  EXPECT_EQ(report.facts().local_hostname(), "");
+  EXPECT_THAT(report.facts().metadata_error(), HasSubstr("does not ask the instance metadata"));
+}
+
 TEST_F(NodeAgentTest, ReportNamesTheComponentThatIsNotHealthy) {
   kubelet_.unhealthy_ports.insert(10257);
   std::unique_ptr<NodeAgent> agent = OpenAgent();

@@ -64,6 +64,13 @@ class PreflightCommandTest : public ::testing::Test {
       node->set_state(v1::NODE_STATE_IN_TREE);
       node->set_connected(true);
       node->set_healthy(true);
+      // As the seed's Nodes: named after their instances, providerID aws:///<zone>/<id>.
+      const int i = nodes_.nodes_size() - 1;
+      v1::NodeFacts* facts = node->mutable_facts();
+      facts->set_instance_id(StrCat("i-0a1b2c3d4e5f6071", i));
+      facts->set_local_hostname(name);
+      facts->set_availability_zone(StrCat("us-east-1", std::string(1, static_cast<char>('a' + i))));
+      facts->set_kubelet_flags_known(true);
     }
   }
 
@@ -123,7 +130,9 @@ TEST_F(PreflightCommandTest, AHealthyClusterPassesAndNothingIsWritten) {
   EXPECT_THAT(result.out, HasSubstr("ok    agents           3 nodes: agent connected, node "
                                     "consistent and healthy\n"));
   EXPECT_THAT(result.out, HasSubstr("ok    control-plane    3 control-plane nodes Ready"));
-  EXPECT_THAT(result.out, HasSubstr("\n0 failed, 0 warned, 7 ok\n"));
+  EXPECT_THAT(result.out, HasSubstr("ok    node-names       3 nodes named after their instances, "
+                                    "providerIDs matching\n"));
+  EXPECT_THAT(result.out, HasSubstr("\n0 failed, 0 warned, 9 ok\n"));
   EXPECT_EQ(result.err, "");
   EXPECT_EQ(Snapshot(), before);
 }
@@ -134,7 +143,8 @@ TEST_F(PreflightCommandTest, WithoutACoordinatorTheAgentsAreAWarningNotAFailure)
   EXPECT_EQ(result.code, kExitOk) << result.out;
   EXPECT_THAT(result.out, HasSubstr("warn  agents           not asked: no coordinator was given\n"
                                     "                       -> pass --coordinator"));
-  EXPECT_THAT(result.out, HasSubstr("\n0 failed, 1 warned, 6 ok\n"));
+  EXPECT_THAT(result.out, HasSubstr("warn  node-names       not asked"));
+  EXPECT_THAT(result.out, HasSubstr("\n0 failed, 3 warned, 6 ok\n"));
 }
 
 TEST_F(PreflightCommandTest, EachFaultFailsExactlyItsCheckAndExitsOne) {
@@ -165,6 +175,45 @@ TEST_F(PreflightCommandTest, EachFaultFailsExactlyItsCheckAndExitsOne) {
          ASSERT_TRUE(cluster_.store().Put(pod).ok());
        },
        [&] { ASSERT_TRUE(cluster_.store().Put(*original_kcm).ok()); }},
+      {"node-names",
+       "Node ip-10-0-1-11.ec2.internal: its instance i-0a1b2c3d4e5f60711 is named "
+       "ip-10-0-1-99.ec2.internal (local-hostname)",
+       [&] {
+         nodes_.mutable_nodes(1)->mutable_facts()->set_local_hostname("ip-10-0-1-99.ec2.internal");
+       },
+       [&] {
+         nodes_.mutable_nodes(1)->mutable_facts()->set_local_hostname("ip-10-0-1-11.ec2.internal");
+       }},
+      {"node-names",
+       "Node ip-10-0-1-12.ec2.internal: providerID \\\"aws:///us-east-1c/i-0a1b2c3d4e5f60712\\\", "
+       "its "
+       "instance is aws:///us-east-1c/i-0fffffffffffffff0",
+       [&] { nodes_.mutable_nodes(2)->mutable_facts()->set_instance_id("i-0fffffffffffffff0"); },
+       [&] { nodes_.mutable_nodes(2)->mutable_facts()->set_instance_id("i-0a1b2c3d4e5f60712"); }},
+      {"stray-files",
+       "ip-10-0-1-10.ec2.internal: /etc/kubernetes/manifests/kube-controller-manager.yaml.bak: "
+       "pod kube-system/kube-controller-manager again",
+       [&] {
+         nodes_.mutable_nodes(0)->mutable_facts()->add_stray_files(
+             "/etc/kubernetes/manifests/kube-controller-manager.yaml.bak: pod "
+             "kube-system/kube-controller-manager again (/etc/kubernetes/manifests/"
+             "kube-controller-manager.yaml defines it)");
+       },
+       [&] { nodes_.mutable_nodes(0)->mutable_facts()->clear_stray_files(); }},
+      {"ecr-credentials",
+       "Pod shop/api-0 (123456789012.dkr.ecr.us-east-1.amazonaws.com/api:1) on "
+       "ip-10-0-1-10.ec2.internal: the kubelet has no --image-credential-provider-config",
+       [&] {
+         ASSERT_TRUE(
+             cluster_.store()
+                 .Seed("kind: Pod\napiVersion: v1\nmetadata: {name: api-0, namespace: shop}\n"
+                       "spec:\n  nodeName: ip-10-0-1-10.ec2.internal\n  containers:\n"
+                       "  - {name: api, image: "
+                       "\"123456789012.dkr.ecr.us-east-1.amazonaws.com/api:1\"}\n",
+                       "test")
+                 .ok());
+       },
+       [&] { cluster_.store().Remove(kube::kPods, "shop", "api-0"); }},
       {"agents", "ip-10-0-1-11.ec2.internal: no agent is connected",
        [&] { nodes_.mutable_nodes(1)->set_connected(false); },
        [&] { nodes_.mutable_nodes(1)->set_connected(true); }},
