@@ -19,7 +19,8 @@ struct PreflightFlags {
   std::string format = "text";
   std::string settings_file;
   std::string strategy = "leader-migration";
-  CcmIdentityFlags ccm;
+  std::string ccm_user;
+  std::string ccm_service_account;
 };
 
 // The agents as the coordinator knows them: every member's agent connected, its node consistent
@@ -64,8 +65,14 @@ int RunPreflight(CommandContext& context, const PreflightFlags& flags) {
   options.settings = *std::move(settings);
   options.downtime = flags.strategy == "downtime";
   options.rbac.migration_lease = options.settings.leader_name;
-  if (absl::Status identity = ApplyCcmIdentity(flags.ccm, options.rbac); !identity.ok()) {
-    return context.Fail(identity);
+  if (!flags.ccm_user.empty()) options.rbac.ccm_subject = kube::Subject{"User", flags.ccm_user, ""};
+  if (!flags.ccm_service_account.empty()) {
+    absl::StatusOr<kube::Subject> subject = kube::ServiceAccountSubject(flags.ccm_service_account);
+    if (!subject.ok()) {
+      return context.Fail(absl::InvalidArgumentError(
+          StrCat("--ccm-service-account: ", subject.status().message())));
+    }
+    options.rbac.ccm_subject = *subject;
   }
 
   std::vector<preflight::CheckResult> results;
@@ -147,9 +154,8 @@ void AddPreflightCommands(CLI::App& app, CommandContext& context) {
       "does), leader-elect (both managers elect a leader), control-plane (every control-plane "
       "node and pod healthy). The coordinator, when given (--coordinator or "
       "$HANDOFF_COORDINATOR), and through it each node's agent: agents (connected, node "
-      "consistent and healthy), node-names (each Node's providerID that of its instance, from "
-      "the instance metadata; a name other than the instance's private DNS name warns), "
-      "stray-files (no file "
+      "consistent and healthy), node-names (each Node named after its instance's private DNS "
+      "name, its providerID that instance's, from the instance metadata), stray-files (no file "
       "in a manifest directory that is no component's manifest); the agents also report each "
       "kubelet's credential-provider flags for ecr-credentials. Changes nothing. Exit code 0 when "
       "no check fails (warnings included), 1 when "
@@ -166,7 +172,16 @@ void AddPreflightCommands(CLI::App& app, CommandContext& context) {
                    "leader-migration (default), replace or downtime: downtime uses no Leader "
                    "Migration, so the migration lease's RBAC is not checked")
       ->check(CLI::IsMember({"leader-migration", "replace", "downtime"}));
-  AddCcmIdentityOptions(*command, flags->ccm);
+  CLI::Option* user = command->add_option(
+      "--ccm-user", flags->ccm_user,
+      "User the cloud-controller-manager authenticates as (default "
+      "system:kube-controller-manager: handoff's manifest reuses the kube-controller-manager's "
+      "kubeconfig)");
+  command
+      ->add_option("--ccm-service-account", flags->ccm_service_account,
+                   "Instead of --ccm-user: the cloud-controller-manager's service account, as "
+                   "NAMESPACE/NAME")
+      ->excludes(user);
   command->callback([&context, flags] { context.exit_code = RunPreflight(context, *flags); });
 }
 

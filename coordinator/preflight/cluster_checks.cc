@@ -603,7 +603,7 @@ std::vector<CheckResult> RunNodeChecks(const ClusterView& view,
   if (view.nodes) {
     for (const Json& node : *view.nodes) objects[kube::ObjectName(node)] = &node;
   }
-  std::vector<std::string> wrong, unknown, renamed, fine;
+  std::vector<std::string> wrong, unknown, fine;
   for (const NodeFacts& facts : *nodes) {
     if (facts.local_hostname.empty()) {
       unknown.push_back(
@@ -611,11 +611,9 @@ std::vector<CheckResult> RunNodeChecks(const ClusterView& view,
       continue;
     }
     if (facts.local_hostname != facts.node) {
-      // The providers find such a Node's instance only through its providerID (checked next),
-      // and a kubelet switched to --cloud-provider=external registers under its host name
-      // unless --hostname-override says otherwise.
-      renamed.push_back(StrCat("Node ", facts.node, ": its instance ", facts.instance_id,
-                               " is named ", facts.local_hostname, " (local-hostname)"));
+      wrong.push_back(StrCat("Node ", facts.node, ": its instance ", facts.instance_id,
+                             " is named ", facts.local_hostname, " (local-hostname)"));
+      continue;
     }
     auto object = objects.find(facts.node);
     if (object == objects.end()) {
@@ -637,19 +635,16 @@ std::vector<CheckResult> RunNodeChecks(const ClusterView& view,
     names.evidence = wrong;
     names.evidence.insert(names.evidence.end(), unknown.begin(), unknown.end());
     names.action =
-        "give each Node the providerID of its instance: the AWS cloud providers find a "
-        "Node's instance by it, and the cloud-controller-manager cannot initialise (or "
-        "deletes) a Node it cannot find";
-  } else if (!unknown.empty() || !renamed.empty()) {
+        "name each Node after its instance's private DNS name, with the providerID "
+        "of that instance: the AWS cloud providers find a Node's instance by it, and "
+        "the cloud-controller-manager cannot initialise (or deletes) a Node it cannot "
+        "find";
+  } else if (!unknown.empty()) {
     names.verdict = Verdict::kWarn;
-    names.evidence = renamed;
-    names.evidence.insert(names.evidence.end(), unknown.begin(), unknown.end());
+    names.evidence = unknown;
     names.action =
-        renamed.empty()
-            ? "let the agents reach the instance metadata (instanceMetadata.endpoint in their "
-              "settings), or compare each Node with its instance by hand"
-            : "keep each kubelet's node name when it goes external (--hostname-override with the "
-              "Node's name): the providers find these Nodes' instances only by providerID";
+        "let the agents reach the instance metadata (instanceMetadata.endpoint in "
+        "their settings), or compare each Node with its instance by hand";
   } else {
     names.evidence.push_back(StrCat(fine.size(), " node", fine.size() == 1 ? "" : "s",
                                     " named after their instances, providerIDs matching"));

@@ -107,10 +107,9 @@ inline constexpr char kCheckNodeNames[] = "node-names";
 inline constexpr char kCheckStrayFiles[] = "stray-files";
 
 // The checks of the nodes' own facts, against the cluster's Nodes. Pure.
-//  node-names   every node's Node has the providerID aws:///<zone>/<instance id> of its
-//               instance (from the metadata; the AWS providers find the instance by it: fail),
-//               and its name is the instance's private DNS name (the metadata's local-hostname,
-//               which the in-tree provider names Nodes by: warn when not);
+//  node-names   every node's name is its instance's private DNS name (the metadata's
+//               local-hostname: the AWS providers key a Node by it) and its Node's providerID is
+//               aws:///<zone>/<instance id> of that instance;
 //  stray-files  no node's manifest directory holds a file that is no component's manifest.
 // `nodes` nullopt: no agent was asked (both warn).
 std::vector<CheckResult> RunNodeChecks(const ClusterView& view,

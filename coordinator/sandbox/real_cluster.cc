@@ -103,18 +103,6 @@ class RealCluster : public SimulatedCluster {
     return control_plane_->url();
   }
 
-  // The fake AWS's instance of the node (the Node's providerID names it), with moto's private
-  // DNS name: the sandbox names its Nodes cp-N, not after their instances.
-  FakeImdsOptions InstanceOf(const ClusterNode& node) const override {
-    FakeImdsOptions imds = SimulatedCluster::InstanceOf(node);
-    if (const FakeAws::Instance* instance = aws_.Find(node.spec.name)) {
-      imds.instance_id = instance->instance_id;
-      imds.availability_zone = instance->zone;
-      imds.local_hostname = instance->private_dns_name;
-    }
-    return imds;
-  }
-
   absl::Status AddLayoutInputs(const ClusterNode& node, LayoutInputs& inputs) override {
     inputs.cloud_config = CloudConfig(aws_);
     // Each node's pods reach their own instance's metadata, as at 169.254.169.254 on EC2; the

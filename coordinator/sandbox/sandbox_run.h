@@ -137,10 +137,6 @@ class SandboxRun {
   // controllers again.
   absl::Status RunScenario(Fault fault);
   absl::Status StartRollout(v1::NodeState goal);
-  // `handoffctl preflight` as an operator runs it before the change window: against the cluster
-  // (admin.conf, the rollout's settings) and the coordinator, its table in
-  // logs/handoffctl-preflight.txt. FailedPrecondition with the table when a check fails.
-  absl::Status RunPreflight();
   absl::Status InjectStrayBackup(NodeRun& target);
   // kubelet-unsynced: the target's kubelet restarted with no route to the API server before the
   // rollout; once the rollout is done, the proof that the agent stopped the process that kubelet

@@ -2,7 +2,6 @@
 // to 1.27 with the fault of --fault injected on the way, the check of the nodes' providerIDs,
 // and the rollback to 1.26; or, test-only, the unsafe order the monitor must catch.
 #include <signal.h>
-#include <sys/wait.h>
 
 #include <chrono>
 #include <filesystem>
@@ -164,35 +163,6 @@ absl::Status SandboxRun::StartRollout(v1::NodeState goal) {
                 if (downtime) request.set_strategy(v1::STRATEGY_DOWNTIME);
                 return client.Start(request).status();
               });
-}
-
-absl::Status SandboxRun::RunPreflight() {
-  const std::string log = Path("logs/handoffctl-preflight.txt");
-  std::vector<std::string> argv = {
-      Handoffctl(),    "preflight",
-      "--kubeconfig",  Path("admin.conf"),
-      "--settings",    Path("settings.yaml"),
-      "--coordinator", StrCat(cluster_->CoordinatorHost(), ":", coordinator_port_),
-      "--server-name", kCoordinatorServerName,
-      "--ca",          Path("pki/handoff/ca.crt"),
-      "--cert",        Path("pki/operator.crt"),
-      "--key",         Path("pki/operator.key")};
-  if (options_.downtime) argv.insert(argv.end(), {"--strategy", "downtime"});
-  absl::StatusOr<std::unique_ptr<Process>> run = SpawnOwned(argv, log);
-  if (!run.ok()) return run.status();
-  int status = 0;
-  const bool ended = (*run)->WaitFor(absl::Minutes(2), &status);
-  absl::StatusOr<std::string> table = fs_->ReadFile(log);
-  const std::string text = table.ok() ? *table : std::string();
-  if (!ended || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return absl::FailedPreconditionError(StrCat("handoffctl preflight did not pass (",
-                                                DescribeWaitStatus(status), "; see ", log, "):\n",
-                                                text));
-  }
-  std::string summary = "passed";
-  for (std::string_view line : StrSplit(text, "\n", /*skip_empty=*/true)) summary = line;
-  Say(StrCat("handoffctl preflight: ", summary, " (see ", log, ")"));
-  return absl::OkStatus();
 }
 
 absl::Status SandboxRun::InjectStrayBackup(NodeRun& target) {
@@ -365,11 +335,6 @@ absl::Status SandboxRun::RunScenario(Fault fault) {
   absl::Status status;
   if (fault == Fault::kStrayBackup) status = InjectStrayBackup(target);
   if (fault == Fault::kKubeletUnsynced) status = CutKubeletOff(target);
-  // On the real components the checks read real objects: what an operator runs first must pass
-  // on a healthy cluster. (The model's fake cluster has no control-plane pods to check.)
-  if (status.ok() && fault == Fault::kNone && options_.cluster != ClusterKind::kModel) {
-    status = RunPreflight();
-  }
   if (status.ok()) status = StartRollout(goal);
   if (!status.ok()) return status;
   switch (fault) {

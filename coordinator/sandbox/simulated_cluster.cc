@@ -21,15 +21,6 @@ std::string SimulatedCluster::Kubelet() const {
   return StrCat(setup_.bin_dir, "/handoff-sandbox-kubelet");
 }
 
-FakeImdsOptions SimulatedCluster::InstanceOf(const ClusterNode& node) const {
-  FakeImdsOptions imds;
-  imds.instance_id = node.spec.provider_id.substr(node.spec.provider_id.rfind('/') + 1);
-  // The Node is named after its instance's private DNS name, as the AWS providers expect.
-  imds.local_hostname = node.spec.name;
-  imds.availability_zone = node.spec.zone;
-  return imds;
-}
-
 absl::Status SimulatedCluster::Start(const ApiServerCertificates& certificates) {
   absl::StatusOr<std::string> url = StartApiServer(certificates);
   if (!url.ok()) return url.status();
@@ -53,7 +44,8 @@ absl::Status SimulatedCluster::Start(const ApiServerCertificates& certificates) 
     if (!laid.ok()) return laid;
     // Each simulated node is an instance with its own metadata, tagged for the cluster as the
     // AWS procedure asks (kubernetes.io/cluster/<clusterId>=owned).
-    FakeImdsOptions imds = InstanceOf(node);
+    FakeImdsOptions imds;
+    imds.instance_id = node.spec.provider_id.substr(node.spec.provider_id.rfind('/') + 1);
     imds.tags = std::map<std::string, std::string>{
         {"Name", node.spec.name}, {"kubernetes.io/cluster/handoff-sandbox", "owned"}};
     absl::StatusOr<std::unique_ptr<FakeImds>> started = FakeImds::Start(std::move(imds));

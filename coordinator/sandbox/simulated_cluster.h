@@ -46,9 +46,6 @@ class SimulatedCluster : public SandboxCluster {
   virtual std::vector<std::string> KubeletArgs(const ClusterNode& node) const = 0;
   // The agents' --timeout: how long a manager of this cluster may take to restart healthy.
   virtual std::string AgentTimeout() const = 0;
-  // The instance `node` is, as its agent's metadata service shows it (after StartApiServer):
-  // by default the node's providerID, named after the node.
-  virtual FakeImdsOptions InstanceOf(const ClusterNode& node) const;
 
   // Stops every node's pods and kubelet. Idempotent; subclasses call it first in Stop().
   void StopKubelets();

@@ -7,7 +7,6 @@
 
 #include "absl/status/status.h"
 #include "agent/base/strings.h"
-#include "agent/engine/settings.h"
 #include "coordinator/rollout/membership.h"
 #include "coordinator/server/bounded_text.h"
 #include "coordinator/server/rollout_controller_internal.h"
@@ -1151,55 +1150,7 @@ std::vector<rollout::PreflightProblem> RolloutController::RunPreflight(const Eng
   input.cloud_controller_manager = {facts_.cloud_controller_manager_holder_node,
                                     engine.holders.cloud_controller_manager};
   if (facts_.lease_held) input.migration = {facts_.lease_holder_node, engine.holders.migration};
-  std::vector<rollout::PreflightProblem> problems =
-      rollout::Preflight(std::move(input), options_.settings_yaml, "--settings");
-  if (facts_.cluster_view == nullptr) return problems;
-
-  // The checks `handoffctl preflight` makes, on the view the facts source read last and the
-  // facts the agents reported: each failed one refuses the start, named by its check.
-  preflight::ClusterCheckOptions options;
-  if (absl::StatusOr<Settings> settings = ParseSettings(options_.settings_yaml, "--settings");
-      settings.ok()) {
-    options.settings = *std::move(settings);
-  }
-  options.rbac.migration_lease = options.settings.leader_name;
-  options.downtime = downtime;
-  std::vector<preflight::NodeFacts> reported;
-  for (const Node& node : nodes_) {
-    const pb::NodeFacts& facts = node.facts;
-    reported.push_back(preflight::NodeFacts{
-        node.name,
-        facts.instance_id(),
-        facts.local_hostname(),
-        facts.availability_zone(),
-        node.said_hello ? facts.metadata_error() : "its agent has not reported the node",
-        {facts.stray_files().begin(), facts.stray_files().end()}});
-    if (facts.kubelet_flags_known()) {
-      options.kubelets[node.name] =
-          preflight::KubeletFacts{!facts.image_credential_provider_config().empty(),
-                                  !facts.image_credential_provider_bin_dir().empty()};
-    }
-  }
-  std::vector<preflight::CheckResult> results =
-      preflight::RunNodeChecks(*facts_.cluster_view, reported);
-  for (preflight::CheckResult& result :
-       preflight::RunClusterChecks(*facts_.cluster_view, options)) {
-    if (result.name == preflight::kCheckRbac && result.verdict != preflight::Verdict::kWarn) {
-      // The authorizer answered: its answer replaces the rules' shape.
-      problems.erase(std::remove_if(problems.begin(), problems.end(),
-                                    [](const rollout::PreflightProblem& problem) {
-                                      return problem.check == preflight::kCheckRbac;
-                                    }),
-                     problems.end());
-    }
-    results.push_back(std::move(result));
-  }
-  for (const preflight::CheckResult& result : results) {
-    if (result.verdict != preflight::Verdict::kFail) continue;
-    problems.push_back(rollout::PreflightProblem{
-        result.name, StrCat(StrJoin(result.evidence, "; "), "; ", result.action)});
-  }
-  return problems;
+  return rollout::Preflight(std::move(input), options_.settings_yaml, "--settings");
 }
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Finalize(const std::string& actor) {

@@ -176,6 +176,15 @@ TEST_F(PreflightCommandTest, EachFaultFailsExactlyItsCheckAndExitsOne) {
        },
        [&] { ASSERT_TRUE(cluster_.store().Put(*original_kcm).ok()); }},
       {"node-names",
+       "Node ip-10-0-1-11.ec2.internal: its instance i-0a1b2c3d4e5f60711 is named "
+       "ip-10-0-1-99.ec2.internal (local-hostname)",
+       [&] {
+         nodes_.mutable_nodes(1)->mutable_facts()->set_local_hostname("ip-10-0-1-99.ec2.internal");
+       },
+       [&] {
+         nodes_.mutable_nodes(1)->mutable_facts()->set_local_hostname("ip-10-0-1-11.ec2.internal");
+       }},
+      {"node-names",
        "Node ip-10-0-1-12.ec2.internal: providerID \\\"aws:///us-east-1c/i-0a1b2c3d4e5f60712\\\", "
        "its "
        "instance is aws:///us-east-1c/i-0fffffffffffffff0",
@@ -223,17 +232,6 @@ TEST_F(PreflightCommandTest, EachFaultFailsExactlyItsCheckAndExitsOne) {
     EXPECT_EQ(Snapshot(), before) << fault.check;
     fault.remove();
   }
-}
-
-TEST_F(PreflightCommandTest, ANodeNotNamedAfterItsInstanceIsAWarning) {
-  ApplyRbac();
-  nodes_.mutable_nodes(1)->mutable_facts()->set_local_hostname("ip-10-0-1-99.ec2.internal");
-  std::vector<std::string> args = Coordinator();
-  Result result = Run(args);
-  EXPECT_EQ(result.code, kExitOk) << result.out;
-  EXPECT_THAT(result.out, HasSubstr("warn  node-names       Node ip-10-0-1-11.ec2.internal: its "
-                                    "instance i-0a1b2c3d4e5f60711 is named "
-                                    "ip-10-0-1-99.ec2.internal (local-hostname)\n"));
 }
 
 TEST_F(PreflightCommandTest, RbacMissingFailsAsTheManagersWouldBeRefused) {

@@ -285,21 +285,11 @@ TEST_F(ClusterChecksTest, NodeNamesAndStrayFilesFromTheAgentsFacts) {
   std::vector<NodeFacts> renamed = nodes;
   renamed[1].local_hostname = "ip-10-0-1-99.ec2.internal";
   results = run(renamed);
-  // Found through the providerID still: a warning.
-  EXPECT_EQ(results.at("node-names").verdict, Verdict::kWarn);
+  EXPECT_EQ(results.at("node-names").verdict, Verdict::kFail);
   EXPECT_THAT(results.at("node-names").evidence,
               Contains("Node ip-10-0-1-11.ec2.internal: its instance i-0a1b2c3d4e5f60711 is "
                        "named ip-10-0-1-99.ec2.internal (local-hostname)"));
   EXPECT_EQ(results.at("stray-files").verdict, Verdict::kOk);
-
-  std::vector<NodeFacts> other_instance = nodes;
-  other_instance[2].instance_id = "i-0fffffffffffffff0";
-  results = run(other_instance);
-  EXPECT_EQ(results.at("node-names").verdict, Verdict::kFail);
-  EXPECT_THAT(results.at("node-names").evidence,
-              Contains("Node ip-10-0-1-12.ec2.internal: providerID "
-                       "\"aws:///us-east-1c/i-0a1b2c3d4e5f60712\", its instance is "
-                       "aws:///us-east-1c/i-0fffffffffffffff0"));
 
   std::vector<NodeFacts> unread = nodes;
   unread[0].local_hostname.clear();
