@@ -15,6 +15,7 @@
 #include "coordinator/ctl/coordinator_client.h"
 #include "coordinator/ctl/ctl_cli.h"
 #include "coordinator/kube/client.h"
+#include "coordinator/kube/rbac.h"
 
 namespace handoff::ctl {
 
@@ -60,6 +61,17 @@ class CommandContext {
   const CtlEnvironment& environment_;
   std::unique_ptr<Clock> clock_;
 };
+
+// Who the cloud-controller-manager authenticates as, for the migration lease's RBAC.
+struct CcmIdentityFlags {
+  std::string user;             // --ccm-user
+  std::string service_account;  // --ccm-service-account NAMESPACE/NAME
+};
+// --ccm-user and --ccm-service-account (each excludes the other).
+void AddCcmIdentityOptions(CLI::App& command, CcmIdentityFlags& flags);
+// Sets options.ccm_subject from the flags (unchanged when neither is given); InvalidArgument
+// naming the flag for a service account that is not NAMESPACE/NAME.
+absl::Status ApplyCcmIdentity(const CcmIdentityFlags& flags, kube::RbacOptions& options);
 
 // --kubeconfig, --context, --request-timeout.
 void AddConnectionOptions(CLI::App& command, ConnectionOptions& options);

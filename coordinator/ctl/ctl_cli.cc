@@ -165,6 +165,32 @@ void AddCoordinatorOptions(CLI::App& command, CoordinatorOptions& options, bool 
   }
 }
 
+void AddCcmIdentityOptions(CLI::App& command, CcmIdentityFlags& flags) {
+  CLI::Option* user = command.add_option(
+      "--ccm-user", flags.user,
+      "User the cloud-controller-manager authenticates as (default "
+      "system:kube-controller-manager: handoff's manifest reuses the kube-controller-manager's "
+      "kubeconfig)");
+  command
+      .add_option("--ccm-service-account", flags.service_account,
+                  "Instead of --ccm-user: the cloud-controller-manager's service account, as "
+                  "NAMESPACE/NAME (e.g. kube-system/cloud-controller-manager)")
+      ->excludes(user);
+}
+
+absl::Status ApplyCcmIdentity(const CcmIdentityFlags& flags, kube::RbacOptions& options) {
+  if (!flags.user.empty()) options.ccm_subject = kube::Subject{"User", flags.user, ""};
+  if (!flags.service_account.empty()) {
+    absl::StatusOr<kube::Subject> subject = kube::ServiceAccountSubject(flags.service_account);
+    if (!subject.ok()) {
+      return absl::InvalidArgumentError(
+          StrCat("--ccm-service-account: ", subject.status().message()));
+    }
+    options.ccm_subject = *subject;
+  }
+  return absl::OkStatus();
+}
+
 void AddOutputOption(CLI::App& command, std::string& format) {
   command.add_option("-o,--output", format, "Output format: text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));

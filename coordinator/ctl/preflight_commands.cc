@@ -19,8 +19,7 @@ struct PreflightFlags {
   std::string format = "text";
   std::string settings_file;
   std::string strategy = "leader-migration";
-  std::string ccm_user;
-  std::string ccm_service_account;
+  CcmIdentityFlags ccm;
 };
 
 // The agents as the coordinator knows them: every member's agent connected, its node consistent
@@ -65,14 +64,8 @@ int RunPreflight(CommandContext& context, const PreflightFlags& flags) {
   options.settings = *std::move(settings);
   options.downtime = flags.strategy == "downtime";
   options.rbac.migration_lease = options.settings.leader_name;
-  if (!flags.ccm_user.empty()) options.rbac.ccm_subject = kube::Subject{"User", flags.ccm_user, ""};
-  if (!flags.ccm_service_account.empty()) {
-    absl::StatusOr<kube::Subject> subject = kube::ServiceAccountSubject(flags.ccm_service_account);
-    if (!subject.ok()) {
-      return context.Fail(absl::InvalidArgumentError(
-          StrCat("--ccm-service-account: ", subject.status().message())));
-    }
-    options.rbac.ccm_subject = *subject;
+  if (absl::Status identity = ApplyCcmIdentity(flags.ccm, options.rbac); !identity.ok()) {
+    return context.Fail(identity);
   }
 
   std::vector<preflight::CheckResult> results;
@@ -172,16 +165,7 @@ void AddPreflightCommands(CLI::App& app, CommandContext& context) {
                    "leader-migration (default), replace or downtime: downtime uses no Leader "
                    "Migration, so the migration lease's RBAC is not checked")
       ->check(CLI::IsMember({"leader-migration", "replace", "downtime"}));
-  CLI::Option* user = command->add_option(
-      "--ccm-user", flags->ccm_user,
-      "User the cloud-controller-manager authenticates as (default "
-      "system:kube-controller-manager: handoff's manifest reuses the kube-controller-manager's "
-      "kubeconfig)");
-  command
-      ->add_option("--ccm-service-account", flags->ccm_service_account,
-                   "Instead of --ccm-user: the cloud-controller-manager's service account, as "
-                   "NAMESPACE/NAME")
-      ->excludes(user);
+  AddCcmIdentityOptions(*command, flags->ccm);
   command->callback([&context, flags] { context.exit_code = RunPreflight(context, *flags); });
 }
 

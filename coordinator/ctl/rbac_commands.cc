@@ -13,8 +13,7 @@ struct RbacFlags {
   ConnectionOptions connection;
   std::string format = "text";
   std::string migration_lease = std::string(kube::kMigrationLeaseName);
-  std::string ccm_user;
-  std::string ccm_service_account;
+  CcmIdentityFlags ccm;
   std::string kcm_role;
   std::string ccm_role;
 };
@@ -25,16 +24,7 @@ void AddRbacFlags(CLI::App& command, RbacFlags& flags) {
   command.add_option("--migration-lease", flags.migration_lease,
                      "Name of the migration lease (leaderName of the Leader Migration "
                      "configuration; default cloud-provider-extraction-migration)");
-  CLI::Option* user = command.add_option(
-      "--ccm-user", flags.ccm_user,
-      "User the cloud-controller-manager authenticates as (default "
-      "system:kube-controller-manager: handoff's manifest reuses the kube-controller-manager's "
-      "kubeconfig)");
-  command
-      .add_option("--ccm-service-account", flags.ccm_service_account,
-                  "Instead of --ccm-user: the cloud-controller-manager's service account, as "
-                  "NAMESPACE/NAME (e.g. kube-system/cloud-controller-manager)")
-      ->excludes(user);
+  AddCcmIdentityOptions(command, flags.ccm);
   command.add_option("--kcm-role", flags.kcm_role,
                      "The kube-controller-manager's leader-locking Role in kube-system (default "
                      "system::leader-locking-kube-controller-manager)");
@@ -48,14 +38,8 @@ absl::StatusOr<kube::RbacOptions> OptionsOf(const RbacFlags& flags) {
   options.migration_lease = flags.migration_lease;
   if (!flags.kcm_role.empty()) options.kcm_role = flags.kcm_role;
   if (!flags.ccm_role.empty()) options.ccm_role = flags.ccm_role;
-  if (!flags.ccm_user.empty()) options.ccm_subject = kube::Subject{"User", flags.ccm_user, ""};
-  if (!flags.ccm_service_account.empty()) {
-    absl::StatusOr<kube::Subject> subject = kube::ServiceAccountSubject(flags.ccm_service_account);
-    if (!subject.ok()) {
-      return absl::InvalidArgumentError(
-          StrCat("--ccm-service-account: ", subject.status().message()));
-    }
-    options.ccm_subject = *subject;
+  if (absl::Status identity = ApplyCcmIdentity(flags.ccm, options); !identity.ok()) {
+    return identity;
   }
   return options;
 }
