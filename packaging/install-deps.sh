@@ -15,6 +15,7 @@ packages=(
   # The fake Kubernetes API server (TLS, client certificates), which ships for the sandbox (no
   # longer test-only), and the tests' local HTTPS endpoints; OpenSSL also reads certificate names.
   libcpp-httplib-dev libssl-dev
+  libpugixml-dev           # the EC2 API's XML answers (the instance's cluster tag)
   # gRPC and Protobuf: the coordinator's API to its agents and operators (proto/handoff/v1).
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libsqlite3-dev           # the coordinator's rollout state and audit history
@@ -34,8 +35,9 @@ packages=(
   # labelled "real" and "kubeadm" (tests/real/components.sh builds the Kubernetes ones with Go and
   # the fake AWS with pip): a venv for the fake AWS (moto); for the kubeadm cluster's nodes, the
   # container runtime (containerd and runc), the load balancer in front of the API servers
-  # (haproxy), ip for the nodes' network, util-linux for nsenter-style tools.
-  python3-venv containerd runc haproxy iproute2
+  # (haproxy), ip for the nodes' network, util-linux for nsenter-style tools, the reference CNI
+  # plugins for each node's pod network (so its Node is Ready).
+  python3-venv containerd runc haproxy iproute2 containernetworking-plugins
   # Caches the C++ compilations of tests/run.sh's builds across runs.
   ccache
 )

@@ -12,6 +12,7 @@
 #include "agent/base/strings.h"
 #include "agent/cli/cli_config.h"
 #include "agent/cli/host_scope.h"
+#include "agent/cli/instance_facts.h"
 #include "agent/cloud/cluster_tag_step.h"
 #include "agent/cloud/instance_tags.h"
 #include "agent/daemon/certificate.h"
@@ -137,6 +138,7 @@ struct RunOptions {
   std::string stream_deadline = "30m";
   std::string move_delay = "0s";
   std::string sample_interval = "2s";
+  std::string cloud_refresh = "1m";
   std::string metrics_listen = "off";
   std::string log_format = "auto";
   std::string config;  // read before parsing (cli_config.h); kept for --help
@@ -192,6 +194,11 @@ void AddRunOptions(CLI::App& command, RunOptions& options) {
                      "cloud-controller-manager (/healthz?verbose on their secure ports) which "
                      "cloud controllers they run, for the coordinator's live double-run "
                      "detector (default 2s; 0s: never)");
+  command.add_option("--cloud-refresh", options.cloud_refresh,
+                     "How often to ask EC2 again for this instance's kubernetes.io/cluster/<id> "
+                     "tags (DescribeInstances with the instance profile, at the EC2 endpoint of "
+                     "the managers' cloud config), which the agent reports for the preflight's "
+                     "cluster-tag check (default 1m, at least 1s)");
   command.add_option("--metrics-listen", options.metrics_listen,
                      "Serve Prometheus metrics on http://HOST:PORT/metrics, bound to that address "
                      "only (port 0: any free one, logged at start); off (default) or \"\": none")
@@ -457,6 +464,14 @@ class Commands {
         ParseDurationFlag("--sample-interval", run.sample_interval, true);
     if (!sample.ok()) return refuse(sample.status());
     config.client.sample_interval = *sample;
+    absl::StatusOr<absl::Duration> cloud_refresh =
+        ParseDurationFlag("--cloud-refresh", run.cloud_refresh, false);
+    if (!cloud_refresh.ok()) return refuse(cloud_refresh.status());
+    if (*cloud_refresh < absl::Seconds(1)) {
+      return refuse(absl::InvalidArgumentError(
+          StrCat("--cloud-refresh ", run.cloud_refresh, " is shorter than 1s")));
+    }
+    config.agent.cluster_tags_refresh = *cloud_refresh;
 
     NodeOptions node;
     node.root = run.root;
@@ -469,16 +484,14 @@ class Commands {
     config.agent.read_instance_identity = [endpoint = settings->instance_metadata_endpoint] {
       InstanceMetadataOptions metadata;
       metadata.endpoint = endpoint;
-      v1::NodeFacts facts;
-      absl::StatusOr<InstanceIdentity> identity = ReadInstanceIdentity(metadata);
-      if (!identity.ok()) {
-        facts.set_metadata_error(std::string(identity.status().message()));
-      } else {
-        facts.set_instance_id(identity->instance_id);
-        facts.set_local_hostname(identity->local_hostname);
-        facts.set_availability_zone(identity->availability_zone);
-      }
-      return facts;
+      return ReadInstanceFacts(metadata);
+    };
+    config.agent.read_cluster_tags = [endpoint = settings->instance_metadata_endpoint](
+                                         const v1::NodeFacts& identity, const std::string& path,
+                                         const absl::StatusOr<std::string>& cloud_config) {
+      InstanceMetadataOptions metadata;
+      metadata.endpoint = endpoint;
+      return ReadClusterTagFacts(identity, path, cloud_config, metadata);
     };
 
     std::unique_ptr<FileSystem> host_files = open_root_("");

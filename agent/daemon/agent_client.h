@@ -63,8 +63,9 @@ struct AgentClientOptions {
   // no samples.
   std::function<v1::ControllerSample()> sample_controllers;
   absl::Duration sample_interval = absl::Seconds(2);
-  // On the same thread and interval, while welcomed: NodeAgent::RecheckUnhealthy, whose new
-  // report goes to the coordinator (AgentMessage.report) through `send`. Unset: never.
+  // On the same thread and interval, while welcomed: NodeAgent::RecheckUnhealthy (else
+  // RecheckFacts), whose new report goes to the coordinator (AgentMessage.report) through
+  // `send`. Unset: never.
   std::function<void(const std::function<void(const v1::NodeReport&)>& send)> recheck_report;
   // Told of welcomes, ended streams, moves carried out and samples sent (the metrics).
   // Borrowed; may be null. Must outlive the client.

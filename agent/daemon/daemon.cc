@@ -139,7 +139,7 @@ absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
     client_options.sample_controllers = [&probe] { return probe.Sample(); };
     client_options.recheck_report =
         [agent = agent->get()](const std::function<void(const v1::NodeReport&)>& send) {
-          agent->RecheckUnhealthy(send);
+          if (!agent->RecheckUnhealthy(send)) agent->RecheckFacts(send);
         };
   }
   // Ready once the command log is read and recovered and the first connection has either been

@@ -1,6 +1,7 @@
 #include "agent/daemon/node_agent.h"
 
 #include <algorithm>
+#include <cctype>
 #include <ostream>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include "agent/engine/plan_chain.h"
 #include "agent/manifest/kubelet_flags.h"
 #include "agent/verify/verifier.h"
+#include "google/protobuf/util/message_differencer.h"
 
 #ifndef HANDOFF_VERSION
 #define HANDOFF_VERSION "0.1.0"
@@ -144,7 +146,54 @@ void NodeAgent::RecoverInterrupted() {
   if (!pruned.ok()) log_ << "cannot prune the command log: " << pruned.message() << "\n";
 }
 
-v1::NodeFacts NodeAgent::ReadFacts(const NodeSnapshot* snapshot) {
+std::string NodeAgent::KubeletNodeName(const std::string& hostname_override) {
+  // As the kubelet 1.26 takes it (pkg/util/node GetHostname): the override, else the host's
+  // name, trimmed and lower-cased.
+  std::string name = hostname_override;
+  if (name.empty()) {
+    absl::StatusOr<std::string> hostname = host_.fs.ReadFile("/etc/hostname");
+    if (hostname.ok())
+      name = std::string(StripWhitespace(hostname->substr(0, hostname->find('\n'))));
+  }
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return std::string(StripWhitespace(name));
+}
+
+v1::NodeFacts NodeAgent::FactsOf(const absl::StatusOr<NodeSnapshot>& snapshot) {
+  if (!snapshot.ok()) return ReadFacts(nullptr, "");
+  const Classification classification = Classify(*snapshot);
+  std::string cloud_config_path;  // the managers' --cloud-config
+  for (const std::optional<ComponentView>* manager :
+       {&classification.view.controller_manager, &classification.view.parked_controller_manager,
+        &classification.view.cloud_controller_manager}) {
+    if (!cloud_config_path.empty() || !manager->has_value()) continue;
+    cloud_config_path = (*manager)->Flag("cloud-config").value_or("");
+  }
+  v1::NodeFacts facts = ReadFacts(&*snapshot, cloud_config_path);
+  if (classification.state == NodeState::kInconsistent && facts.stray_files_size() > 0) {
+    facts.set_inconsistent_only_for_stray_files(Classify(WithoutStrayFiles(*snapshot)).state !=
+                                                NodeState::kInconsistent);
+  }
+  return facts;
+}
+
+bool NodeAgent::RecheckFacts(const std::function<void(const v1::NodeReport&)>& send) {
+  std::unique_lock<std::mutex> node(node_mutex_, std::try_to_lock);
+  if (!node.owns_lock()) return false;  // a command runs: its result carries the next report
+  v1::NodeFacts before;
+  {
+    std::lock_guard<std::mutex> state(state_mutex_);
+    before = last_report_.facts();
+  }
+  const v1::NodeFacts now = FactsOf(ReadNodeSnapshot(host_.fs, options_.paths));
+  if (google::protobuf::util::MessageDifferencer::Equals(now, before)) return false;
+  send(ReadReport());
+  return true;
+}
+
+v1::NodeFacts NodeAgent::ReadFacts(const NodeSnapshot* snapshot,
+                                   const std::string& cloud_config_path) {
   if (!identity_) {
     if (options_.read_instance_identity) {
       identity_ = options_.read_instance_identity();
@@ -153,9 +202,23 @@ v1::NodeFacts NodeAgent::ReadFacts(const NodeSnapshot* snapshot) {
       identity_->set_metadata_error("the agent does not ask the instance metadata");
     }
   }
+  const absl::Time now = host_.clock.Now();
+  if (options_.read_cluster_tags && !identity_->instance_id().empty() &&
+      (!cluster_tags_read_ || now - *cluster_tags_read_ >= options_.cluster_tags_refresh)) {
+    const absl::StatusOr<std::string> cloud_config =
+        cloud_config_path.empty() ? absl::StatusOr<std::string>(std::string())
+                                  : host_.fs.ReadFile(cloud_config_path);
+    cluster_tags_ = options_.read_cluster_tags(*identity_, cloud_config_path, cloud_config);
+    cluster_tags_read_ = now;
+  }
   v1::NodeFacts facts = *identity_;
+  *facts.mutable_cluster_tags() = cluster_tags_.cluster_tags();
+  facts.set_cluster_tags_known(cluster_tags_.cluster_tags_known());
+  facts.set_cluster_tags_error(cluster_tags_.cluster_tags_error());
+  facts.set_cloud_config_cluster_id(cluster_tags_.cloud_config_cluster_id());
   if (snapshot == nullptr) return facts;
   for (std::string& stray : StrayManifestFiles(*snapshot)) facts.add_stray_files(std::move(stray));
+  std::string hostname_override;
   if (snapshot->kubelet_flags) {
     absl::StatusOr<KubeletFlagsFile> flags =
         KubeletFlagsFile::Parse(*snapshot->kubelet_flags, options_.paths.kubelet_flags_file);
@@ -165,8 +228,10 @@ v1::NodeFacts NodeAgent::ReadFacts(const NodeSnapshot* snapshot) {
           flags->flags().Get("image-credential-provider-config").value_or(""));
       facts.set_image_credential_provider_bin_dir(
           flags->flags().Get("image-credential-provider-bin-dir").value_or(""));
+      hostname_override = flags->flags().Get("hostname-override").value_or("");
     }
   }
+  facts.set_kubelet_node_name(KubeletNodeName(hostname_override));
   return facts;
 }
 
@@ -217,7 +282,7 @@ v1::NodeReport NodeAgent::ReadReport() {
       report.set_health_detail(StrJoin(problems, "; "));
     }
   }
-  *report.mutable_facts() = ReadFacts(snapshot.ok() ? &*snapshot : nullptr);
+  *report.mutable_facts() = FactsOf(snapshot);
   // Unfinished transactions (started, not committed or undone): a crash mid-apply outside the
   // agent's own commands, e.g. `handoff-agent apply` killed by hand.
   absl::StatusOr<std::vector<Journal>> journals =

@@ -52,6 +52,17 @@ struct NodeAgentOptions {
   // first report. Null: not asked. handoff-agent run asks the EC2 instance metadata of its
   // settings (agent/cloud/instance_tags.h ReadInstanceIdentity).
   std::function<v1::NodeFacts()> read_instance_identity;
+  // The instance's cluster tags for the reports' facts (cluster_tags, cluster_tags_known,
+  // cluster_tags_error, cloud_config_cluster_id; other fields are ignored), given the identity
+  // and the managers' cloud config: the kube-controller-manager's --cloud-config (else the
+  // cloud-controller-manager's) and the file's text, or why it could not be read ("" and OK
+  // when the managers name none). Asked at the first report once the identity has an instance
+  // id, then again at the first report every cluster_tags_refresh. Null: not asked.
+  // handoff-agent run asks EC2 (agent/cloud/ec2_tags.h).
+  std::function<v1::NodeFacts(const v1::NodeFacts& identity, const std::string& cloud_config_path,
+                              const absl::StatusOr<std::string>& cloud_config)>
+      read_cluster_tags;
+  absl::Duration cluster_tags_refresh = absl::Minutes(1);
   // For rehearsals and tests: how long to wait after recording a move as started and before
   // applying it, which widens the window in which a move is in progress.
   absl::Duration move_delay = absl::ZeroDuration();
@@ -88,6 +99,13 @@ class NodeAgent {
   // health probe is one look; without this, a component that answered a moment later would keep
   // the node "not healthy" until the next command or reconnect. True when `send` was called.
   bool RecheckUnhealthy(const std::function<void(const v1::NodeReport&)>& send);
+
+  // Unless a command holds the node, reads its facts again (the manifest directory's stray
+  // files, the kubelet's flags and name, the cluster tags when their refresh is due; no health
+  // probe) and, when they differ from the last report's, reads the whole report and calls `send`
+  // with it: what `handoffctl preflight` reads through the coordinator follows the node without
+  // a command or reconnect. True when `send` was called.
+  bool RecheckFacts(const std::function<void(const v1::NodeReport&)>& send);
 
   // Carries out `command` and returns its result. A command whose id already finished returns
   // the stored result and does nothing. MoveRequest: refused (nothing written) unless the node
@@ -126,9 +144,18 @@ class NodeAgent {
     bool recorded = false;
   };
   void Remember(const v1::CommandResult& result, bool recorded);
-  // The report's facts: the instance's identity (read once) and, from `snapshot` (null when the
-  // node could not be read), the stray manifest files and the kubelet's credential-provider flags.
-  v1::NodeFacts ReadFacts(const NodeSnapshot* snapshot);
+  // The report's facts: the instance's identity (read once), its cluster tags (read every
+  // options_.cluster_tags_refresh) and, from `snapshot` (null when the node could not be read),
+  // the stray manifest files and the kubelet's credential-provider flags. `cloud_config_path`
+  // is the managers' --cloud-config ("" when none).
+  v1::NodeFacts ReadFacts(const NodeSnapshot* snapshot, const std::string& cloud_config_path);
+  // ReadFacts of `snapshot` with the managers' --cloud-config (the kube-controller-manager's,
+  // else the parked one's or the cloud-controller-manager's) and whether the node is
+  // inconsistent only for its stray files.
+  v1::NodeFacts FactsOf(const absl::StatusOr<NodeSnapshot>& snapshot);
+  // The name the kubelet registers under once external: `hostname_override` (its flag), else
+  // the node's /etc/hostname; "" when neither is known.
+  std::string KubeletNodeName(const std::string& hostname_override);
 
   Host host_;
   NodeAgentOptions options_;
@@ -137,6 +164,8 @@ class NodeAgent {
   std::mutex node_mutex_;  // held while the node or the command log is read or written
   CommandLog commands_;    // guarded by node_mutex_
   std::optional<v1::NodeFacts> identity_;  // guarded by node_mutex_; read once
+  v1::NodeFacts cluster_tags_;             // guarded by node_mutex_
+  std::optional<absl::Time> cluster_tags_read_;  // guarded by node_mutex_
 
   mutable std::mutex state_mutex_;  // guards the members below
   std::deque<Finished> finished_;   // oldest first

@@ -43,14 +43,22 @@ std::optional<std::string> HostPathOf(const StaticPod& pod, size_t container,
   return JoinPath(mount->host_path, StripPrefix(rest, "/"));
 }
 
-std::vector<std::string> StrayManifestFiles(const NodeSnapshot& snapshot) {
-  std::vector<std::string> stray;
+namespace {
+
+struct StrayFile {
+  const ManifestFile* file;
+  std::string why;
+};
+
+std::vector<StrayFile> StrayEntries(const NodeSnapshot& snapshot) {
+  std::vector<StrayFile> stray;
   std::map<std::string, std::vector<const ManifestFile*>> by_pod;
   for (const ManifestFile& file : snapshot.manifests) {
     if (!file.pod) {
       const std::string_view error = file.parse_error;
-      stray.push_back(StrCat(file.path, ": not a pod manifest (",
-                             error.substr(0, std::min(error.size(), error.find('\n'))), ")"));
+      stray.push_back(
+          {&file, StrCat("not a pod manifest (",
+                         error.substr(0, std::min(error.size(), error.find('\n'))), ")")});
       continue;
     }
     by_pod[StrCat(file.pod->Namespace(), "/", file.pod->PodName())].push_back(&file);
@@ -66,12 +74,35 @@ std::vector<std::string> StrayManifestFiles(const NodeSnapshot& snapshot) {
     }
     for (const ManifestFile* file : files) {
       if (file == canonical) continue;
-      stray.push_back(StrCat(file->path, ": pod ", pod, " again",
-                             canonical ? StrCat(" (", canonical->path, " defines it)")
-                                       : std::string(" (another file defines it too)")));
+      stray.push_back({file, StrCat("pod ", pod, " again",
+                                    canonical ? StrCat(" (", canonical->path, " defines it)")
+                                              : std::string(" (another file defines it too)"))});
     }
   }
   return stray;
+}
+
+}  // namespace
+
+std::vector<std::string> StrayManifestFiles(const NodeSnapshot& snapshot) {
+  std::vector<std::string> lines;
+  for (const StrayFile& stray : StrayEntries(snapshot)) {
+    lines.push_back(StrCat(stray.file->path, ": ", stray.why));
+  }
+  return lines;
+}
+
+NodeSnapshot WithoutStrayFiles(const NodeSnapshot& snapshot) {
+  std::vector<std::string> stray_paths;
+  for (const StrayFile& stray : StrayEntries(snapshot)) stray_paths.push_back(stray.file->path);
+  NodeSnapshot kept = snapshot;
+  kept.manifests.erase(std::remove_if(kept.manifests.begin(), kept.manifests.end(),
+                                      [&](const ManifestFile& file) {
+                                        return std::find(stray_paths.begin(), stray_paths.end(),
+                                                         file.path) != stray_paths.end();
+                                      }),
+                       kept.manifests.end());
+  return kept;
 }
 
 absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const FileSystem& fs, const NodePaths& paths) {

@@ -9,6 +9,7 @@
 #include "coordinator/ctl/command_context.h"
 #include "coordinator/preflight/check_report.h"
 #include "coordinator/preflight/cluster_checks.h"
+#include "coordinator/preflight/node_checks.h"
 
 namespace handoff::ctl {
 namespace {
@@ -26,12 +27,19 @@ struct PreflightFlags {
 // and healthy.
 preflight::CheckResult CheckAgents(const v1::NodesResponse& nodes) {
   preflight::CheckResult result{"agents", preflight::Verdict::kOk, {}, ""};
+  std::vector<std::string> stray_only;
   size_t members = 0;
   for (const v1::NodeInfo& node : nodes.nodes()) {
     if (node.candidate()) continue;
     ++members;
     if (!node.connected()) {
       result.evidence.push_back(StrCat(node.name(), ": no agent is connected"));
+    } else if (node.state() == v1::NODE_STATE_INCONSISTENT &&
+               node.facts().inconsistent_only_for_stray_files()) {
+      // Its stray-files check names the files; the coordinator still refuses to start beside it.
+      stray_only.push_back(StrCat(node.name(),
+                                  ": inconsistent only for its stray manifest files "
+                                  "(see stray-files)"));
     } else if (node.state() == v1::NODE_STATE_INCONSISTENT) {
       result.evidence.push_back(StrCat(
           node.name(), ": inconsistent (",
@@ -43,9 +51,16 @@ preflight::CheckResult CheckAgents(const v1::NodesResponse& nodes) {
   }
   if (!result.evidence.empty()) {
     result.verdict = preflight::Verdict::kFail;
+    result.evidence.insert(result.evidence.end(), stray_only.begin(), stray_only.end());
     result.action =
         "start handoff-agent on every control-plane node and repair what "
         "`handoff-agent status` lists there";
+  } else if (!stray_only.empty()) {
+    result.verdict = preflight::Verdict::kWarn;
+    result.evidence = stray_only;
+    result.action =
+        "move the stray files out (stray-files): the coordinator does not start "
+        "beside an inconsistent node";
   } else if (members == 0) {
     result.verdict = preflight::Verdict::kFail;
     result.evidence.push_back("the coordinator has no node in its rollout");
@@ -90,18 +105,11 @@ int RunPreflight(CommandContext& context, const PreflightFlags& flags) {
     std::vector<preflight::NodeFacts> facts;
     for (const v1::NodeInfo& node : nodes->nodes()) {
       if (node.candidate()) continue;
-      const v1::NodeFacts& read = node.facts();
-      facts.push_back(preflight::NodeFacts{
-          node.name(),
-          read.instance_id(),
-          read.local_hostname(),
-          read.availability_zone(),
-          node.has_facts() ? read.metadata_error() : "its agent has not reported the node",
-          {read.stray_files().begin(), read.stray_files().end()}});
-      if (read.kubelet_flags_known()) {
-        options.kubelets[node.name()] =
-            preflight::KubeletFacts{!read.image_credential_provider_config().empty(),
-                                    !read.image_credential_provider_bin_dir().empty()};
+      facts.push_back(
+          preflight::FromReport(node.name(), node.has_facts() ? &node.facts() : nullptr));
+      if (std::optional<preflight::KubeletFacts> kubelet =
+              preflight::KubeletFromReport(node.facts())) {
+        options.kubelets[node.name()] = *kubelet;
       }
     }
     node_facts = std::move(facts);
@@ -116,7 +124,8 @@ int RunPreflight(CommandContext& context, const PreflightFlags& flags) {
   absl::StatusOr<std::unique_ptr<kube::KubeClient>> client = context.Connect(flags.connection);
   if (!client.ok()) return context.Fail(client.status());
   const preflight::ClusterView view = preflight::ReadClusterView(**client, options);
-  for (preflight::CheckResult& result : preflight::RunNodeChecks(view, node_facts)) {
+  for (preflight::CheckResult& result :
+       preflight::RunNodeChecks(view, node_facts, options.settings.cluster_id)) {
     results.push_back(std::move(result));
   }
   for (preflight::CheckResult& result : preflight::RunClusterChecks(view, options)) {
@@ -147,9 +156,13 @@ void AddPreflightCommands(CLI::App& app, CommandContext& context) {
       "does), leader-elect (both managers elect a leader), control-plane (every control-plane "
       "node and pod healthy). The coordinator, when given (--coordinator or "
       "$HANDOFF_COORDINATOR), and through it each node's agent: agents (connected, node "
-      "consistent and healthy), node-names (each Node named after its instance's private DNS "
-      "name, its providerID that instance's, from the instance metadata), stray-files (no file "
-      "in a manifest directory that is no component's manifest); the agents also report each "
+      "consistent and healthy), node-names (each Node's providerID that of its instance, from "
+      "the instance metadata; a name other than the instance's private DNS name warns), "
+      "stray-files (no file "
+      "in a manifest directory that is no component's manifest), cluster-tag (each instance "
+      "tagged kubernetes.io/cluster/<id> owned or shared, as EC2 shows it to the instance with "
+      "its instance profile: the cloud-controller-manager exits at start without it); the "
+      "agents also report each "
       "kubelet's credential-provider flags for ecr-credentials. Changes nothing. Exit code 0 when "
       "no check fails (warnings included), 1 when "
       "one does");

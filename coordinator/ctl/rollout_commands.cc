@@ -764,11 +764,15 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
                    "cloud-controller-manager started on every node; the goal is finalized, and "
                    "`status` reports the outage measured)")
       ->check(CLI::IsMember({"leader-migration", "replace", "downtime"}));
-  start->add_option("--ignore-preflight", start_flags->ignore_preflight,
-                    "Start although these preflight checks fail (comma-separated: agents, "
-                    "transactions, leases, rbac, image, leader-migration, settings, or all); each "
-                    "is written to the history. Without it a failing check refuses the start with "
-                    "what to fix, and nothing moves. The rollout rules still gate every move")
+  start
+      ->add_option("--ignore-preflight", start_flags->ignore_preflight,
+                   "Start although these preflight checks fail (comma-separated: agents, "
+                   "transactions, leases, rbac, image, leader-migration, settings, node-names, "
+                   "stray-files, cluster-tag, ebs-csi, ecr-credentials, cloud-routes, "
+                   "leader-elect, control-plane, or all); each is written to the history. Without "
+                   "it a failing "
+                   "check refuses the start with "
+                   "what to fix, and nothing moves. The rollout rules still gate every move")
       ->delimiter(',');
   AddFormat(*start, *start_flags);
   start->callback([&context, start_flags] {

@@ -1,4 +1,5 @@
 // handoffctl sandbox: the rehearsal on one machine (coordinator/sandbox/sandbox.h).
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -24,7 +25,15 @@ int Run(CommandContext& context, SandboxFlags& flags) {
   if (!sandbox::ParseFaults(flags.fault, &flags.options.faults)) {
     context.err() << "handoffctl sandbox: --fault \"" << flags.fault
                   << "\" is not a list of distinct faults of agent-kill, coordinator-kill, "
-                     "unhealthy, stray-backup, kubelet-kill, kubelet-unsynced\n";
+                     "unhealthy, stray-backup, kubelet-kill, kubelet-unsynced, preflight\n";
+    return kExitRefused;
+  }
+  if (std::find(flags.options.faults.begin(), flags.options.faults.end(),
+                sandbox::Fault::kPreflight) != flags.options.faults.end() &&
+      flags.cluster == "model") {
+    context.err() << "handoffctl sandbox: --fault preflight plants its faults on the real "
+                     "components (the API server's authorizer, the fake AWS): it needs --cluster "
+                     "real or kubeadm\n";
     return kExitRefused;
   }
   flags.options.goal =
@@ -127,7 +136,13 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context) {
       "started again by its service manager 10 s later, as kubeadm's unit restarts it), "
       "kubelet-unsynced (--cluster kubeadm: before the rollout the moving node's kubelet is "
       "restarted with no route to the API server, so it never reads all its pod sources and drops "
-      "every manifest change; the agent must stop the old process and restart the kubelet)");
+      "every manifest change; the agent must stop the old process and restart the kubelet), "
+      "preflight (--cluster real or kubeadm: handoffctl preflight passes on the healthy "
+      "cluster, then each failure the field has seen is planted in turn — a Node's host "
+      "renamed, its instance's cluster tag removed in the fake AWS, a pod from ECR, an in-tree "
+      "EBS volume, leader election off in the settings, a .bak in a manifest directory, the "
+      "cloud-controller-manager's RoleBinding deleted — and must fail exactly its check, naming "
+      "the object, and pass again once removed; then the rollout)");
   command->add_option("--cluster", flags->cluster,
                       "The cluster under the rehearsal: model (default: the fake API server and "
                       "stand-in controller-managers, nothing to install), real (the upstream "

@@ -207,8 +207,9 @@ absl::StatusOr<Json> KubeClient::Update(const ObjectRef& ref, const Json& object
   return ParseObject(*exchange.response, StrCat("update ", ref.ToString()));
 }
 
-absl::Status KubeClient::Delete(const ObjectRef& ref) {
-  Exchange exchange = Send("DELETE", ObjectPath(ref), "");
+absl::Status KubeClient::Delete(const ObjectRef& ref, bool now) {
+  Exchange exchange =
+      Send("DELETE", now ? StrCat(ObjectPath(ref), "?gracePeriodSeconds=0") : ObjectPath(ref), "");
   if (!exchange.response.ok() || !IsSuccess(exchange.response->status)) {
     return ResponseError("delete", *ref.type, ref.ns, ref.name, exchange);
   }

@@ -73,7 +73,9 @@ class KubeClient {
   // PUT of the whole object. With metadata.resourceVersion set, the server applies it only if
   // that is still the current version (Aborted otherwise).
   absl::StatusOr<Json> Update(const ObjectRef& ref, const Json& object);
-  absl::Status Delete(const ObjectRef& ref);
+  // DELETE; `now`: with gracePeriodSeconds=0, so that a pod is gone at once rather than
+  // terminating until its kubelet confirms (there may be none to confirm it).
+  absl::Status Delete(const ObjectRef& ref, bool now = false);
   // GET, `mutate`, PUT with the resourceVersion read; on a conflict, again from the GET, up to
   // max_conflict_retries times. The mutation never changes metadata.resourceVersion.
   absl::StatusOr<MutateResult> Mutate(const ObjectRef& ref, const Mutation& mutate);

@@ -76,16 +76,6 @@ struct KubeletFacts {
   bool credential_provider_bin_dir = false;  // --image-credential-provider-bin-dir set
 };
 
-// What a node's agent reads there that the API server cannot show (NodeReport.facts).
-struct NodeFacts {
-  std::string node;
-  std::string instance_id;     // from the EC2 instance metadata; "" when not read
-  std::string local_hostname;  // the instance's private DNS name
-  std::string availability_zone;
-  std::string metadata_error;            // why the metadata was not read
-  std::vector<std::string> stray_files;  // "<path>: why", in the manifest directory
-};
-
 struct ClusterCheckOptions {
   Settings settings;       // the rollout's (defaults when none is given)
   kube::RbacOptions rbac;  // the identities and lease names
@@ -102,18 +92,6 @@ ClusterView ReadClusterView(kube::KubeClient& client, const ClusterCheckOptions&
 // The checks above, in that order. Pure.
 std::vector<CheckResult> RunClusterChecks(const ClusterView& view,
                                           const ClusterCheckOptions& options);
-
-inline constexpr char kCheckNodeNames[] = "node-names";
-inline constexpr char kCheckStrayFiles[] = "stray-files";
-
-// The checks of the nodes' own facts, against the cluster's Nodes. Pure.
-//  node-names   every node's name is its instance's private DNS name (the metadata's
-//               local-hostname: the AWS providers key a Node by it) and its Node's providerID is
-//               aws:///<zone>/<instance id> of that instance;
-//  stray-files  no node's manifest directory holds a file that is no component's manifest.
-// `nodes` nullopt: no agent was asked (both warn).
-std::vector<CheckResult> RunNodeChecks(const ClusterView& view,
-                                       const std::optional<std::vector<NodeFacts>>& nodes);
 
 // Whether `image` is pulled from Amazon ECR: "<12 digits>.dkr.ecr[-fips].<region>.amazonaws.com"
 // (".com.cn" in China) as its registry host. Pure.

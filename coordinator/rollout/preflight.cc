@@ -228,8 +228,12 @@ std::vector<PreflightProblem> Preflight(PreflightInput input, std::string_view s
 }
 
 absl::Status CheckIgnorable(const std::vector<std::string>& ignore) {
-  static const std::set<std::string> kChecks = {"agents", "transactions",     "leases", "rbac",
-                                                 "image",  "leader-migration", "settings"};
+  // Those above, and those of `handoffctl preflight` the coordinator also makes
+  // (coordinator/preflight/cluster_checks.h).
+  static const std::set<std::string> kChecks = {
+      "agents",           "transactions", "leases",       "rbac",          "image",
+      "leader-migration", "settings",     "node-names",   "stray-files",   "ebs-csi",
+      "ecr-credentials",  "cloud-routes", "leader-elect", "control-plane", "cluster-tag"};
   for (const std::string& check : std::set<std::string>(ignore.begin(), ignore.end())) {
     if (check != "all" && kChecks.count(check) == 0) {
       return absl::InvalidArgumentError(

@@ -7,9 +7,9 @@
 //                    since the coordinator started, and no node is inconsistent;
 //  transactions      no agent reports an unfinished transaction (`handoff-agent recover` first);
 //  leases            (read from the cluster) the kube-controller-manager's main lease, the
-//                    cloud-controller-manager's once any node runs one, and the migration lease once
-//                    any node runs with Leader Migration, are each held by a manager on a node of
-//                    the rollout that is connected and healthy;
+//                    cloud-controller-manager's once any node runs one, and the migration lease
+//                    once any node runs with Leader Migration, are each held by a manager on a node
+//                    of the rollout that is connected and healthy;
 //  rbac              (read from the cluster) both managers may use the migration lease;
 //  image             the cloud-controller-manager image (or, untagged, the settings'
 //                    kubernetesVersion) is one minor version after every kube-controller-manager
@@ -18,6 +18,9 @@
 //                    as the agents render them, lint clean for the manager and version reading
 //                    each: the kube-controller-manager (N) on prepared nodes, the
 //                    cloud-controller-manager (N+1) on migrated ones.
+// The coordinator adds the checks of `handoffctl preflight` (coordinator/preflight: node-names,
+// stray-files, ebs-csi, ecr-credentials, cloud-routes, leader-elect, control-plane, and rbac as
+// the authorizer answers it), which CheckIgnorable also takes.
 #ifndef HANDOFF_COORDINATOR_ROLLOUT_PREFLIGHT_H_
 #define HANDOFF_COORDINATOR_ROLLOUT_PREFLIGHT_H_
 

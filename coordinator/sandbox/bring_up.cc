@@ -482,6 +482,8 @@ absl::Status SandboxRun::StartAgent(NodeRun& node) {
   if (!host.proc_root.empty()) keys.emplace_back("proc-root", host.proc_root);
   keys.insert(keys.end(), {{"timeout", host.timeout},
                            {"reconnect-max", "500ms"},
+                           // The cluster tag removed in the fake AWS shows within seconds.
+                           {"cloud-refresh", "2s"},
                            {"kubelet-restart-command", host.kubelet_restart_command},
                            {"metrics-listen", StrCat(host.metrics_host, ":", node.metrics_port)},
                            {"log-format", "text"}});

@@ -140,6 +140,12 @@ class SandboxCluster {
   // as usual again (false).
   virtual absl::Status SetCloudControllerManagerUnhealthy(const ClusterNode& node,
                                                           bool unhealthy) = 0;
+  // --fault preflight: removes (`tagged` false) or puts back the kubernetes.io/cluster/<id> tag
+  // of the node's instance in the fake AWS. Unimplemented where no fake AWS runs.
+  virtual absl::Status SetInstanceTagged(const ClusterNode& node, bool /*tagged*/) {
+    return absl::UnimplementedError(StrCat("--fault preflight needs --cluster real or kubeadm: ",
+                                           node.spec.name, "'s instance is not in a fake AWS"));
+  }
   // --fault kubelet-kill: kills the node's kubelet with SIGKILL; it starts again as its service
   // manager restarts it. Unimplemented where the kubelet is not a real one.
   // What systemd does for `kubeadm reset` on a real host (`systemctl stop kubelet`): stops the

@@ -105,6 +105,8 @@ absl::Status WriteNodeLayout(FileSystem& fs, const SandboxNode& node, const Layo
     std::string content;
   };
   const std::vector<File> files = {
+      // The host's name, which a kubelet without the in-tree provider registers under.
+      {"/etc/hostname", StrCat(node.name, "\n")},
       {"/etc/kubernetes/controller-manager.conf", kubeconfig},
       {"/etc/kubernetes/scheduler.conf", kubeconfig},
       {"/etc/kubernetes/pki/ca.crt", inputs.kube_ca_pem},

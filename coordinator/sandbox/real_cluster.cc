@@ -103,6 +103,18 @@ class RealCluster : public SimulatedCluster {
     return control_plane_->url();
   }
 
+  // The fake AWS's metadata of the node's instance (the Node's providerID names it), as its
+  // managers see it: moto's private DNS name (the sandbox names its Nodes cp-N, not after their
+  // instances) and the instance profile's credentials, with which the agent asks EC2 for the
+  // instance's cluster tag.
+  absl::Status SetInstanceTagged(const ClusterNode& node, bool tagged) override {
+    return real::TagInstance(aws_, node.spec.name, tagged);
+  }
+
+  std::optional<std::string> InstanceMetadataOf(const ClusterNode& node) const override {
+    return StrCat("http://", node.spec.ip, ":", aws_.imds_port);
+  }
+
   absl::Status AddLayoutInputs(const ClusterNode& node, LayoutInputs& inputs) override {
     inputs.cloud_config = CloudConfig(aws_);
     // Each node's pods reach their own instance's metadata, as at 169.254.169.254 on EC2; the

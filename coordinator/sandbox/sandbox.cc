@@ -193,7 +193,8 @@ const std::map<std::string, Fault>& Faults() {
       {"unhealthy", Fault::kUnhealthy},
       {"stray-backup", Fault::kStrayBackup},
       {"kubelet-kill", Fault::kKubeletKill},
-      {"kubelet-unsynced", Fault::kKubeletUnsynced}};
+      {"kubelet-unsynced", Fault::kKubeletUnsynced},
+      {"preflight", Fault::kPreflight}};
   return kFaults;
 }
 

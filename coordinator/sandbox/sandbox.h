@@ -41,7 +41,8 @@ enum class Fault {
   kUnhealthy,
   kStrayBackup,
   kKubeletKill,
-  kKubeletUnsynced
+  kKubeletUnsynced,
+  kPreflight
 };
 
 // How far each rollout of a Leader Migration rehearsal goes before it is rolled back: migrated

@@ -33,6 +33,7 @@
 #include "coordinator/sandbox/sandbox.h"
 #include "coordinator/sandbox/status_feed.h"
 #include "handoff/v1/handoff.pb.h"
+#include "nlohmann/json.hpp"
 
 namespace handoff::sandbox {
 
@@ -137,6 +138,27 @@ class SandboxRun {
   // controllers again.
   absl::Status RunScenario(Fault fault);
   absl::Status StartRollout(v1::NodeState goal);
+
+  // --- preflight_run.cc
+  // `handoffctl preflight` against the cluster (admin.conf, `settings` or "" for the rollout's)
+  // and the coordinator, as an operator runs it.
+  std::vector<std::string> PreflightArgv(const std::string& settings, bool json) const;
+  // Before a fault-free rollout on the real components: its table in
+  // logs/handoffctl-preflight.txt. FailedPrecondition with the table when a check fails.
+  absl::Status RunPreflight();
+  // One run with -o json: its table.
+  absl::StatusOr<nlohmann::json> PreflightTable(const std::string& settings);
+  // Runs preflight until its table is `done` (what the checks read follows the cluster within
+  // seconds), or DeadlineExceeded with the last table after `timeout`.
+  absl::Status AwaitPreflight(const std::string& what, const std::string& settings,
+                              const std::function<bool(const nlohmann::json&)>& done,
+                              absl::Duration timeout);
+  // --fault preflight: no check fails on the healthy cluster; each failure of the field planted
+  // on `target` in turn (its host renamed, its instance's cluster tag removed in the fake AWS, a
+  // pod from ECR on it, an in-tree EBS volume, leader election off in the settings, a .bak in
+  // its manifest directory, the cloud-controller-manager's RoleBinding deleted) fails exactly
+  // its check, naming the object; removed, no check fails again.
+  absl::Status RehearsePreflight(NodeRun& target);
   absl::Status InjectStrayBackup(NodeRun& target);
   // kubelet-unsynced: the target's kubelet restarted with no route to the API server before the
   // rollout; once the rollout is done, the proof that the agent stopped the process that kubelet

@@ -2,6 +2,7 @@
 // to 1.27 with the fault of --fault injected on the way, the check of the nodes' providerIDs,
 // and the rollback to 1.26; or, test-only, the unsafe order the monitor must catch.
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <filesystem>
@@ -335,6 +336,12 @@ absl::Status SandboxRun::RunScenario(Fault fault) {
   absl::Status status;
   if (fault == Fault::kStrayBackup) status = InjectStrayBackup(target);
   if (fault == Fault::kKubeletUnsynced) status = CutKubeletOff(target);
+  if (fault == Fault::kPreflight) status = RehearsePreflight(target);
+  // On the real components the checks read real objects: what an operator runs first must pass
+  // on a healthy cluster. (The model's fake cluster has no control-plane pods to check.)
+  if (status.ok() && fault == Fault::kNone && options_.cluster != ClusterKind::kModel) {
+    status = RunPreflight();
+  }
   if (status.ok()) status = StartRollout(goal);
   if (!status.ok()) return status;
   switch (fault) {

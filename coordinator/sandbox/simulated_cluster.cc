@@ -21,6 +21,10 @@ std::string SimulatedCluster::Kubelet() const {
   return StrCat(setup_.bin_dir, "/handoff-sandbox-kubelet");
 }
 
+std::optional<std::string> SimulatedCluster::InstanceMetadataOf(const ClusterNode& /*node*/) const {
+  return std::nullopt;
+}
+
 absl::Status SimulatedCluster::Start(const ApiServerCertificates& certificates) {
   absl::StatusOr<std::string> url = StartApiServer(certificates);
   if (!url.ok()) return url.status();
@@ -42,10 +46,14 @@ absl::Status SimulatedCluster::Start(const ApiServerCertificates& certificates) 
     std::unique_ptr<FileSystem> node_fs = NewPosixFileSystem(node.root);
     absl::Status laid = WriteNodeLayout(*node_fs, node.spec, inputs);
     if (!laid.ok()) return laid;
+    if (InstanceMetadataOf(node)) continue;
     // Each simulated node is an instance with its own metadata, tagged for the cluster as the
-    // AWS procedure asks (kubernetes.io/cluster/<clusterId>=owned).
+    // AWS procedure asks (kubernetes.io/cluster/<clusterId>=owned); the Node is named after its
+    // instance's private DNS name, as the AWS providers expect.
     FakeImdsOptions imds;
     imds.instance_id = node.spec.provider_id.substr(node.spec.provider_id.rfind('/') + 1);
+    imds.local_hostname = node.spec.name;
+    imds.availability_zone = node.spec.zone;
     imds.tags = std::map<std::string, std::string>{
         {"Name", node.spec.name}, {"kubernetes.io/cluster/handoff-sandbox", "owned"}};
     absl::StatusOr<std::unique_ptr<FakeImds>> started = FakeImds::Start(std::move(imds));
@@ -101,15 +109,16 @@ AgentHost SimulatedCluster::AgentHostOf(const ClusterNode& node) const {
   host.kubelet_restart_command = StrCat(Kubelet(), " restart --root ", node.root);
   host.timeout = AgentTimeout();
   auto imds = imds_.find(node.spec.name);
+  const std::optional<std::string> served = InstanceMetadataOf(node);
   // Its kubelet answers on the node's address (each simulated node has its own), and its
   // instance metadata on a port of its own.
   // The simulated kubelet takes a static pod's change from its first moment: no settling after
   // its restart (a real kubelet needs kubelet.settle's default).
   host.local_settings = StrCat("kubelet:\n  healthzUrl: http://", node.spec.ip, ":",
                                kSimulatedKubeletHealthzPort, "/healthz\n  settle: 0s\n");
-  if (imds != imds_.end()) {
-    StrAppend(&host.local_settings, "instanceMetadata:\n  endpoint: ", imds->second->endpoint(),
-              "\n");
+  if (served || imds != imds_.end()) {
+    StrAppend(&host.local_settings,
+              "instanceMetadata:\n  endpoint: ", served ? *served : imds->second->endpoint(), "\n");
   }
   return host;
 }

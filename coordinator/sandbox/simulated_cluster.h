@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,11 @@ class SimulatedCluster : public SandboxCluster {
   virtual std::vector<std::string> KubeletArgs(const ClusterNode& node) const = 0;
   // The agents' --timeout: how long a manager of this cluster may take to restart healthy.
   virtual std::string AgentTimeout() const = 0;
+  // Where `node`'s agent finds its instance metadata when the cluster serves it (after
+  // StartApiServer): the real clusters' fake AWS serves each node's, with the instance profile's
+  // credentials. nullopt (the default): a FakeImds of the node's providerID, named after the
+  // node and tagged for the cluster, without an instance profile.
+  virtual std::optional<std::string> InstanceMetadataOf(const ClusterNode& node) const;
 
   // Stops every node's pods and kubelet. Idempotent; subclasses call it first in Stop().
   void StopKubelets();

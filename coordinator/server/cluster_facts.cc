@@ -1,5 +1,6 @@
 #include "coordinator/server/cluster_facts.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "agent/base/strings.h"
@@ -16,8 +17,29 @@ KubeFactsSource::KubeFactsSource(std::unique_ptr<kube::KubeClient> client, Clock
       leases_(std::move(leases)),
       etcd_(std::move(etcd)) {}
 
+void KubeFactsSource::ReadClusterChecks(preflight::ClusterCheckOptions options,
+                                        absl::Duration interval) {
+  preflight_ = std::move(options);
+  preflight_interval_ = interval;
+}
+
 FactsReport KubeFactsSource::Check(const std::vector<std::string>& leaving) {
+  if (preflight_) {
+    // A view a check fails on is read again sooner: what the operator fixes (RBAC applied a
+    // moment ago, which the API server's authorizer sees after its informer) shows at once.
+    const absl::Duration interval =
+        cluster_view_ &&
+                preflight::AnyFailed(preflight::RunClusterChecks(*cluster_view_, *preflight_))
+            ? std::min(preflight_interval_, absl::Seconds(3))
+            : preflight_interval_;
+    if (clock_.Now() - cluster_view_read_ >= interval) {
+      cluster_view_read_ = clock_.Now();
+      cluster_view_ = std::make_shared<const preflight::ClusterView>(
+          preflight::ReadClusterView(*client_, *preflight_));
+    }
+  }
   FactsReport report;
+  report.cluster_view = cluster_view_;
   report.source = "kubernetes";
   report.read_unix_ms = absl::ToUnixMillis(clock_.Now());
   std::vector<std::string> details;

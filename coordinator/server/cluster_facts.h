@@ -4,9 +4,11 @@
 #define HANDOFF_COORDINATOR_SERVER_CLUSTER_FACTS_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "agent/system/clock.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/etcd_members.h"
@@ -36,12 +38,23 @@ class KubeFactsSource : public FactsSource {
                   std::unique_ptr<kube::EtcdMemberLister> etcd = nullptr);
   FactsReport Check(const std::vector<std::string>& leaving) override;
 
+  // Also reads what the preflight's cluster checks need (preflight::ReadClusterView with
+  // `options`: every pod, the storage objects, a SubjectAccessReview per manager identity) at
+  // the first Check and then at most every `interval` (every 3 s while a check fails on it): the
+  // other facts are read every few seconds, this is read for a `start`, which may use a view
+  // `interval` old.
+  void ReadClusterChecks(preflight::ClusterCheckOptions options, absl::Duration interval);
+
  private:
   std::unique_ptr<kube::KubeClient> client_;
   Clock& clock_;
   kube::RbacOptions rbac_;
   kube::LeaseNames leases_;
   std::unique_ptr<kube::EtcdMemberLister> etcd_;
+  std::optional<preflight::ClusterCheckOptions> preflight_;  // nullopt: not read
+  absl::Duration preflight_interval_ = absl::Seconds(30);
+  std::shared_ptr<const preflight::ClusterView> cluster_view_;
+  absl::Time cluster_view_read_ = absl::InfinitePast();
 };
 
 // Each lease of `leases` validly held at `now`, with its holder's identity, host and manager

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "agent/base/strings.h"
 #include "agent/cli/cli_config.h"
+#include "agent/engine/settings.h"
 #include "agent/fs/atomic_file.h"
 #include "agent/fs/file_system.h"
 #include "agent/fs/output_file.h"
@@ -26,6 +27,7 @@
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"
 #include "coordinator/pki/pki.h"
+#include "coordinator/preflight/cluster_checks.h"
 #include "coordinator/server/cluster_facts.h"
 #include "coordinator/server/coordinator_metrics.h"
 #include "coordinator/server/coordinator_server.h"
@@ -291,8 +293,18 @@ int Run(const Options& options, const ConfigArgs& file) {
             return kube::NewCurlTransport(to);
           });
     }
-    facts = std::make_unique<KubeFactsSource>(*std::move(facts_client), *clock, kube::RbacOptions{},
-                                              kube::LeaseNames{}, std::move(etcd));
+    auto kube_facts = std::make_unique<KubeFactsSource>(
+        *std::move(facts_client), *clock, kube::RbacOptions{}, kube::LeaseNames{}, std::move(etcd));
+    // What `handoffctl preflight` reads, for the same checks before `start` (settings that do
+    // not parse are the start's own refusal; the checks then read with the defaults).
+    preflight::ClusterCheckOptions checks;
+    if (absl::StatusOr<Settings> settings = ParseSettings(settings_yaml, "--settings");
+        settings.ok()) {
+      checks.settings = *std::move(settings);
+    }
+    checks.rbac.migration_lease = checks.settings.leader_name;
+    kube_facts->ReadClusterChecks(std::move(checks), absl::Seconds(30));
+    facts = std::move(kube_facts);
     if (options.lease_release == "on") {
       absl::StatusOr<std::unique_ptr<kube::KubeClient>> release_client = client();
       if (!release_client.ok()) return fail(release_client.status());

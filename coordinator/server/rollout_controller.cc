@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "agent/base/strings.h"
+#include "agent/engine/settings.h"
 #include "coordinator/rollout/membership.h"
 #include "coordinator/server/bounded_text.h"
 #include "coordinator/server/rollout_controller_internal.h"
@@ -301,6 +302,17 @@ void RolloutController::ApplyReport(Node& node, const pb::NodeReport& report) {
     if (node.facts.stray_files_size() == static_cast<int>(kReportLines)) break;
     node.facts.add_stray_files(BoundedText(file, kReportLineBytes));
   }
+  for (const auto& [id, value] : facts.cluster_tags()) {
+    if (node.facts.cluster_tags_size() == static_cast<int>(kReportLines)) break;
+    (*node.facts.mutable_cluster_tags())[BoundedText(id, kVersionBytes)] =
+        BoundedText(value, kReportLineBytes);
+  }
+  node.facts.set_cluster_tags_known(facts.cluster_tags_known());
+  node.facts.set_cluster_tags_error(BoundedText(facts.cluster_tags_error(), kReportLineBytes));
+  node.facts.set_cloud_config_cluster_id(
+      BoundedText(facts.cloud_config_cluster_id(), kVersionBytes));
+  node.facts.set_kubelet_node_name(BoundedText(facts.kubelet_node_name(), kVersionBytes));
+  node.facts.set_inconsistent_only_for_stray_files(facts.inconsistent_only_for_stray_files());
 }
 
 absl::Status RolloutController::AgentConnected(const std::string& name, const pb::AgentHello& hello,
@@ -1150,7 +1162,46 @@ std::vector<rollout::PreflightProblem> RolloutController::RunPreflight(const Eng
   input.cloud_controller_manager = {facts_.cloud_controller_manager_holder_node,
                                     engine.holders.cloud_controller_manager};
   if (facts_.lease_held) input.migration = {facts_.lease_holder_node, engine.holders.migration};
-  return rollout::Preflight(std::move(input), options_.settings_yaml, "--settings");
+  std::vector<rollout::PreflightProblem> problems =
+      rollout::Preflight(std::move(input), options_.settings_yaml, "--settings");
+  if (facts_.cluster_view == nullptr) return problems;
+
+  // The checks `handoffctl preflight` makes, on the view the facts source read last and the
+  // facts the agents reported: each failed one refuses the start, named by its check.
+  preflight::ClusterCheckOptions options;
+  if (absl::StatusOr<Settings> settings = ParseSettings(options_.settings_yaml, "--settings");
+      settings.ok()) {
+    options.settings = *std::move(settings);
+  }
+  options.rbac.migration_lease = options.settings.leader_name;
+  options.downtime = downtime;
+  std::vector<preflight::NodeFacts> reported;
+  for (const Node& node : nodes_) {
+    reported.push_back(preflight::FromReport(node.name, node.said_hello ? &node.facts : nullptr));
+    if (std::optional<preflight::KubeletFacts> kubelet = preflight::KubeletFromReport(node.facts)) {
+      options.kubelets[node.name] = *kubelet;
+    }
+  }
+  std::vector<preflight::CheckResult> results =
+      preflight::RunNodeChecks(*facts_.cluster_view, reported, options.settings.cluster_id);
+  for (preflight::CheckResult& result :
+       preflight::RunClusterChecks(*facts_.cluster_view, options)) {
+    if (result.name == preflight::kCheckRbac && result.verdict != preflight::Verdict::kWarn) {
+      // The authorizer answered: its answer replaces the rules' shape.
+      problems.erase(std::remove_if(problems.begin(), problems.end(),
+                                    [](const rollout::PreflightProblem& problem) {
+                                      return problem.check == preflight::kCheckRbac;
+                                    }),
+                     problems.end());
+    }
+    results.push_back(std::move(result));
+  }
+  for (const preflight::CheckResult& result : results) {
+    if (result.verdict != preflight::Verdict::kFail) continue;
+    problems.push_back(rollout::PreflightProblem{
+        result.name, StrCat(StrJoin(result.evidence, "; "), "; ", result.action)});
+  }
+  return problems;
 }
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Finalize(const std::string& actor) {

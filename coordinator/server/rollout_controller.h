@@ -32,6 +32,8 @@
 #include "absl/status/statusor.h"
 #include "agent/engine/node_state.h"
 #include "agent/system/clock.h"
+#include "coordinator/preflight/cluster_checks.h"
+#include "coordinator/preflight/node_checks.h"
 #include "coordinator/rollout/lease_holders.h"
 #include "coordinator/rollout/plan_simulation.h"
 #include "coordinator/rollout/preflight.h"
@@ -89,6 +91,10 @@ struct FactsReport {
   std::string etcd_members_detail;
   // Unix ms when the read began; 0: when the controller received the report.
   int64_t read_unix_ms = 0;
+  // What the preflight's cluster checks read (coordinator/preflight/cluster_checks.h), at most
+  // KubeFactsSource's preflight interval old; null before the first read and with
+  // --no-cluster-checks. Shared, never changed: each report points at the last read.
+  std::shared_ptr<const preflight::ClusterView> cluster_view;
 };
 
 // Told of each move as it is sent and of what its agent proves on the way (the lease release

@@ -262,7 +262,7 @@ TEST(KubeadmRunTest, EveryFaultOnTwoNodesEndsWithTheInvariantHeld) {
   KubeadmOutcome run =
       Sandbox(251,
               {"--nodes", "2", "--goal", "prepared", "--fault",
-               "agent-kill,coordinator-kill,kubelet-kill,kubelet-unsynced,unhealthy"},
+               "preflight,agent-kill,coordinator-kill,kubelet-kill,kubelet-unsynced,unhealthy"},
               absl::Minutes(25));
   EXPECT_EQ(run.exit_code, 0) << run.output;
   const std::string second = NodeName(251, 74);
@@ -276,13 +276,20 @@ TEST(KubeadmRunTest, EveryFaultOnTwoNodesEndsWithTheInvariantHeld) {
   EXPECT_THAT(run.output,
               HasSubstr(second + "'s agent stopped the old process its kubelet left running"));
   EXPECT_THAT(run.output, HasSubstr("halted as it must be: "));
-  for (const char* fault :
-       {"agent-kill", "coordinator-kill", "kubelet-kill", "kubelet-unsynced", "unhealthy"}) {
+  // handoffctl preflight on the real nodes: each failure of the field fails exactly its check.
+  EXPECT_THAT(run.output, HasSubstr("handoffctl preflight: no check fails on the healthy cluster"));
+  for (const char* check : {"node-names", "cluster-tag", "ecr-credentials", "ebs-csi",
+                            "leader-elect", "stray-files", "rbac"}) {
+    EXPECT_THAT(run.output, HasSubstr(StrCat(" -> only ", check, " fails, naming "))) << check;
+  }
+  EXPECT_THAT(run.output, HasSubstr("each of 7 faults failed exactly its check"));
+  for (const char* fault : {"preflight", "agent-kill", "coordinator-kill", "kubelet-kill",
+                            "kubelet-unsynced", "unhealthy"}) {
     EXPECT_THAT(run.output,
                 HasSubstr(StrCat("scenario ", fault, " completed; invariant held so far")))
         << fault;
   }
-  EXPECT_THAT(run.output, HasSubstr("with each fault: agent-kill, coordinator-kill, "
+  EXPECT_THAT(run.output, HasSubstr("with each fault: preflight, agent-kill, coordinator-kill, "
                                     "kubelet-kill, kubelet-unsynced, unhealthy"));
   ExpectHeldAndNothingLeft(run, before);
 }

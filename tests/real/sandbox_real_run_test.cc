@@ -57,6 +57,24 @@ TEST(SandboxRealRunTest, ThreeNodesMoveToTheRealCloudControllerManagerAndBack) {
               ContainsRegex("\n  cloud-node-lifecycle: ([3-9]|[1-9][0-9]) runs, longest gap "));
 }
 
+// handoffctl preflight against the real API server and the fake AWS: the healthy cluster passes,
+// each failure of the field planted on it in turn fails exactly its check, naming the object,
+// and passes again once removed; then the rollout goes on.
+TEST(SandboxRealRunTest, EachPreflightFaultFailsExactlyItsCheckOnTheRealCluster) {
+  if (!CanRunRealCluster()) return;
+  testing::SandboxOutcome run =
+      Sandbox({"--nodes", "2", "--goal", "prepared", "--fault", "preflight"});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("handoffctl preflight: no check fails on the healthy cluster"));
+  for (const char* check : {"node-names", "cluster-tag", "ecr-credentials", "ebs-csi",
+                            "leader-elect", "stray-files", "rbac"}) {
+    EXPECT_THAT(run.output, HasSubstr(std::string(" -> only ") + check + " fails, naming "))
+        << check;
+  }
+  EXPECT_THAT(run.output, HasSubstr("each of 7 faults failed exactly its check"));
+  EXPECT_THAT(run.output, HasSubstr("invariant held: no cloud controller ran in two processes"));
+}
+
 // AWS's downtime path on the real managers: the real kube-controller-manager 1.26 parked on every
 // node, every node switched to --cloud-provider=external (the real one back, external), then the
 // real aws-cloud-controller-manager 1.27 started without Leader Migration; and back.

@@ -64,11 +64,11 @@ constexpr char kPauseImage[] = "registry.k8s.io/pause:3.9";
 // kubeadm v1.26.13's etcd, pinned in the ClusterConfiguration (kubeadm v1.27.16 would move to
 // 3.5.12-0, which the components do not build).
 constexpr char kEtcdImageTag[] = "3.5.10-0";
-// The checks of `kubeadm upgrade apply` this cluster fails by design: its nodes stay NotReady (no
-// pod network), so no Node is Ready and no Job's pod is scheduled; and kubeadm v1.27.16 checks
+// The checks of `kubeadm upgrade apply` this cluster fails by design: kubeadm v1.27.16 checks
 // CoreDNS's Corefile even where CoreDNS was skipped at init ("start version '' not supported").
-constexpr char kUpgradeIgnoredChecks[] =
-    "ControlPlaneNodesReady,CreateJob,CoreDNSUnsupportedPlugins,CoreDNSMigration";
+// (Its nodes are Ready and run pods on their bridge network, so ControlPlaneNodesReady and
+// CreateJob are made.)
+constexpr char kUpgradeIgnoredChecks[] = "CoreDNSUnsupportedPlugins,CoreDNSMigration";
 constexpr char kCcmImage[] = "registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.2";
 // Where the unhealthy fault keeps the node's cloud-controller-manager image meanwhile: a name
 // nothing asks for, so the kubelet finds no image to run and cannot pull one.
@@ -166,6 +166,7 @@ class KubeadmCluster : public SandboxCluster {
       planned.ip = machines_[i].spec.ip;
       planned.zone = machines_[i].spec.zone;
       planned.cgroup_root = StrCat("/handoff-sandbox-", run_id_, "-", i + 1);
+      planned.pod_cidr = StrCat("10.244.", i + 1, ".0/24");
       plan_.nodes.push_back(planned);
     }
   }
@@ -189,6 +190,10 @@ class KubeadmCluster : public SandboxCluster {
     // restarts every other pod 11-15 s after its manifest changed.
     host.timeout = "2m";
     return host;
+  }
+
+  absl::Status SetInstanceTagged(const ClusterNode& node, bool tagged) override {
+    return real::TagInstance(aws_, node.spec.name, tagged);
   }
 
   absl::Status SetCloudControllerManagerUnhealthy(const ClusterNode& cluster_node,
@@ -346,6 +351,11 @@ class KubeadmCluster : public SandboxCluster {
   // Waits until the etcd mirror pods of `nodes` carry their client URL.
   absl::Status AwaitEtcdMirrorPods(kube::KubeClient& client,
                                    const std::vector<std::string>& nodes) const;
+  // Waits until every one of `nodes` is Ready and its static pods (etcd, kube-apiserver,
+  // kube-controller-manager, kube-scheduler) are Running and Ready, as the preflight's
+  // control-plane check wants them before a start: a node just joined is neither for seconds.
+  absl::Status AwaitControlPlaneReady(kube::KubeClient& client,
+                                      const std::vector<std::string>& nodes) const;
   absl::Status WriteSettings();
   // Follows each manager's pod log that appeared since the last poll, once the process that
   // wrote it is known.
@@ -464,6 +474,15 @@ absl::Status KubeadmCluster::CheckHost() {
       return absl::FailedPreconditionError(
           StrCat("--cluster kubeadm needs ", program,
                  " (Debian's containerd, runc, haproxy and iproute2: packaging/install-deps.sh)"));
+    }
+  }
+  for (const char* plugin : {"bridge", "host-local", "loopback"}) {
+    const std::string path = StrCat(kubeadm::kCniBinDir, "/", plugin);
+    if (!std::filesystem::exists(path)) {
+      return absl::FailedPreconditionError(StrCat(
+          "--cluster kubeadm gives each node a pod network with the reference CNI plugins, "
+          "and ",
+          path, " is missing (Debian's containernetworking-plugins: packaging/install-deps.sh)"));
     }
   }
   if (!std::filesystem::exists("/sys/fs/cgroup/memory") ||
@@ -809,7 +828,7 @@ absl::Status KubeadmCluster::JoinWithKubeadm(const ClusterNode& spare, KubeadmJo
   if (!ran.ok()) return ran;
   joined_.push_back(node.name);
   joined_next_[node.name] = next;
-  return absl::OkStatus();
+  return AwaitControlPlaneReady(**client, {node.name});
 }
 
 absl::Status KubeadmCluster::ResetWithKubeadm(const ClusterNode& member) {
@@ -892,6 +911,54 @@ absl::Status KubeadmCluster::AwaitEtcdMirrorPods(kube::KubeClient& client,
   }
 }
 
+namespace {
+
+// Whether `object` has the condition `type` with status True.
+bool ConditionTrue(const kube::Json& object, std::string_view type) {
+  const kube::Json* conditions = nullptr;
+  if (object.contains("status") && object["status"].contains("conditions")) {
+    conditions = &object["status"]["conditions"];
+  }
+  if (conditions == nullptr || !conditions->is_array()) return false;
+  for (const kube::Json& condition : *conditions) {
+    if (condition.value("type", "") == type) return condition.value("status", "") == "True";
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::Status KubeadmCluster::AwaitControlPlaneReady(kube::KubeClient& client,
+                                                    const std::vector<std::string>& nodes) const {
+  const absl::Time deadline = absl::Now() + absl::Minutes(3);
+  std::vector<std::string> waiting;
+  while (true) {
+    waiting.clear();
+    for (const std::string& node : nodes) {
+      absl::StatusOr<kube::Json> object = client.Get(kube::ObjectRef{&kube::kNodes, "", node});
+      if (!object.ok() || !ConditionTrue(*object, "Ready"))
+        waiting.push_back(StrCat("Node ", node));
+      for (const char* component :
+           {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}) {
+        absl::StatusOr<kube::Json> pod =
+            client.Get(kube::ObjectRef{&kube::kPods, "kube-system", StrCat(component, "-", node)});
+        if (!pod.ok() || kube::StringAt(*pod, {"status", "phase"}) != "Running" ||
+            !ConditionTrue(*pod, "Ready")) {
+          waiting.push_back(StrCat(component, "-", node));
+        }
+      }
+    }
+    if (waiting.empty()) return absl::OkStatus();
+    if (absl::Status interrupted = Interrupted(); !interrupted.ok()) return interrupted;
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          StrCat("not Ready within 3 minutes: ", StrJoin(waiting, ", "),
+                 " (see the kubelets' logs under ", setup_.dir, "/logs/)"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
 absl::Status KubeadmCluster::Interrupted() const {
   return setup_.interrupted() ? absl::CancelledError("interrupted") : absl::OkStatus();
 }
@@ -926,19 +993,19 @@ absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/
     const ClusterNode& cluster_node = machines_[i];
     // What the node's first process finds in its /etc (the overlay's upper directory, written
     // before the overlay is mounted).
-    const std::string etc = StrCat(cluster_node.root, "/etc");
     for (const auto& [path, text] : std::vector<std::pair<std::string, std::string>>{
-             {"/hostname", StrCat(cluster_node.spec.name, "\n")},
-             {"/hosts", kubeadm::HostsFile(plan_)},
+             {"/etc/hostname", StrCat(cluster_node.spec.name, "\n")},
+             {"/etc/hosts", kubeadm::HostsFile(plan_)},
              // Nothing the node looks up leaves it.
-             {"/resolv.conf", "nameserver 127.0.0.1\n"},
+             {"/etc/resolv.conf", "nameserver 127.0.0.1\n"},
              // crictl's configuration, as operators write it: without it crictl warns on each
              // call, and kubeadm reset (which reads crictl's output with the warning in it) takes
              // the warning's words for pod IDs and removes no container.
-             {"/crictl.yaml", StrCat("runtime-endpoint: ", kubeadm::kCriSocket,
-                                     "\nimage-endpoint: ", kubeadm::kCriSocket, "\n")},
-             {"/containerd/config.toml", kubeadm::ContainerdConfig(plan_)}}) {
-      absl::Status made = AtomicReplaceCreatingParents(*fs_, etc + path, text, 0644);
+             {"/etc/crictl.yaml", StrCat("runtime-endpoint: ", kubeadm::kCriSocket,
+                                         "\nimage-endpoint: ", kubeadm::kCriSocket, "\n")},
+             {"/etc/containerd/config.toml", kubeadm::ContainerdConfig(plan_)},
+             {kubeadm::kCniConfigPath, kubeadm::CniConfig(plan_.nodes[i])}}) {
+      absl::Status made = AtomicReplaceCreatingParents(*fs_, cluster_node.root + path, text, 0644);
       if (!made.ok()) return made;
     }
     const std::string& cgroup_root = plan_.nodes[i].cgroup_root;
@@ -989,6 +1056,17 @@ absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/
   if (!status.ok()) return status;
   status = RunKubeadm();
   if (!status.ok()) return status;
+  {
+    absl::StatusOr<std::unique_ptr<kube::KubeClient>> admin = AdminClient();
+    if (!admin.ok()) return admin.status();
+    const absl::Time awaited = absl::Now();
+    status = AwaitControlPlaneReady(**admin, joined_);
+    if (!status.ok()) return status;
+    setup_.say(
+        StrCat("every Node Ready and its static pods Running and Ready (",
+               absl::FormatDuration(absl::Trunc(absl::Now() - awaited, absl::Milliseconds(100))),
+               " after the last join)"));
+  }
   status = WriteSettings();
   if (!status.ok()) return status;
   absl::StatusOr<std::unique_ptr<kube::KubeClient>> client = AdminClient();

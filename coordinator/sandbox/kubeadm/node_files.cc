@@ -183,7 +183,34 @@ std::string ContainerdConfig(const ClusterPlan& plan) {
       "    [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n"
       "      runtime_type = \"io.containerd.runc.v2\"\n"
       "      [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n"
-      "        SystemdCgroup = false\n");
+      "        SystemdCgroup = false\n"
+      "  [plugins.\"io.containerd.grpc.v1.cri\".cni]\n"
+      "    bin_dir = \"",
+      kCniBinDir,
+      "\"\n"
+      "    conf_dir = \"/etc/cni/net.d\"\n");
+}
+
+std::string CniConfig(const PlannedNode& node) {
+  return StrCat(
+      "{\n"
+      "  \"cniVersion\": \"0.4.0\",\n"
+      "  \"name\": \"handoff-sandbox\",\n"
+      "  \"plugins\": [\n"
+      "    {\n"
+      "      \"type\": \"bridge\",\n"
+      "      \"bridge\": \"cni0\",\n"
+      "      \"isGateway\": true,\n"
+      "      \"ipMasq\": false,\n"
+      "      \"ipam\": {\n"
+      "        \"type\": \"host-local\",\n"
+      "        \"ranges\": [[{\"subnet\": \"",
+      node.pod_cidr,
+      "\"}]]\n"
+      "      }\n"
+      "    }\n"
+      "  ]\n"
+      "}\n");
 }
 
 std::string CloudConfig(const std::string& cluster_id, const std::string& region,

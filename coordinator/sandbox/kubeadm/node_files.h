@@ -7,7 +7,10 @@
 // in-tree provider: stacked etcd, a TCP load balancer in front of every kube-apiserver named by
 // controlPlaneEndpoint, `cloud-provider: aws` (with the cloud config mounted) for the API server,
 // the controller manager and the kubelet, --configure-cloud-routes=false, kube-proxy and CoreDNS
-// skipped (no pod network: the nodes stay NotReady, the static pods run).
+// skipped. Each node's pod network is the reference CNI plugins' bridge on a range of its own
+// (Debian's containernetworking-plugins), as a VPC CNI gives each node its addresses: the
+// container runtime reports its network ready, so the Nodes are Ready and the node lifecycle
+// controller leaves their pods Ready, as on a production cluster.
 #ifndef HANDOFF_COORDINATOR_SANDBOX_KUBEADM_NODE_FILES_H_
 #define HANDOFF_COORDINATOR_SANDBOX_KUBEADM_NODE_FILES_H_
 
@@ -21,6 +24,10 @@ inline constexpr char kKubeadmConfigPath[] = "/etc/kubeadm/kubeadm.yaml";
 inline constexpr char kCloudConfigPath[] = "/etc/kubernetes/cloud.conf";
 inline constexpr char kCriSocket[] = "unix:///run/containerd/containerd.sock";
 inline constexpr int kApiServerPort = 6443;
+// The reference CNI plugins as Debian installs them (containernetworking-plugins), and the
+// configuration directory containerd reads (its default, inside the node).
+inline constexpr char kCniBinDir[] = "/usr/lib/cni";
+inline constexpr char kCniConfigPath[] = "/etc/cni/net.d/10-handoff-sandbox.conflist";
 
 struct PlannedNode {
   std::string name;  // the instance's private DNS name: the Node's name and the hostname
@@ -29,6 +36,8 @@ struct PlannedNode {
   // The kubelet's --cgroup-root: each node's kubelet owns the pods and cgroups under it and
   // removes what it does not know there, so no two nodes share one.
   std::string cgroup_root;
+  // The node's pod addresses ("10.244.1.0/24"): no two nodes share one.
+  std::string pod_cidr;
 };
 
 struct ClusterPlan {
@@ -65,9 +74,13 @@ std::string JoinConfiguration(const ClusterPlan& plan, size_t index,
                               KubeletCloud cloud = KubeletCloud::kInTree);
 
 // containerd 1.6's configuration for a node: its default paths (the node's own), the CRI
-// plugin with runc and cgroupfs, the pause image, and restrict_oom_score_adj (root here lacks
-// CAP_SYS_RESOURCE: without it every pod sandbox fails to start).
+// plugin with runc and cgroupfs, the pause image, restrict_oom_score_adj (root here lacks
+// CAP_SYS_RESOURCE: without it every pod sandbox fails to start), the CNI plugins in kCniBinDir.
 std::string ContainerdConfig(const ClusterPlan& plan);
+
+// The node's CNI network (kCniConfigPath): loopback is containerd's own; a bridge on the node's
+// pod_cidr (host-local addresses), no masquerade (nothing leaves the run's namespaces).
+std::string CniConfig(const PlannedNode& node);
 
 // The in-tree provider's cloud config (the cloud-controller-manager reads the same file): the
 // cluster id and the EC2 and ELB endpoints pointed at `ec2_url`, as an operator points them at

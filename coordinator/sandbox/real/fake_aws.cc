@@ -8,6 +8,7 @@
 
 #include "absl/time/clock.h"
 #include "agent/base/strings.h"
+#include "agent/cloud/ec2_tags.h"
 #include "coordinator/sandbox/real/control_plane.h"
 #include "nlohmann/json.hpp"
 
@@ -92,6 +93,27 @@ absl::StatusOr<RunningFakeAws> StartFakeAws(const std::vector<std::string>& argv
                                                 absl::FormatDuration(timeout), "; see ", log));
     }
   }
+}
+
+absl::Status TagInstance(const FakeAws& aws, const std::string& node, bool tagged) {
+  const FakeAws::Instance* instance = aws.Find(node);
+  if (instance == nullptr)
+    return absl::NotFoundError(StrCat("the fake AWS has no instance for ", node));
+  // moto checks no signature; the operator's keys are any.
+  const AwsCredentials operator_keys{"AKIAHANDOFFSANDBOX01", "handoff-sandbox-operator", ""};
+  absl::StatusOr<AwsHttpAnswer> answer = CallEc2(
+      Ec2Endpoint{aws.ec2_url, aws.region}, operator_keys, tagged ? "CreateTags" : "DeleteTags",
+      {{"ResourceId.1", instance->instance_id},
+       {"Tag.1.Key", StrCat("kubernetes.io/cluster/", kSandboxClusterId)},
+       {"Tag.1.Value", "owned"}},
+      absl::Seconds(10));
+  if (!answer.ok()) return answer.status();
+  if (answer->status != 200) {
+    return absl::InternalError(StrCat(
+        "the fake AWS answered ", tagged ? "CreateTags" : "DeleteTags", " for ",
+        instance->instance_id, " with HTTP ", answer->status, ": ", answer->body.substr(0, 300)));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace handoff::sandbox::real

@@ -53,6 +53,11 @@ absl::StatusOr<RunningFakeAws> StartFakeAws(const std::vector<std::string>& argv
                                             const SpawnFunction& spawn = Process::Spawn,
                                             absl::Duration timeout = absl::Seconds(90));
 
+// Removes (`tagged` false) or puts back (owned) the kubernetes.io/cluster/<kSandboxClusterId>
+// tag of `node`'s instance through the fake AWS's EC2 API, as an operator's `aws ec2
+// delete-tags` / `create-tags` would. NotFound for a node without an instance.
+absl::Status TagInstance(const FakeAws& aws, const std::string& node, bool tagged);
+
 }  // namespace handoff::sandbox::real
 
 #endif  // HANDOFF_COORDINATOR_SANDBOX_REAL_FAKE_AWS_H_

@@ -137,6 +137,115 @@ TEST_F(NodeAgentTest, ReportCarriesTheNodesFacts) {
   EXPECT_EQ(asked, 1);
 }
 
+TEST_F(NodeAgentTest, TheClusterTagsAreReadWithTheManagersCloudConfigAndAgainEveryRefresh) {
+  // The kube-controller-manager runs with the cloud config the cloud-controller-manager will get.
+  const std::string manifest = "/etc/kubernetes/manifests/kube-controller-manager.yaml";
+  absl::StatusOr<std::string> kcm = fs_.ReadFile(manifest);
+  ASSERT_TRUE(kcm.ok()) << kcm.status();
+  std::string text = *kcm;
+  const std::string flag = "    - --cloud-provider=aws\n";
+  ASSERT_NE(text.find(flag), std::string::npos);
+  text.insert(text.find(flag), "    - --cloud-config=/etc/kubernetes/cloud.conf\n");
+  ASSERT_TRUE(AtomicReplace(fs_, manifest, text).ok());
+  ASSERT_TRUE(
+      AtomicReplace(fs_, "/etc/kubernetes/cloud.conf", "[Global]\nKubernetesClusterID = prod\n")
+          .ok());
+
+  NodeAgentOptions options = Options();
+  options.read_instance_identity = [] {
+    v1::NodeFacts facts;
+    facts.set_instance_id("i-0a1b2c3d4e5f60710");
+    facts.set_availability_zone("us-east-1a");
+    return facts;
+  };
+  std::vector<std::string> seen;  // the cloud config each read was given
+  std::string value = "owned";
+  options.read_cluster_tags = [&](const v1::NodeFacts& identity, const std::string& path,
+                                  const absl::StatusOr<std::string>& cloud_config) {
+    seen.push_back(StrCat(identity.instance_id(), " ", path, " ",
+                          cloud_config.ok() ? *cloud_config : "unreadable"));
+    v1::NodeFacts facts;
+    (*facts.mutable_cluster_tags())["prod"] = value;
+    facts.set_cluster_tags_known(true);
+    facts.set_cloud_config_cluster_id("prod");
+    facts.set_instance_id("ignored");
+    return facts;
+  };
+  options.cluster_tags_refresh = absl::Minutes(1);
+  std::unique_ptr<NodeAgent> agent = OpenAgent(options, nullptr);
+  v1::NodeReport report = agent->Report();
+  EXPECT_THAT(seen, ElementsAre("i-0a1b2c3d4e5f60710 /etc/kubernetes/cloud.conf [Global]\n"
+                                "KubernetesClusterID = prod\n"));
+  EXPECT_EQ(report.facts().cluster_tags().at("prod"), "owned");
+  EXPECT_TRUE(report.facts().cluster_tags_known());
+  EXPECT_EQ(report.facts().cloud_config_cluster_id(), "prod");
+  EXPECT_EQ(report.facts().instance_id(), "i-0a1b2c3d4e5f60710")
+      << "the identity is the metadata's";
+
+  // Within the refresh the tags are not asked again; after it they are, and a change shows.
+  value = "borrowed";
+  clock_.Advance(absl::Seconds(59));
+  EXPECT_EQ(agent->Report().facts().cluster_tags().at("prod"), "owned");
+  EXPECT_EQ(seen.size(), 1u);
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_EQ(agent->Report().facts().cluster_tags().at("prod"), "borrowed");
+  EXPECT_EQ(seen.size(), 2u);
+}
+
+TEST_F(NodeAgentTest, WithoutAnInstanceIdTheClusterTagsAreNotAsked) {
+  NodeAgentOptions options = Options();
+  options.read_instance_identity = [] {
+    v1::NodeFacts facts;
+    facts.set_metadata_error("the instance metadata did not answer");
+    return facts;
+  };
+  int asked = 0;
+  options.read_cluster_tags = [&asked](const v1::NodeFacts&, const std::string&,
+                                       const absl::StatusOr<std::string>&) {
+    ++asked;
+    return v1::NodeFacts();
+  };
+  const v1::NodeReport report = OpenAgent(options, nullptr)->Report();
+  EXPECT_EQ(asked, 0);
+  EXPECT_FALSE(report.facts().cluster_tags_known());
+}
+
+TEST_F(NodeAgentTest, TheKubeletsExternalNameIsItsOverrideElseTheHostName) {
+  std::unique_ptr<NodeAgent> agent = OpenAgent();
+  ASSERT_TRUE(AtomicReplace(fs_, "/etc/hostname", " IP-10-0-1-10.EC2.internal \nignored\n").ok());
+  EXPECT_EQ(agent->Report().facts().kubelet_node_name(), "ip-10-0-1-10.ec2.internal");
+  ASSERT_TRUE(AtomicReplace(fs_, "/var/lib/kubelet/kubeadm-flags.env",
+                            "KUBELET_KUBEADM_ARGS=\"--cloud-provider=aws "
+                            "--hostname-override=cp-1.example\"\n")
+                  .ok());
+  EXPECT_EQ(agent->Report().facts().kubelet_node_name(), "cp-1.example");
+}
+
+TEST_F(NodeAgentTest, AChangedFactIsReportedWithoutACommand) {
+  std::unique_ptr<NodeAgent> agent = OpenAgent();
+  agent->Report();
+  std::vector<v1::NodeReport> sent;
+  auto send = [&sent](const v1::NodeReport& report) { sent.push_back(report); };
+  EXPECT_FALSE(agent->RecheckFacts(send)) << "nothing changed";
+  ASSERT_TRUE(AtomicReplace(fs_, "/etc/hostname", "renamed-host\n").ok());
+  EXPECT_TRUE(agent->RecheckFacts(send));
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].facts().kubelet_node_name(), "renamed-host");
+  EXPECT_EQ(sent[0].state(), v1::NODE_STATE_IN_TREE) << "the whole report, not only the facts";
+  EXPECT_FALSE(agent->RecheckFacts(send)) << "reported once";
+
+  // A stray copy of a manager's manifest: inconsistent, but only for that file.
+  const std::string manifest = "/etc/kubernetes/manifests/kube-controller-manager.yaml";
+  absl::StatusOr<std::string> kcm = fs_.ReadFile(manifest);
+  ASSERT_TRUE(kcm.ok()) << kcm.status();
+  ASSERT_TRUE(AtomicReplace(fs_, manifest + ".bak", *kcm).ok());
+  EXPECT_TRUE(agent->RecheckFacts(send));
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[1].state(), v1::NODE_STATE_INCONSISTENT);
+  EXPECT_TRUE(sent[1].facts().inconsistent_only_for_stray_files());
+  EXPECT_EQ(sent[1].facts().stray_files_size(), 1);
+}
+
 TEST_F(NodeAgentTest, WithoutAMetadataReaderTheFactsSaySo) {
   const v1::NodeReport report = OpenAgent()->Report();
   EXPECT_EQ(report.facts().local_hostname(), "");

@@ -71,6 +71,11 @@ class PreflightCommandTest : public ::testing::Test {
       facts->set_local_hostname(name);
       facts->set_availability_zone(StrCat("us-east-1", std::string(1, static_cast<char>('a' + i))));
       facts->set_kubelet_flags_known(true);
+      facts->set_kubelet_node_name(name);
+      // EC2 showed each instance tagged for the cluster the cloud config names.
+      (*facts->mutable_cluster_tags())["prod"] = "owned";
+      facts->set_cluster_tags_known(true);
+      facts->set_cloud_config_cluster_id("prod");
     }
   }
 
@@ -132,7 +137,7 @@ TEST_F(PreflightCommandTest, AHealthyClusterPassesAndNothingIsWritten) {
   EXPECT_THAT(result.out, HasSubstr("ok    control-plane    3 control-plane nodes Ready"));
   EXPECT_THAT(result.out, HasSubstr("ok    node-names       3 nodes named after their instances, "
                                     "providerIDs matching\n"));
-  EXPECT_THAT(result.out, HasSubstr("\n0 failed, 0 warned, 9 ok\n"));
+  EXPECT_THAT(result.out, HasSubstr("\n0 failed, 0 warned, 10 ok\n"));
   EXPECT_EQ(result.err, "");
   EXPECT_EQ(Snapshot(), before);
 }
@@ -144,7 +149,7 @@ TEST_F(PreflightCommandTest, WithoutACoordinatorTheAgentsAreAWarningNotAFailure)
   EXPECT_THAT(result.out, HasSubstr("warn  agents           not asked: no coordinator was given\n"
                                     "                       -> pass --coordinator"));
   EXPECT_THAT(result.out, HasSubstr("warn  node-names       not asked"));
-  EXPECT_THAT(result.out, HasSubstr("\n0 failed, 3 warned, 6 ok\n"));
+  EXPECT_THAT(result.out, HasSubstr("\n0 failed, 4 warned, 6 ok\n"));
 }
 
 TEST_F(PreflightCommandTest, EachFaultFailsExactlyItsCheckAndExitsOne) {
@@ -176,15 +181,6 @@ TEST_F(PreflightCommandTest, EachFaultFailsExactlyItsCheckAndExitsOne) {
        },
        [&] { ASSERT_TRUE(cluster_.store().Put(*original_kcm).ok()); }},
       {"node-names",
-       "Node ip-10-0-1-11.ec2.internal: its instance i-0a1b2c3d4e5f60711 is named "
-       "ip-10-0-1-99.ec2.internal (local-hostname)",
-       [&] {
-         nodes_.mutable_nodes(1)->mutable_facts()->set_local_hostname("ip-10-0-1-99.ec2.internal");
-       },
-       [&] {
-         nodes_.mutable_nodes(1)->mutable_facts()->set_local_hostname("ip-10-0-1-11.ec2.internal");
-       }},
-      {"node-names",
        "Node ip-10-0-1-12.ec2.internal: providerID \\\"aws:///us-east-1c/i-0a1b2c3d4e5f60712\\\", "
        "its "
        "instance is aws:///us-east-1c/i-0fffffffffffffff0",
@@ -214,6 +210,20 @@ TEST_F(PreflightCommandTest, EachFaultFailsExactlyItsCheckAndExitsOne) {
                  .ok());
        },
        [&] { cluster_.store().Remove(kube::kPods, "shop", "api-0"); }},
+      {"cluster-tag",
+       "ip-10-0-1-11.ec2.internal: instance i-0a1b2c3d4e5f60711 has no tag "
+       "kubernetes.io/cluster/prod",
+       [&] { nodes_.mutable_nodes(1)->mutable_facts()->mutable_cluster_tags()->clear(); },
+       [&] {
+         (*nodes_.mutable_nodes(1)->mutable_facts()->mutable_cluster_tags())["prod"] = "owned";
+       }},
+      {"node-names",
+       "Node ip-10-0-1-10.ec2.internal: its kubelet goes by ip-10-0-1-10 (--hostname-override",
+       [&] { nodes_.mutable_nodes(0)->mutable_facts()->set_kubelet_node_name("ip-10-0-1-10"); },
+       [&] {
+         nodes_.mutable_nodes(0)->mutable_facts()->set_kubelet_node_name(
+             "ip-10-0-1-10.ec2.internal");
+       }},
       {"agents", "ip-10-0-1-11.ec2.internal: no agent is connected",
        [&] { nodes_.mutable_nodes(1)->set_connected(false); },
        [&] { nodes_.mutable_nodes(1)->set_connected(true); }},
@@ -232,6 +242,45 @@ TEST_F(PreflightCommandTest, EachFaultFailsExactlyItsCheckAndExitsOne) {
     EXPECT_EQ(Snapshot(), before) << fault.check;
     fault.remove();
   }
+}
+
+TEST_F(PreflightCommandTest, ANodeInconsistentOnlyForItsStrayFilesIsLeftToStrayFiles) {
+  ApplyRbac();
+  v1::NodeInfo* node = nodes_.mutable_nodes(0);
+  node->set_state(v1::NODE_STATE_INCONSISTENT);
+  node->add_reasons("pod kube-system/kube-controller-manager is defined by 2 files");
+  node->mutable_facts()->add_stray_files(
+      "/etc/kubernetes/manifests/kube-controller-manager.yaml.bak: pod "
+      "kube-system/kube-controller-manager again");
+  node->mutable_facts()->set_inconsistent_only_for_stray_files(true);
+  std::vector<std::string> args = Coordinator();
+  args.insert(args.end(), {"-o", "json"});
+  Result result = Run(args);
+  EXPECT_EQ(result.code, kExitProblems) << result.out;
+  std::map<std::string, std::string> verdicts = Verdicts(result.out);
+  EXPECT_EQ(verdicts["stray-files"], "fail");
+  EXPECT_EQ(verdicts["agents"], "warn");
+  EXPECT_THAT(result.out, HasSubstr("ip-10-0-1-10.ec2.internal: inconsistent only for its stray "
+                                    "manifest files (see stray-files)"));
+  for (const auto& [check, verdict] : verdicts) {
+    if (check != "stray-files" && check != "agents") EXPECT_EQ(verdict, "ok") << check;
+  }
+
+  // Inconsistent for another reason as well: the agents check fails too.
+  node->mutable_facts()->set_inconsistent_only_for_stray_files(false);
+  result = Run(args);
+  EXPECT_EQ(Verdicts(result.out)["agents"], "fail");
+}
+
+TEST_F(PreflightCommandTest, ANodeNotNamedAfterItsInstanceIsAWarning) {
+  ApplyRbac();
+  nodes_.mutable_nodes(1)->mutable_facts()->set_local_hostname("ip-10-0-1-99.ec2.internal");
+  std::vector<std::string> args = Coordinator();
+  Result result = Run(args);
+  EXPECT_EQ(result.code, kExitOk) << result.out;
+  EXPECT_THAT(result.out, HasSubstr("warn  node-names       Node ip-10-0-1-11.ec2.internal: its "
+                                    "instance i-0a1b2c3d4e5f60711 is named "
+                                    "ip-10-0-1-99.ec2.internal (local-hostname)\n"));
 }
 
 TEST_F(PreflightCommandTest, RbacMissingFailsAsTheManagersWouldBeRefused) {
@@ -274,8 +323,9 @@ TEST_F(PreflightCommandTest, BadSettingsAreARefusalNamingTheFile) {
 TEST_F(PreflightCommandTest, HelpNamesEveryCheck) {
   Result result = test_support::Run({"preflight", "--help"}, environment_);
   EXPECT_EQ(result.code, kExitOk);
-  for (const char* check : {"rbac", "ebs-csi", "ecr-credentials", "cloud-routes", "leader-elect",
-                            "control-plane", "agents"}) {
+  for (const char* check :
+       {"rbac", "ebs-csi", "ecr-credentials", "cloud-routes", "leader-elect", "control-plane",
+        "agents", "node-names", "stray-files", "cluster-tag"}) {
     EXPECT_THAT(result.out, HasSubstr(check));
   }
   EXPECT_THAT(result.out, Not(HasSubstr("--nodes")));

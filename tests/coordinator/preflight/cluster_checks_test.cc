@@ -262,55 +262,6 @@ TEST_F(ClusterChecksTest, ReadingChangesNothing) {
   }
 }
 
-TEST_F(ClusterChecksTest, NodeNamesAndStrayFilesFromTheAgentsFacts) {
-  const ClusterView view = ReadClusterView(*client_, options_);
-  std::vector<NodeFacts> nodes;
-  for (int i = 0; i < 3; ++i) {
-    NodeFacts facts;
-    facts.node = StrCat("ip-10-0-1-1", i, ".ec2.internal");
-    facts.local_hostname = facts.node;
-    facts.instance_id = StrCat("i-0a1b2c3d4e5f6071", i);
-    facts.availability_zone = StrCat("us-east-1", std::string(1, static_cast<char>('a' + i)));
-    nodes.push_back(facts);
-  }
-  auto run = [&](const std::optional<std::vector<NodeFacts>>& facts) {
-    std::map<std::string, CheckResult> results;
-    for (CheckResult& result : RunNodeChecks(view, facts)) results[result.name] = result;
-    return results;
-  };
-  std::map<std::string, CheckResult> results = run(nodes);
-  EXPECT_EQ(results.at("node-names").verdict, Verdict::kOk);
-  EXPECT_EQ(results.at("stray-files").verdict, Verdict::kOk);
-
-  std::vector<NodeFacts> renamed = nodes;
-  renamed[1].local_hostname = "ip-10-0-1-99.ec2.internal";
-  results = run(renamed);
-  EXPECT_EQ(results.at("node-names").verdict, Verdict::kFail);
-  EXPECT_THAT(results.at("node-names").evidence,
-              Contains("Node ip-10-0-1-11.ec2.internal: its instance i-0a1b2c3d4e5f60711 is "
-                       "named ip-10-0-1-99.ec2.internal (local-hostname)"));
-  EXPECT_EQ(results.at("stray-files").verdict, Verdict::kOk);
-
-  std::vector<NodeFacts> unread = nodes;
-  unread[0].local_hostname.clear();
-  unread[0].metadata_error = "the instance metadata did not answer";
-  EXPECT_EQ(run(unread).at("node-names").verdict, Verdict::kWarn);
-
-  std::vector<NodeFacts> stray = nodes;
-  stray[2].stray_files.push_back(
-      "/etc/kubernetes/manifests/etcd.yaml.orig: pod kube-system/etcd again");
-  results = run(stray);
-  EXPECT_EQ(results.at("stray-files").verdict, Verdict::kFail);
-  EXPECT_THAT(results.at("stray-files").evidence,
-              Contains("ip-10-0-1-12.ec2.internal: /etc/kubernetes/manifests/etcd.yaml.orig: pod "
-                       "kube-system/etcd again"));
-  EXPECT_EQ(results.at("node-names").verdict, Verdict::kOk);
-
-  results = run(std::nullopt);
-  EXPECT_EQ(results.at("node-names").verdict, Verdict::kWarn);
-  EXPECT_EQ(results.at("stray-files").verdict, Verdict::kWarn);
-}
-
 TEST(EcrImageTest, MatchesOnlyEcrRegistries) {
   EXPECT_TRUE(IsEcrImage("123456789012.dkr.ecr.us-east-1.amazonaws.com/app:1"));
   EXPECT_TRUE(IsEcrImage("123456789012.dkr.ecr-fips.us-gov-west-1.amazonaws.com/app@sha256:ab"));

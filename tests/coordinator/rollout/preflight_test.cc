@@ -214,11 +214,17 @@ TEST(PreflightTest, OnlyTheChecksSettingsAndAllMayBeIgnored) {
   EXPECT_TRUE(CheckIgnorable({"agents", "transactions", "leases", "rbac", "image",
                               "leader-migration", "settings", "all"})
                   .ok());
+  // Those of handoffctl preflight the coordinator also makes.
+  EXPECT_TRUE(CheckIgnorable({"node-names", "stray-files", "ebs-csi", "ecr-credentials",
+                              "cloud-routes", "leader-elect", "control-plane", "cluster-tag"})
+                  .ok());
   absl::Status unknown = CheckIgnorable({"rbac", "lease"});
   EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(unknown.message(),
-            "no preflight check is called \"lease\"; the checks are agents, image, "
-            "leader-migration, leases, rbac, settings, transactions (or all)");
+            "no preflight check is called \"lease\"; the checks are agents, cloud-routes, "
+            "cluster-tag, control-plane, ebs-csi, ecr-credentials, image, leader-elect, "
+            "leader-migration, "
+            "leases, node-names, rbac, settings, stray-files, transactions (or all)");
 }
 
 TEST(PreflightTest, TheIgnoredChecksDoNotRefuseAndAllIgnoresEveryOne) {

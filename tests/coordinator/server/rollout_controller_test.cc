@@ -19,6 +19,7 @@ namespace {
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 class RecordingLink : public AgentLink {
@@ -369,6 +370,57 @@ TEST_F(RolloutControllerTest, ThePreflightRefusesAStartWithWhatToFixAndNothingMo
     if (entry.kind() == "preflight-ignored") ++ignored;
   }
   EXPECT_EQ(ignored, 2);
+}
+
+// The checks `handoffctl preflight` makes, on the cluster the facts source read and the facts the
+// agents reported: a failed one refuses the start, named by its check, and can be skipped by
+// name; a check that only warns does not refuse.
+TEST_F(RolloutControllerTest, ThePreflightsClusterChecksRefuseAStartByName) {
+  auto view = std::make_shared<preflight::ClusterView>();
+  view->nodes = std::vector<kube::Json>{};
+  for (const char* name : {"cp-1", "cp-2", "cp-3"}) {
+    view->nodes->push_back(kube::Json::parse(
+        absl::StrCat(R"({"metadata": {"name": ")", name,
+               R"("}, "spec": {"providerID": "aws:///us-east-1a/i-)", name, R"("}})")));
+  }
+  view->pods = std::vector<kube::Json>{};
+  view->persistent_volumes = std::vector<kube::Json>{kube::Json::parse(
+      R"({"metadata": {"name": "pv-data"}, "spec": {"awsElasticBlockStore": {"volumeID": "vol-1"}}})")};
+  view->storage_classes = std::vector<kube::Json>{};
+  view->csi_drivers = std::vector<kube::Json>{};
+  FactsReport facts;
+  facts.rbac_ready = true;
+  facts.lease_held = true;
+  facts.source = "assumed";
+  facts.cluster_view = view;
+  controller_->SetFacts(facts);
+  for (const char* name : {"cp-1", "cp-2", "cp-3"}) {
+    pb::AgentHello hello = Hello(name, NodeState::kInTree);
+    pb::NodeFacts* node = hello.mutable_report()->mutable_facts();
+    node->set_instance_id(absl::StrCat("i-", name));
+    node->set_local_hostname(name);
+    node->set_availability_zone("us-east-1a");
+    if (std::string(name) == "cp-2") {
+      node->add_stray_files("/etc/kubernetes/manifests/kube-scheduler.yaml.orig: pod again");
+    }
+    Connect(name, hello);
+  }
+  absl::StatusOr<pb::RolloutStatus> refused = controller_->Start("alice", NodeState::kMigrated);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  const std::string why(refused.status().message());
+  EXPECT_THAT(why, HasSubstr("  [stray-files] cp-2: /etc/kubernetes/manifests/"
+                             "kube-scheduler.yaml.orig: pod again; move these files out"));
+  EXPECT_THAT(why, HasSubstr("  [ebs-csi] PersistentVolume pv-data (awsElasticBlockStore vol-1) "
+                             "uses the in-tree EBS plugin"));
+  // rbac (no SubjectAccessReview answered), leader-elect and control-plane only warn here.
+  EXPECT_THAT(why, Not(HasSubstr("[rbac]")));
+  EXPECT_THAT(why, Not(HasSubstr("[control-plane]")));
+  EXPECT_THAT(why, Not(HasSubstr("[node-names]")));
+  EXPECT_TRUE(links_["cp-1"]->Commands().empty());
+
+  EXPECT_EQ(controller_->Start("alice", NodeState::kMigrated, {"ebs-csi"}).status().code(),
+            absl::StatusCode::kFailedPrecondition);  // stray-files still refuses
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated, {"ebs-csi", "stray-files"}).ok());
 }
 
 TEST_F(RolloutControllerTest, RollbackToInTreeWalksBackInReverseOrder) {

@@ -17,8 +17,9 @@ ClusterPlan Plan() {
   plan.etcd_image_tag = "3.5.10-0";
   plan.bootstrap_token = "abcdef.0123456789abcdef";
   plan.certificate_key = std::string(64, 'a');
-  plan.nodes = {{"ip-172-31-250-10.ec2.internal", "172.31.250.10", "us-east-1a", "/hs-1-1"},
-                {"ip-172-31-250-74.ec2.internal", "172.31.250.74", "us-east-1b", "/hs-1-2"}};
+  plan.nodes = {
+      {"ip-172-31-250-10.ec2.internal", "172.31.250.10", "us-east-1a", "/hs-1-1", "10.244.1.0/24"},
+      {"ip-172-31-250-74.ec2.internal", "172.31.250.74", "us-east-1b", "/hs-1-2", "10.244.2.0/24"}};
   return plan;
 }
 
@@ -99,6 +100,22 @@ TEST(NodeFilesTest, ContainerdRunsPodsWithRuncOnCgroupfsAndThePauseImage) {
   EXPECT_THAT(config, HasSubstr("restrict_oom_score_adj = true"));
   EXPECT_THAT(config, HasSubstr("SystemdCgroup = false"));
   EXPECT_THAT(config, HasSubstr("address = \"/run/containerd/containerd.sock\""));
+  EXPECT_THAT(config, HasSubstr("[plugins.\"io.containerd.grpc.v1.cri\".cni]\n"
+                                "    bin_dir = \"/usr/lib/cni\"\n"
+                                "    conf_dir = \"/etc/cni/net.d\"\n"));
+}
+
+TEST(NodeFilesTest, EachNodesPodNetworkIsABridgeOnItsOwnRange) {
+  // JSON is YAML: the conflist as the CNI library reads it.
+  const YAML::Node conflist = YAML::Load(CniConfig(Plan().nodes[1]));
+  EXPECT_EQ(conflist["cniVersion"].as<std::string>(), "0.4.0");
+  EXPECT_EQ(conflist["name"].as<std::string>(), "handoff-sandbox");
+  ASSERT_EQ(conflist["plugins"].size(), 1u);
+  const YAML::Node bridge = conflist["plugins"][0];
+  EXPECT_EQ(bridge["type"].as<std::string>(), "bridge");
+  EXPECT_FALSE(bridge["ipMasq"].as<bool>()) << "nothing leaves the run's namespaces";
+  EXPECT_EQ(bridge["ipam"]["type"].as<std::string>(), "host-local");
+  EXPECT_EQ(bridge["ipam"]["ranges"][0][0]["subnet"].as<std::string>(), "10.244.2.0/24");
 }
 
 TEST(NodeFilesTest, CloudConfigPointsEc2AndElbAtTheFakeAws) {
