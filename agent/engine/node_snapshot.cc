@@ -61,6 +61,13 @@ std::vector<StrayFile> StrayEntries(const NodeSnapshot& snapshot) {
                          error.substr(0, std::min(error.size(), error.find('\n'))), ")")});
       continue;
     }
+    if (file.pod->Kind() != "Pod" || file.pod->PodName().empty()) {
+      // A YAML map the kubelet refuses to decode as a pod (kind missing or not Pod, no name):
+      // notes, a kustomization, a half-written copy.
+      stray.push_back({&file, StrCat("not a pod manifest (kind \"", file.pod->Kind(),
+                                     "\", metadata.name \"", file.pod->PodName(), "\")")});
+      continue;
+    }
     by_pod[StrCat(file.pod->Namespace(), "/", file.pod->PodName())].push_back(&file);
   }
   for (const auto& [pod, files] : by_pod) {

@@ -282,6 +282,8 @@ StaticPod& StaticPod::operator=(StaticPod&& other) noexcept {
   return *this;
 }
 
+std::string StaticPod::Kind() const { return ScalarOr(Child(root_, "kind")); }
+
 std::string StaticPod::PodName() const { return ScalarOr(Child(Child(root_, "metadata"), "name")); }
 
 std::string StaticPod::Namespace() const {

@@ -40,6 +40,8 @@ class StaticPod {
   const std::string& source() const { return source_; }
   // metadata.name ("kube-controller-manager"); the kubelet names the pod "<name>-<node>".
   std::string PodName() const;
+  // Its kind ("Pod"; "" when not set).
+  std::string Kind() const;
   // metadata.namespace, "default" when unset (as the kubelet does for static pods without one).
   std::string Namespace() const;
 

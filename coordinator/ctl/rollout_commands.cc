@@ -62,6 +62,7 @@ struct StartFlags : Flags {
   bool prepare_only = false;
   std::string strategy = "leader-migration";
   std::vector<std::string> ignore_preflight;
+  std::string ignore_reason;
 };
 
 struct ReasonFlags : Flags {
@@ -774,6 +775,9 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
                    "check refuses the start with "
                    "what to fix, and nothing moves. The rollout rules still gate every move")
       ->delimiter(',');
+  start->add_option("--ignore-reason", start_flags->ignore_reason,
+                    "Why the checks of --ignore-preflight are skipped (a change ticket, who "
+                    "decided): written to the history with each one skipped");
   AddFormat(*start, *start_flags);
   start->callback([&context, start_flags] {
     context.exit_code = Change(context, *start_flags, "start", [&](OperatorClient& client) {
@@ -789,6 +793,7 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
       for (const std::string& check : start_flags->ignore_preflight) {
         request.add_ignore_preflight(check);
       }
+      request.set_ignore_reason(start_flags->ignore_reason);
       return client.Start(request);
     });
   });

@@ -191,6 +191,11 @@ class SandboxCluster {
   }
   // The cluster's etcd, once Start has run; nullopt where the sandbox cannot reach one.
   virtual std::optional<EtcdAccess> Etcd() const { return std::nullopt; }
+  // Before an operator's start: waits until every member's Node is Ready and its static pods
+  // Running and Ready, as the coordinator's control-plane check wants them (a rollback or a join
+  // that just finished restarted them; their mirror pods catch up seconds later). OK at once
+  // where the control plane is no static pods.
+  virtual absl::Status AwaitControlPlaneSettled() { return absl::OkStatus(); }
 
   // The sandbox started `pid` on the host (the coordinator, a command): a cluster that must
   // leave the host as it found it even when the sandbox dies keeps track of it.

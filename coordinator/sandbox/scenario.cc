@@ -155,6 +155,7 @@ absl::Status SandboxRun::KillMidMove(Fault fault, NodeRun& node, v1::NodeState t
 
 absl::Status SandboxRun::StartRollout(v1::NodeState goal) {
   const bool downtime = options_.downtime;
+  if (absl::Status settled = cluster_->AwaitControlPlaneSettled(); !settled.ok()) return settled;
   return Call(downtime                          ? "start --strategy downtime"
               : goal == v1::NODE_STATE_PREPARED ? "start --prepare-only"
                                                 : "start",
@@ -426,9 +427,12 @@ int SandboxRun::RunUnsafeOrder() {
   // without it. Done with the agent's own command line, around the coordinator, while a rollout
   // is under way (started, then paused): the coordinator's live double-run detector must halt it
   // and `handoffctl status` must name both managers, as the sandbox's own monitor must report it.
-  absl::Status status = Call("start", [](ctl::OperatorClient& client) {
-    return client.Start(v1::StartRequest()).status();
-  });
+  absl::Status status = cluster_->AwaitControlPlaneSettled();
+  if (status.ok()) {
+    status = Call("start", [](ctl::OperatorClient& client) {
+      return client.Start(v1::StartRequest()).status();
+    });
+  }
   if (status.ok()) {
     status = Call("pause", [](ctl::OperatorClient& client) {
       v1::PauseRequest request;

@@ -438,13 +438,13 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
     return Change(context, response, [&](const std::string& actor) {
       NodeState goal = request->goal() == pb::NODE_STATE_UNSPECIFIED ? NodeState::kMigrated
                                                                      : FromProto(request->goal());
-      return controller_.Start(actor, goal,
-                               std::vector<std::string>(request->ignore_preflight().begin(),
-                                                        request->ignore_preflight().end()),
-                               request->strategy() == pb::STRATEGY_DOWNTIME
-                                   ? rollout::Strategy::kDowntime
-                                   : rollout::Strategy::kLeaderMigration,
-                               request->strategy() == pb::STRATEGY_REPLACE);
+      return controller_.Start(
+          actor, goal,
+          std::vector<std::string>(request->ignore_preflight().begin(),
+                                   request->ignore_preflight().end()),
+          request->strategy() == pb::STRATEGY_DOWNTIME ? rollout::Strategy::kDowntime
+                                                       : rollout::Strategy::kLeaderMigration,
+          request->strategy() == pb::STRATEGY_REPLACE, request->ignore_reason());
     });
   }
 

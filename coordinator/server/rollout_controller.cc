@@ -1081,7 +1081,7 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::SetGoal(const std::string& 
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
     const std::string& actor, NodeState goal, const std::vector<std::string>& ignore_preflight,
-    rollout::Strategy strategy, bool replace) {
+    rollout::Strategy strategy, bool replace, const std::string& ignore_reason) {
   if (goal != NodeState::kPrepared && goal != NodeState::kMigrated &&
       goal != NodeState::kFinalized) {
     return absl::InvalidArgumentError(
@@ -1122,9 +1122,17 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
   }
   if (!ignored.empty()) {
     std::vector<store::HistoryEntry> history;
+    const std::string reason =
+        ignore_reason.empty() ? std::string("no reason given") : BoundedText(ignore_reason, 1024);
     for (const rollout::PreflightProblem& problem : ignored) {
-      history.push_back(Entry(actor, "preflight-ignored", "",
-                              StrCat("[", problem.check, "] ", problem.message)));
+      store::HistoryEntry entry =
+          Entry(actor, "preflight-ignored", "",
+                StrCat("[", problem.check, "] ", problem.message, " (skipped: ", reason, ")"));
+      entry.detail_json = nlohmann::json{
+          {"check", problem.check},
+          {"problem", problem.message},
+          {"reason", reason}}.dump();
+      history.push_back(std::move(entry));
     }
     if (absl::Status committed = Commit(std::move(history)); !committed.ok()) return committed;
   }

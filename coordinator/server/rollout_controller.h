@@ -193,7 +193,8 @@ class RolloutController {
 
   // --- operators --- (actor: the operator certificate's CN, recorded in the history)
   // Refused (FailedPrecondition, nothing moved) while a preflight check fails
-  // (rollout/preflight.h), except those named in `ignore_preflight` ("all": every one).
+  // (rollout/preflight.h), except those named in `ignore_preflight` ("all": every one), each
+  // skipped one written to the history with the operator's `ignore_reason`.
   // The downtime strategy (rollout/rollout_engine.h) takes only the goal finalized; a start that
   // changes the strategy measures the outage afresh. `replace` (Leader Migration by replacing
   // nodes, rollout/replacement.h) takes only the goal migrated, and keeps the control plane at
@@ -203,7 +204,8 @@ class RolloutController {
   absl::StatusOr<pb::RolloutStatus> Start(
       const std::string& actor, NodeState goal,
       const std::vector<std::string>& ignore_preflight = {},
-      rollout::Strategy strategy = rollout::Strategy::kLeaderMigration, bool replace = false);
+      rollout::Strategy strategy = rollout::Strategy::kLeaderMigration, bool replace = false,
+      const std::string& ignore_reason = "");
   absl::StatusOr<pb::RolloutStatus> Pause(const std::string& actor, const std::string& reason);
   absl::StatusOr<pb::RolloutStatus> Resume(const std::string& actor);
   absl::StatusOr<pb::RolloutStatus> Abort(const std::string& actor, const std::string& reason);

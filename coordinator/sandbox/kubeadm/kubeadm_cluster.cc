@@ -192,6 +192,12 @@ class KubeadmCluster : public SandboxCluster {
     return host;
   }
 
+  absl::Status AwaitControlPlaneSettled() override {
+    absl::StatusOr<std::unique_ptr<kube::KubeClient>> admin = AdminClient();
+    if (!admin.ok()) return admin.status();
+    return AwaitControlPlaneReady(**admin, joined_);
+  }
+
   absl::Status SetInstanceTagged(const ClusterNode& node, bool tagged) override {
     return real::TagInstance(aws_, node.spec.name, tagged);
   }

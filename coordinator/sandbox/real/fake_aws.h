@@ -46,12 +46,13 @@ using SpawnFunction = std::function<absl::StatusOr<std::unique_ptr<Process>>(
 // Starts `argv` (handoff-fake-aws with its flags, --ready-file `ready` among them) with `spawn`
 // (the sandbox's, which records the process before the seconds of waiting, so that a run killed
 // meanwhile leaves nothing its cleanup does not know of), its output in `log`, and waits up to
-// `timeout` for the ready file (moto takes seconds to import). An error, with the log's last
+// `timeout` for the ready file (moto takes seconds to import, and over 90 s on a loaded 2-core
+// machine with kubeadm sandboxes beside it). An error, with the log's last
 // lines, when it exits first or the time runs out; the process is stopped then.
 absl::StatusOr<RunningFakeAws> StartFakeAws(const std::vector<std::string>& argv,
                                             const std::string& ready, const std::string& log,
                                             const SpawnFunction& spawn = Process::Spawn,
-                                            absl::Duration timeout = absl::Seconds(90));
+                                            absl::Duration timeout = absl::Minutes(3));
 
 // Removes (`tagged` false) or puts back (owned) the kubernetes.io/cluster/<kSandboxClusterId>
 // tag of `node`'s instance through the fake AWS's EC2 API, as an operator's `aws ec2

@@ -44,6 +44,16 @@ TEST(StrayFilesTest, ACopyOfAPodAndAFileThatIsNoPodAreStrayTheCanonicalIsNot) {
   EXPECT_EQ(kept.manifests.size(), snapshot.manifests.size() - 2);
 }
 
+TEST(StrayFilesTest, AYamlMapThatIsNoPodIsStray) {
+  MemoryFileSystem fs = LoadNode("kubeadm");
+  fs.SetFile(std::string(kManifests) + "/kustomization.yaml", "resources: [etcd.yaml]\n");
+  const std::vector<std::string> stray = StrayManifestFiles(Read(fs));
+  ASSERT_EQ(stray.size(), 1u);
+  EXPECT_EQ(stray[0],
+            std::string(kManifests) +
+                "/kustomization.yaml: not a pod manifest (kind \"\", metadata.name \"\")");
+}
+
 TEST(StrayFilesTest, ANodeWithoutStrayFilesIsKeptWhole) {
   const NodeSnapshot snapshot = Read(LoadNode("kubeadm"));
   EXPECT_THAT(StrayManifestFiles(snapshot), IsEmpty());

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/coordinator/server/temp_database.h"
 
 namespace handoff::server {
@@ -362,12 +363,21 @@ TEST_F(RolloutControllerTest, ThePreflightRefusesAStartWithWhatToFixAndNothingMo
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(controller_->Start("alice", NodeState::kMigrated, {"agents"}).status().code(),
             absl::StatusCode::kFailedPrecondition);  // transactions still refuses
-  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated, {"agents", "transactions"}).ok());
+  ASSERT_TRUE(controller_
+                  ->Start("alice", NodeState::kMigrated, {"agents", "transactions"},
+                          rollout::Strategy::kLeaderMigration, false, "CHG-1042: cp-3 is retired")
+                  .ok());
   history = controller_->History(0, 100);
   ASSERT_TRUE(history.ok());
   int ignored = 0;
   for (const pb::HistoryEntry& entry : history->entries()) {
-    if (entry.kind() == "preflight-ignored") ++ignored;
+    if (entry.kind() != "preflight-ignored") continue;
+    ++ignored;
+    EXPECT_EQ(entry.actor(), "alice");
+    EXPECT_THAT(entry.message(), ::testing::HasSubstr("(skipped: CHG-1042: cp-3 is retired)"));
+    const nlohmann::json detail = nlohmann::json::parse(entry.detail_json());
+    EXPECT_EQ(detail["reason"], "CHG-1042: cp-3 is retired");
+    EXPECT_TRUE(detail["check"] == "agents" || detail["check"] == "transactions") << detail;
   }
   EXPECT_EQ(ignored, 2);
 }
