@@ -154,15 +154,12 @@ absl::Status SandboxRun::ServeReplacement(v1::NodeState goal) {
 }
 
 absl::Status SandboxRun::ReplaceForwardAndBack() {
-  absl::Status status = cluster_->AwaitControlPlaneSettled();
-  if (status.ok()) {
-    status = Call("start --strategy replace", [](ctl::OperatorClient& client) {
-      v1::StartRequest request;
-      request.set_goal(v1::NODE_STATE_MIGRATED);
-      request.set_strategy(v1::STRATEGY_REPLACE);
-      return client.Start(request).status();
-    });
-  }
+  absl::Status status = StartSettled("start --strategy replace", [](ctl::OperatorClient& client) {
+    v1::StartRequest request;
+    request.set_goal(v1::NODE_STATE_MIGRATED);
+    request.set_strategy(v1::STRATEGY_REPLACE);
+    return client.Start(request).status();
+  });
   if (status.ok()) status = ServeReplacement(v1::NODE_STATE_MIGRATED);
   if (status.ok()) status = CheckProviderIds();
   if (!status.ok()) return status;

@@ -138,6 +138,11 @@ class SandboxRun {
   // controllers again.
   absl::Status RunScenario(Fault fault);
   absl::Status StartRollout(v1::NodeState goal);
+  // An operator's start (Call) once the cluster's control plane settled (cluster.h
+  // AwaitControlPlaneSettled); on the kubeadm cluster asked again for up to 30 s while only the
+  // control-plane check refuses it (the coordinator may judge a view from before it settled).
+  absl::Status StartSettled(const std::string& what,
+                            const std::function<absl::Status(ctl::OperatorClient&)>& start);
 
   // --- preflight_run.cc
   // `handoffctl preflight` against the cluster (admin.conf, `settings` or "" for the rollout's)

@@ -153,18 +153,54 @@ absl::Status SandboxRun::KillMidMove(Fault fault, NodeRun& node, v1::NodeState t
   }
 }
 
+namespace {
+
+// Whether `status` is a start the preflight refused for its control-plane check alone.
+bool RefusedForControlPlaneOnly(const absl::Status& status) {
+  if (!absl::IsFailedPrecondition(status)) return false;
+  bool control_plane = false;
+  const std::string message(status.message());
+  for (std::string_view line : StrSplit(message, "\n", /*skip_empty=*/true)) {
+    line = StripWhitespace(line);
+    if (!StartsWith(line, "[")) continue;
+    if (!StartsWith(line, "[control-plane]")) return false;
+    control_plane = true;
+  }
+  return control_plane;
+}
+
+}  // namespace
+
+absl::Status SandboxRun::StartSettled(
+    const std::string& what, const std::function<absl::Status(ctl::OperatorClient&)>& start) {
+  absl::Status status = cluster_->AwaitControlPlaneSettled();
+  // The coordinator judges a start on the cluster as it last read it, at most 3 s old while a
+  // check fails on it (cluster_facts.h): the moment the control plane settled it may still judge
+  // the view from before. A start refused for control-plane alone is asked again, as an operator
+  // would, for up to 30 s.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (status.ok()) {
+    status = Call(what, start);
+    if (status.ok() || options_.cluster != ClusterKind::kKubeadm ||
+        !RefusedForControlPlaneOnly(status) || absl::Now() >= deadline || interrupted_()) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  return status;
+}
+
 absl::Status SandboxRun::StartRollout(v1::NodeState goal) {
   const bool downtime = options_.downtime;
-  if (absl::Status settled = cluster_->AwaitControlPlaneSettled(); !settled.ok()) return settled;
-  return Call(downtime                          ? "start --strategy downtime"
-              : goal == v1::NODE_STATE_PREPARED ? "start --prepare-only"
-                                                : "start",
-              [downtime, goal](ctl::OperatorClient& client) {
-                v1::StartRequest request;
-                request.set_goal(goal);
-                if (downtime) request.set_strategy(v1::STRATEGY_DOWNTIME);
-                return client.Start(request).status();
-              });
+  return StartSettled(downtime                          ? "start --strategy downtime"
+                      : goal == v1::NODE_STATE_PREPARED ? "start --prepare-only"
+                                                        : "start",
+                      [downtime, goal](ctl::OperatorClient& client) {
+                        v1::StartRequest request;
+                        request.set_goal(goal);
+                        if (downtime) request.set_strategy(v1::STRATEGY_DOWNTIME);
+                        return client.Start(request).status();
+                      });
 }
 
 absl::Status SandboxRun::InjectStrayBackup(NodeRun& target) {
@@ -427,12 +463,9 @@ int SandboxRun::RunUnsafeOrder() {
   // without it. Done with the agent's own command line, around the coordinator, while a rollout
   // is under way (started, then paused): the coordinator's live double-run detector must halt it
   // and `handoffctl status` must name both managers, as the sandbox's own monitor must report it.
-  absl::Status status = cluster_->AwaitControlPlaneSettled();
-  if (status.ok()) {
-    status = Call("start", [](ctl::OperatorClient& client) {
-      return client.Start(v1::StartRequest()).status();
-    });
-  }
+  absl::Status status = StartSettled("start", [](ctl::OperatorClient& client) {
+    return client.Start(v1::StartRequest()).status();
+  });
   if (status.ok()) {
     status = Call("pause", [](ctl::OperatorClient& client) {
       v1::PauseRequest request;

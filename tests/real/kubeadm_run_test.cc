@@ -313,10 +313,11 @@ TEST(KubeadmRunTest, AfterTheMoveKubeadmUpgradesAndJoinsAndEveryNodeStaysExterna
   EXPECT_THAT(run.output, HasSubstr("3 nodes up and 1 spare machine(s) to join later"));
   EXPECT_THAT(run.output, HasSubstr(all_finalized + "\n"));
   EXPECT_THAT(run.output, HasSubstr("handoffctl kubeadm-config apply"));
+  // Its nodes Ready on their pod network, kubeadm's ControlPlaneNodesReady and CreateJob checks
+  // are made; only the CoreDNS checks of a cluster without CoreDNS are skipped.
   EXPECT_THAT(run.output, HasSubstr("kubeadm upgrade apply v1.27.16 --yes "
-                                    "--ignore-preflight-errors=ControlPlaneNodesReady,CreateJob,"
-                                    "CoreDNSUnsupportedPlugins,CoreDNSMigration "
-                                    "(v1.27.16) on " +
+                                    "--ignore-preflight-errors=CoreDNSUnsupportedPlugins,"
+                                    "CoreDNSMigration (v1.27.16) on " +
                                     first));
   for (const std::string& node : {second, third}) {
     EXPECT_THAT(run.output, HasSubstr(StrCat("kubeadm upgrade node (v1.27.16) on ", node)));
