@@ -173,21 +173,20 @@ bool RefusedForControlPlaneOnly(const absl::Status& status) {
 
 absl::Status SandboxRun::StartSettled(
     const std::string& what, const std::function<absl::Status(ctl::OperatorClient&)>& start) {
-  absl::Status status = cluster_->AwaitControlPlaneSettled();
-  // The coordinator judges a start on the cluster as it last read it, at most 3 s old while a
-  // check fails on it (cluster_facts.h): the moment the control plane settled it may still judge
-  // the view from before. A start refused for control-plane alone is asked again, as an operator
-  // would, for up to 30 s.
+  if (absl::Status settled = cluster_->AwaitControlPlaneSettled(); !settled.ok()) return settled;
+  // The kubelet replaces a static pod's mirror pod after its manifest changed: one the control
+  // plane settled with a moment ago may be Pending again for a few seconds when the coordinator
+  // reads it. A start refused for control-plane alone is asked again, as an operator would, for
+  // up to 30 s.
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (status.ok()) {
-    status = Call(what, start);
+  while (true) {
+    absl::Status status = Call(what, start);
     if (status.ok() || options_.cluster != ClusterKind::kKubeadm ||
         !RefusedForControlPlaneOnly(status) || absl::Now() >= deadline || interrupted_()) {
-      break;
+      return status;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  return status;
 }
 
 absl::Status SandboxRun::StartRollout(v1::NodeState goal) {

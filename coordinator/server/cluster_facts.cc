@@ -19,11 +19,26 @@ KubeFactsSource::KubeFactsSource(std::unique_ptr<kube::KubeClient> client, Clock
 
 void KubeFactsSource::ReadClusterChecks(preflight::ClusterCheckOptions options,
                                         absl::Duration interval) {
+  std::lock_guard<std::mutex> lock(mu_);
   preflight_ = std::move(options);
   preflight_interval_ = interval;
 }
 
+std::shared_ptr<const preflight::ClusterView> KubeFactsSource::ReadViewLocked() {
+  cluster_view_read_ = clock_.Now();
+  cluster_view_ = std::make_shared<const preflight::ClusterView>(
+      preflight::ReadClusterView(*client_, *preflight_));
+  return cluster_view_;
+}
+
+std::shared_ptr<const preflight::ClusterView> KubeFactsSource::ReadClusterViewNow() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!preflight_) return nullptr;
+  return ReadViewLocked();
+}
+
 FactsReport KubeFactsSource::Check(const std::vector<std::string>& leaving) {
+  std::lock_guard<std::mutex> lock(mu_);
   if (preflight_) {
     // A view a check fails on is read again sooner: what the operator fixes (RBAC applied a
     // moment ago, which the API server's authorizer sees after its informer) shows at once.
@@ -32,11 +47,7 @@ FactsReport KubeFactsSource::Check(const std::vector<std::string>& leaving) {
                 preflight::AnyFailed(preflight::RunClusterChecks(*cluster_view_, *preflight_))
             ? std::min(preflight_interval_, absl::Seconds(3))
             : preflight_interval_;
-    if (clock_.Now() - cluster_view_read_ >= interval) {
-      cluster_view_read_ = clock_.Now();
-      cluster_view_ = std::make_shared<const preflight::ClusterView>(
-          preflight::ReadClusterView(*client_, *preflight_));
-    }
+    if (clock_.Now() - cluster_view_read_ >= interval) ReadViewLocked();
   }
   FactsReport report;
   report.cluster_view = cluster_view_;

@@ -4,6 +4,7 @@
 #define HANDOFF_COORDINATOR_SERVER_CLUSTER_FACTS_H_
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,7 +20,7 @@
 
 namespace handoff::server {
 
-// Thread-compatible: the coordinator calls Check from one thread.
+// Check is called from one thread (the coordinator's ticker).
 class FactsSource {
  public:
   virtual ~FactsSource() = default;
@@ -44,8 +45,16 @@ class KubeFactsSource : public FactsSource {
   // other facts are read every few seconds, this is read for a `start`, which may use a view
   // `interval` old.
   void ReadClusterChecks(preflight::ClusterCheckOptions options, absl::Duration interval);
+  // Reads that view now (null when ReadClusterChecks was not called): the next Check reports it.
+  // For a `start` the last view refuses (ControllerOptions::read_cluster_view); safe to call from
+  // another thread than Check's.
+  std::shared_ptr<const preflight::ClusterView> ReadClusterViewNow();
 
  private:
+  std::shared_ptr<const preflight::ClusterView> ReadViewLocked();
+
+  // Held through Check and ReadClusterViewNow: the client is thread-compatible.
+  std::mutex mu_;
   std::unique_ptr<kube::KubeClient> client_;
   Clock& clock_;
   kube::RbacOptions rbac_;

@@ -256,6 +256,7 @@ int Run(const Options& options, const ConfigArgs& file) {
   }
 
   std::unique_ptr<FactsSource> facts;
+  KubeFactsSource* kube_facts_source = nullptr;  // facts, when read from the cluster
   std::unique_ptr<LeaseReleaser> releaser;
   if (options.no_cluster_checks) {
     spdlog::warn(
@@ -304,6 +305,7 @@ int Run(const Options& options, const ConfigArgs& file) {
     }
     checks.rbac.migration_lease = checks.settings.leader_name;
     kube_facts->ReadClusterChecks(std::move(checks), absl::Seconds(30));
+    kube_facts_source = kube_facts.get();
     facts = std::move(kube_facts);
     if (options.lease_release == "on") {
       absl::StatusOr<std::unique_ptr<kube::KubeClient>> release_client = client();
@@ -323,6 +325,13 @@ int Run(const Options& options, const ConfigArgs& file) {
   controller_options.fresh_facts_after_moves = !options.no_cluster_checks;
   controller_options.events = metrics.get();
   controller_options.history_keep = options.history_keep;
+  if (kube_facts_source != nullptr) {
+    // A start the last view refuses is judged again on one read then (the facts' client, under
+    // the source's lock).
+    controller_options.read_cluster_view = [kube_facts_source] {
+      return kube_facts_source->ReadClusterViewNow();
+    };
+  }
   absl::StatusOr<std::unique_ptr<RolloutController>> controller =
       RolloutController::Create(**store, *clock, controller_options);
   if (!controller.ok()) return fail(controller.status());

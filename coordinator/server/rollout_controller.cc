@@ -1099,7 +1099,13 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
   if (absl::Status ignorable = rollout::CheckIgnorable(ignore_preflight); !ignorable.ok()) {
     return ignorable;
   }
+  const bool downtime = strategy == rollout::Strategy::kDowntime;
+  std::shared_ptr<const preflight::ClusterView> fresh;
+  if (options_.read_cluster_view && ClusterViewRefuses(downtime, ignore_preflight)) {
+    fresh = options_.read_cluster_view();
+  }
   std::lock_guard<std::mutex> lock(mu_);
+  if (fresh != nullptr) facts_.cluster_view = std::move(fresh);
   if (goal == NodeState::kPrepared) {
     // Forward only: prepared as a goal from a node that runs a cloud-controller-manager would
     // walk it back, which is the rollback's to do.
@@ -1112,8 +1118,7 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
       }
     }
   }
-  auto [refusing, ignored] = rollout::Judge(
-      RunPreflight(View(), strategy == rollout::Strategy::kDowntime), ignore_preflight);
+  auto [refusing, ignored] = rollout::Judge(RunPreflight(View(), downtime), ignore_preflight);
   if (!refusing.empty()) {
     const std::string why = rollout::DescribePreflight(refusing);
     // Recorded: an operator reading the history sees why nothing moved.
@@ -1155,6 +1160,12 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
     rollout_.downtime = store::DowntimeMarks{};
   }
   return SetGoal(actor, "start", goal);
+}
+
+bool RolloutController::ClusterViewRefuses(bool downtime, const std::vector<std::string>& ignore) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return facts_.cluster_view != nullptr &&
+         !rollout::Judge(RunPreflight(View(), downtime), ignore).refusing.empty();
 }
 
 std::vector<rollout::PreflightProblem> RolloutController::RunPreflight(const EngineView& view,

@@ -136,6 +136,11 @@ struct ControllerOptions {
   // it are counted, not written, and the count goes into the node's next entry.
   int agent_entry_burst = 30;
   absl::Duration agent_entry_interval = absl::Seconds(2);
+  // Reads the preflight's cluster view now (KubeFactsSource::ReadClusterViewNow). A start the
+  // last view (up to its interval old) refuses is judged again on a view read at that moment:
+  // what the operator just fixed, or the kubelet just settled, is not held against it. Called
+  // without the controller's mutex held; null (or returning null): no second read.
+  std::function<std::shared_ptr<const preflight::ClusterView>()> read_cluster_view;
 };
 
 // PlanRollout's answer arrives later (the agents compute the diffs); `done` is called once,
@@ -318,6 +323,8 @@ class RolloutController {
   // `downtime`: for the downtime strategy (no Leader Migration checks).
   std::vector<rollout::PreflightProblem> RunPreflight(const EngineView& view,
                                                       bool downtime = false) const;
+  // Whether the preflight, on the cluster view last read, refuses a start (`ignore` skipped).
+  bool ClusterViewRefuses(bool downtime, const std::vector<std::string>& ignore);
   // Sets a new goal (an operator's decision: clears a halt and a pause).
   absl::StatusOr<pb::RolloutStatus> SetGoal(const std::string& actor, const std::string& kind,
                                             NodeState goal);

@@ -70,5 +70,26 @@ TEST_F(ClusterFactsTest, TheViewIsKeptForTheIntervalAndReadAgainSoonerWhileAChec
   EXPECT_GT(Reviews(), reviews);
 }
 
+// A start's read (ControllerOptions::read_cluster_view): at once, whatever the interval, and the
+// view the next Check reports.
+TEST_F(ClusterFactsTest, AViewReadNowIsTheOneTheNextCheckReports) {
+  EXPECT_EQ(source_->ReadClusterViewNow(), nullptr);  // the checks are not read
+  EXPECT_EQ(Reviews(), 0u);
+  source_->ReadClusterChecks(preflight::ClusterCheckOptions{}, absl::Seconds(30));
+  const FactsReport first = source_->Check({});
+  ASSERT_NE(first.cluster_view, nullptr);
+  EXPECT_TRUE(preflight::AnyFailed(
+      preflight::RunClusterChecks(*first.cluster_view, preflight::ClusterCheckOptions{})));
+
+  ASSERT_TRUE(kube::ApplyRbac(*cluster_.Client(cluster_.Credentials()), kube::RbacOptions{}).ok());
+  const size_t reviews = Reviews();
+  std::shared_ptr<const preflight::ClusterView> now = source_->ReadClusterViewNow();
+  ASSERT_NE(now, nullptr);
+  EXPECT_GT(Reviews(), reviews);
+  EXPECT_FALSE(
+      preflight::AnyFailed(preflight::RunClusterChecks(*now, preflight::ClusterCheckOptions{})));
+  EXPECT_EQ(source_->Check({}).cluster_view, now);
+}
+
 }  // namespace
 }  // namespace handoff::server

@@ -4,6 +4,7 @@
 #include "coordinator/server/rollout_controller.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +87,7 @@ class RolloutControllerTest : public ::testing::Test {
     options.settings_yaml = kSettings;
     options.fresh_facts_after_moves = fresh_facts_after_moves_;
     options.history_keep = history_keep_;
+    options.read_cluster_view = read_cluster_view_;
     absl::StatusOr<std::unique_ptr<RolloutController>> controller =
         RolloutController::Create(*store_, clock_, options);
     ASSERT_TRUE(controller.ok()) << controller.status();
@@ -105,6 +107,22 @@ class RolloutControllerTest : public ::testing::Test {
     options.nodes = std::move(nodes);
     options.settings_yaml = kSettings;
     return RolloutController::Create(*store_, clock_, options);
+  }
+
+  // The agents of cp-1..3 at in-tree, with the facts the node checks read; cp-2 with a stray
+  // file when `stray` is set.
+  void ConnectAgentsWithFacts(bool stray) {
+    for (const char* name : {"cp-1", "cp-2", "cp-3"}) {
+      pb::AgentHello hello = Hello(name, NodeState::kInTree);
+      pb::NodeFacts* node = hello.mutable_report()->mutable_facts();
+      node->set_instance_id(absl::StrCat("i-", name));
+      node->set_local_hostname(name);
+      node->set_availability_zone("us-east-1a");
+      if (stray && std::string(name) == "cp-2") {
+        node->add_stray_files("/etc/kubernetes/manifests/kube-scheduler.yaml.orig: pod again");
+      }
+      Connect(name, hello);
+    }
   }
 
   std::shared_ptr<RecordingLink> Connect(const std::string& node, const pb::AgentHello& hello) {
@@ -161,6 +179,7 @@ class RolloutControllerTest : public ::testing::Test {
   std::vector<std::string> nodes_ = {"cp-1", "cp-2", "cp-3"};
   bool fresh_facts_after_moves_ = false;
   int64_t history_keep_ = 100000;
+  std::function<std::shared_ptr<const preflight::ClusterView>()> read_cluster_view_;
   testing::TempDatabase database_{"controller"};
   FakeClock clock_{absl::FromUnixSeconds(1800000000)};
   std::unique_ptr<store::Store> store_;
@@ -385,7 +404,9 @@ TEST_F(RolloutControllerTest, ThePreflightRefusesAStartWithWhatToFixAndNothingMo
 // The checks `handoffctl preflight` makes, on the cluster the facts source read and the facts the
 // agents reported: a failed one refuses the start, named by its check, and can be skipped by
 // name; a check that only warns does not refuse.
-TEST_F(RolloutControllerTest, ThePreflightsClusterChecksRefuseAStartByName) {
+// The cluster as the preflight's checks read it: cp-1..3 as Nodes with their instances, no pods,
+// and, with `in_tree_volume`, a PersistentVolume on the in-tree EBS plugin (ebs-csi fails).
+std::shared_ptr<const preflight::ClusterView> ThreeNodeView(bool in_tree_volume) {
   auto view = std::make_shared<preflight::ClusterView>();
   view->nodes = std::vector<kube::Json>{};
   for (const char* name : {"cp-1", "cp-2", "cp-3"}) {
@@ -394,27 +415,24 @@ TEST_F(RolloutControllerTest, ThePreflightsClusterChecksRefuseAStartByName) {
                R"("}, "spec": {"providerID": "aws:///us-east-1a/i-)", name, R"("}})")));
   }
   view->pods = std::vector<kube::Json>{};
-  view->persistent_volumes = std::vector<kube::Json>{kube::Json::parse(
-      R"({"metadata": {"name": "pv-data"}, "spec": {"awsElasticBlockStore": {"volumeID": "vol-1"}}})")};
+  view->persistent_volumes = std::vector<kube::Json>{};
+  if (in_tree_volume) {
+    view->persistent_volumes->push_back(kube::Json::parse(
+        R"({"metadata": {"name": "pv-data"}, "spec": {"awsElasticBlockStore": {"volumeID": "vol-1"}}})"));
+  }
   view->storage_classes = std::vector<kube::Json>{};
   view->csi_drivers = std::vector<kube::Json>{};
+  return view;
+}
+
+TEST_F(RolloutControllerTest, ThePreflightsClusterChecksRefuseAStartByName) {
   FactsReport facts;
   facts.rbac_ready = true;
   facts.lease_held = true;
   facts.source = "assumed";
-  facts.cluster_view = view;
+  facts.cluster_view = ThreeNodeView(/*in_tree_volume=*/true);
   controller_->SetFacts(facts);
-  for (const char* name : {"cp-1", "cp-2", "cp-3"}) {
-    pb::AgentHello hello = Hello(name, NodeState::kInTree);
-    pb::NodeFacts* node = hello.mutable_report()->mutable_facts();
-    node->set_instance_id(absl::StrCat("i-", name));
-    node->set_local_hostname(name);
-    node->set_availability_zone("us-east-1a");
-    if (std::string(name) == "cp-2") {
-      node->add_stray_files("/etc/kubernetes/manifests/kube-scheduler.yaml.orig: pod again");
-    }
-    Connect(name, hello);
-  }
+  ConnectAgentsWithFacts(/*stray=*/true);
   absl::StatusOr<pb::RolloutStatus> refused = controller_->Start("alice", NodeState::kMigrated);
   ASSERT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   const std::string why(refused.status().message());
@@ -431,6 +449,39 @@ TEST_F(RolloutControllerTest, ThePreflightsClusterChecksRefuseAStartByName) {
   EXPECT_EQ(controller_->Start("alice", NodeState::kMigrated, {"ebs-csi"}).status().code(),
             absl::StatusCode::kFailedPrecondition);  // stray-files still refuses
   ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated, {"ebs-csi", "stray-files"}).ok());
+}
+
+// A start the last view refuses is judged again on a view read at that moment: what was fixed
+// since is not held against it, what still fails refuses it, and a start the last view lets
+// through reads nothing more.
+TEST_F(RolloutControllerTest, AStartTheLastViewRefusesIsJudgedAgainOnAFreshRead) {
+  int reads = 0;
+  bool fixed = false;
+  read_cluster_view_ = [&] {
+    ++reads;
+    return ThreeNodeView(/*in_tree_volume=*/!fixed);
+  };
+  Reopen();
+  FactsReport facts;
+  facts.rbac_ready = true;
+  facts.lease_held = true;
+  facts.source = "assumed";
+  facts.cluster_view = ThreeNodeView(/*in_tree_volume=*/true);
+  controller_->SetFacts(facts);
+  ConnectAgentsWithFacts(/*stray=*/false);
+
+  absl::StatusOr<pb::RolloutStatus> refused = controller_->Start("alice", NodeState::kPrepared);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("[ebs-csi] PersistentVolume pv-data"));
+  EXPECT_EQ(reads, 1);
+
+  // The volume moved to the CSI driver after the last read: the fresh read lets the start go.
+  fixed = true;
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kPrepared).ok());
+  EXPECT_EQ(reads, 2);
+  // The fresh view is the one kept: the next start is not refused and reads nothing.
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kPrepared).ok());
+  EXPECT_EQ(reads, 2);
 }
 
 TEST_F(RolloutControllerTest, RollbackToInTreeWalksBackInReverseOrder) {
