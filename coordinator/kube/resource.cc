@@ -49,6 +49,7 @@ const std::vector<const ResourceType*>& KnownResourceTypes() {
                                                           &kRoleBindings,
                                                           &kNodes,
                                                           &kPods,
+                                                          &kServiceAccounts,
                                                           &kConfigMaps,
                                                           &kDaemonSets,
                                                           &kClusterRoles,

@@ -36,6 +36,7 @@ inline constexpr ResourceType kRoleBindings{"rbac.authorization.k8s.io", "v1", "
                                             "RoleBinding", true};
 inline constexpr ResourceType kNodes{"", "v1", "nodes", "Node", false};
 inline constexpr ResourceType kPods{"", "v1", "pods", "Pod", true};
+inline constexpr ResourceType kServiceAccounts{"", "v1", "serviceaccounts", "ServiceAccount", true};
 inline constexpr ResourceType kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
 inline constexpr ResourceType kDaemonSets{"apps", "v1", "daemonsets", "DaemonSet", true};
 inline constexpr ResourceType kClusterRoles{"rbac.authorization.k8s.io", "v1", "clusterroles",

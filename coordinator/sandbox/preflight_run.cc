@@ -4,8 +4,10 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent/base/strings.h"
@@ -83,6 +85,26 @@ kube::Json EcrPod(const std::string& node) {
             {"containers",
              {{{"name", "app"},
                {"image", "123456789012.dkr.ecr.us-east-1.amazonaws.com/app:1.4.2"}}}}}}};
+}
+
+// The API server's ServiceAccount admission refuses a pod in a namespace whose `default`
+// ServiceAccount the kube-controller-manager's serviceaccount controller has not made yet ("error
+// looking up service account default/default"), as it refuses an operator's `kubectl run` on a
+// cluster just up: seconds after the manager took its lease on a busy machine.
+absl::Status AwaitDefaultServiceAccount(kube::KubeClient& admin, absl::Duration timeout) {
+  const kube::ObjectRef account{&kube::kServiceAccounts, "default", "default"};
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    absl::StatusOr<kube::Json> found = admin.Get(account);
+    if (found.ok()) return absl::OkStatus();
+    if (!absl::IsNotFound(found.status()) || absl::Now() >= deadline) {
+      return absl::Status(found.status().code(),
+                          StrCat("ServiceAccount default/default, which a pod in namespace "
+                                 "default needs, not there within ",
+                                 absl::FormatDuration(timeout), ": ", found.status().message()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
 }
 
 kube::Json InTreeEbsVolume() {
@@ -224,7 +246,11 @@ absl::Status SandboxRun::RehearsePreflight(NodeRun& target) {
       {"a pod pulling from ECR on a kubelet without the credential provider",
        "ecr-credentials",
        {"Pod default/preflight-ecr-app", StrCat("on ", name)},
-       [&] { return created(admin.Create(kube::kPods, "default", EcrPod(name))); },
+       [&] {
+         absl::Status account = AwaitDefaultServiceAccount(admin, absl::Minutes(2));
+         if (!account.ok()) return account;
+         return created(admin.Create(kube::kPods, "default", EcrPod(name)));
+       },
        [&] { return admin.Delete(pod, /*now=*/true); },
        ""},
       {"an in-tree EBS PersistentVolume without the EBS CSI driver",
