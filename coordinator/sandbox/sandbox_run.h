@@ -137,12 +137,15 @@ class SandboxRun {
   // providerIDs, and the rollback to in-tree, until a kube-controller-manager runs the cloud
   // controllers again.
   absl::Status RunScenario(Fault fault);
-  absl::Status StartRollout(v1::NodeState goal);
+  // `settle`: false when the scenario waited for the control plane before planting its fault.
+  absl::Status StartRollout(v1::NodeState goal, bool settle = true);
   // An operator's start (Call) once the cluster's control plane settled (cluster.h
-  // AwaitControlPlaneSettled); on the kubeadm cluster asked again for up to 30 s while only the
-  // control-plane check refuses it (the coordinator may judge a view from before it settled).
+  // AwaitControlPlaneSettled; not waited for with `settle` false); on the kubeadm cluster asked
+  // again for up to 30 s while only the control-plane check refuses it (a mirror pod the kubelet
+  // replaced may be Pending again for a moment).
   absl::Status StartSettled(const std::string& what,
-                            const std::function<absl::Status(ctl::OperatorClient&)>& start);
+                            const std::function<absl::Status(ctl::OperatorClient&)>& start,
+                            bool settle = true);
 
   // --- preflight_run.cc
   // `handoffctl preflight` against the cluster (admin.conf, `settings` or "" for the rollout's)

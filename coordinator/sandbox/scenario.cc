@@ -172,8 +172,11 @@ bool RefusedForControlPlaneOnly(const absl::Status& status) {
 }  // namespace
 
 absl::Status SandboxRun::StartSettled(
-    const std::string& what, const std::function<absl::Status(ctl::OperatorClient&)>& start) {
-  if (absl::Status settled = cluster_->AwaitControlPlaneSettled(); !settled.ok()) return settled;
+    const std::string& what, const std::function<absl::Status(ctl::OperatorClient&)>& start,
+    bool settle) {
+  if (settle) {
+    if (absl::Status settled = cluster_->AwaitControlPlaneSettled(); !settled.ok()) return settled;
+  }
   // The kubelet replaces a static pod's mirror pod after its manifest changed: one the control
   // plane settled with a moment ago may be Pending again for a few seconds when the coordinator
   // reads it. A start refused for control-plane alone is asked again, as an operator would, for
@@ -189,17 +192,19 @@ absl::Status SandboxRun::StartSettled(
   }
 }
 
-absl::Status SandboxRun::StartRollout(v1::NodeState goal) {
+absl::Status SandboxRun::StartRollout(v1::NodeState goal, bool settle) {
   const bool downtime = options_.downtime;
-  return StartSettled(downtime                          ? "start --strategy downtime"
-                      : goal == v1::NODE_STATE_PREPARED ? "start --prepare-only"
-                                                        : "start",
-                      [downtime, goal](ctl::OperatorClient& client) {
-                        v1::StartRequest request;
-                        request.set_goal(goal);
-                        if (downtime) request.set_strategy(v1::STRATEGY_DOWNTIME);
-                        return client.Start(request).status();
-                      });
+  return StartSettled(
+      downtime                          ? "start --strategy downtime"
+      : goal == v1::NODE_STATE_PREPARED ? "start --prepare-only"
+                                        : "start",
+      [downtime, goal](ctl::OperatorClient& client) {
+        v1::StartRequest request;
+        request.set_goal(goal);
+        if (downtime) request.set_strategy(v1::STRATEGY_DOWNTIME);
+        return client.Start(request).status();
+      },
+      settle);
 }
 
 absl::Status SandboxRun::InjectStrayBackup(NodeRun& target) {
@@ -370,15 +375,21 @@ absl::Status SandboxRun::RunScenario(Fault fault) {
   const v1::NodeState goal = Goal();
   NodeRun& target = nodes_.size() > 1 ? nodes_[1] : nodes_[0];
   absl::Status status;
-  if (fault == Fault::kStrayBackup) status = InjectStrayBackup(target);
-  if (fault == Fault::kKubeletUnsynced) status = CutKubeletOff(target);
+  // The kubelet cut off from the API server is cut off on a settled control plane and the
+  // rollout starts at once, as when the fault strikes mid-rollout: its Node turns NotReady once
+  // the node lifecycle controller's grace period (40 s) has passed, and from then on the
+  // coordinator's control-plane check refuses a start, as it must.
+  const bool settled_first = fault == Fault::kKubeletUnsynced;
+  if (settled_first) status = cluster_->AwaitControlPlaneSettled();
+  if (status.ok() && fault == Fault::kStrayBackup) status = InjectStrayBackup(target);
+  if (status.ok() && fault == Fault::kKubeletUnsynced) status = CutKubeletOff(target);
   if (fault == Fault::kPreflight) status = RehearsePreflight(target);
   // On the real components the checks read real objects: what an operator runs first must pass
   // on a healthy cluster. (The model's fake cluster has no control-plane pods to check.)
   if (status.ok() && fault == Fault::kNone && options_.cluster != ClusterKind::kModel) {
     status = RunPreflight();
   }
-  if (status.ok()) status = StartRollout(goal);
+  if (status.ok()) status = StartRollout(goal, /*settle=*/!settled_first);
   if (!status.ok()) return status;
   switch (fault) {
     case Fault::kAgentKill:
