@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "agent/apply/journal.h"
 #include "agent/fs/file_system.h"
@@ -35,9 +36,17 @@ std::string ReadFile(const std::string& path) {
 }  // namespace
 
 bool WaitForFile(const std::string& path, absl::Duration timeout) {
-  int watch = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-  if (watch < 0) return false;
   absl::Time deadline = absl::Now() + timeout;
+  int watch = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (watch < 0) {
+    // EMFILE: the user's inotify instances (fs.inotify.max_user_instances, 128 by default) are
+    // all taken, as by the kubelets and containerd of the kubeadm runs beside: look again and
+    // again instead.
+    while (!std::filesystem::exists(path) && absl::Now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return std::filesystem::exists(path);
+  }
   bool found = false;
   while (!(found = std::filesystem::exists(path)) && absl::Now() < deadline) {
     // Watch the deepest directory on the way that exists: the file's own directory may not have

@@ -12,12 +12,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "coordinator/pki/pki.h"
@@ -50,10 +52,16 @@ std::string Timestamp(absl::Time time) {
 // Waits (inotify on the file, no timer) until `path` contains `text`; false after `timeout`.
 bool WaitForText(const std::string& path, const std::string& text, absl::Duration timeout) {
   if (!WaitForFile(path, timeout)) return false;
-  const int watch = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-  if (watch < 0) return false;
-  inotify_add_watch(watch, path.c_str(), IN_MODIFY | IN_CLOSE_WRITE);
   const absl::Time deadline = absl::Now() + timeout;
+  const int watch = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (watch < 0) {
+    // Every inotify instance of the user taken (WaitForFile): look again and again instead.
+    while (ReadFile(path).find(text) == std::string::npos && absl::Now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return ReadFile(path).find(text) != std::string::npos;
+  }
+  inotify_add_watch(watch, path.c_str(), IN_MODIFY | IN_CLOSE_WRITE);
   bool found = false;
   while (!(found = ReadFile(path).find(text) != std::string::npos) && absl::Now() < deadline) {
     pollfd event{watch, POLLIN, 0};
