@@ -109,6 +109,16 @@ class RolloutControllerTest : public ::testing::Test {
     return RolloutController::Create(*store_, clock_, options);
   }
 
+  // The facts as --no-cluster-checks reports them, with `view` as the cluster the checks read.
+  void SetFactsWithView(std::shared_ptr<const preflight::ClusterView> view) {
+    FactsReport facts;
+    facts.rbac_ready = true;
+    facts.lease_held = true;
+    facts.source = "assumed";
+    facts.cluster_view = std::move(view);
+    controller_->SetFacts(facts);
+  }
+
   // The agents of cp-1..3 at in-tree, with the facts the node checks read; cp-2 with a stray
   // file when `stray` is set.
   void ConnectAgentsWithFacts(bool stray) {
@@ -426,12 +436,7 @@ std::shared_ptr<const preflight::ClusterView> ThreeNodeView(bool in_tree_volume)
 }
 
 TEST_F(RolloutControllerTest, ThePreflightsClusterChecksRefuseAStartByName) {
-  FactsReport facts;
-  facts.rbac_ready = true;
-  facts.lease_held = true;
-  facts.source = "assumed";
-  facts.cluster_view = ThreeNodeView(/*in_tree_volume=*/true);
-  controller_->SetFacts(facts);
+  SetFactsWithView(ThreeNodeView(/*in_tree_volume=*/true));
   ConnectAgentsWithFacts(/*stray=*/true);
   absl::StatusOr<pb::RolloutStatus> refused = controller_->Start("alice", NodeState::kMigrated);
   ASSERT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -462,12 +467,7 @@ TEST_F(RolloutControllerTest, AStartTheLastViewRefusesIsJudgedAgainOnAFreshRead)
     return ThreeNodeView(/*in_tree_volume=*/!fixed);
   };
   Reopen();
-  FactsReport facts;
-  facts.rbac_ready = true;
-  facts.lease_held = true;
-  facts.source = "assumed";
-  facts.cluster_view = ThreeNodeView(/*in_tree_volume=*/true);
-  controller_->SetFacts(facts);
+  SetFactsWithView(ThreeNodeView(/*in_tree_volume=*/true));
   ConnectAgentsWithFacts(/*stray=*/false);
 
   absl::StatusOr<pb::RolloutStatus> refused = controller_->Start("alice", NodeState::kPrepared);
