@@ -40,7 +40,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/sandbox/monitor/monitor.h"
 #include "coordinator/sandbox/monitor/run_record.h"
 #include "yaml-cpp/yaml.h"

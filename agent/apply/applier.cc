@@ -5,11 +5,11 @@
 #include <cstdlib>
 #include <ostream>
 
-#include "agent/base/strings.h"
 #include "agent/engine/classify.h"
 #include "agent/engine/node_snapshot.h"
-#include "agent/fs/atomic_file.h"
 #include "agent/manifest/kubelet_flags.h"
+#include "common/base/strings.h"
+#include "common/fs/atomic_file.h"
 
 namespace handoff {
 namespace {

@@ -4,8 +4,8 @@
 #include <limits>
 
 #include "absl/strings/numbers.h"
-#include "agent/base/strings.h"
-#include "agent/base/yaml_util.h"
+#include "common/base/strings.h"
+#include "common/base/yaml_util.h"
 
 namespace handoff {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "agent/fs/file_system.h"
+#include "common/fs/file_system.h"
 
 namespace handoff {
 

@@ -9,7 +9,6 @@
 #include "CLI/CLI.hpp"
 #include "absl/time/time.h"
 #include "agent/apply/applier.h"
-#include "agent/base/strings.h"
 #include "agent/cli/cli_config.h"
 #include "agent/cli/host_scope.h"
 #include "agent/cli/instance_facts.h"
@@ -24,7 +23,8 @@
 #include "agent/engine/settings.h"
 #include "agent/leadermigration/config.h"
 #include "agent/manifest/kubelet_flags.h"
-#include "agent/system/log_setup.h"
+#include "common/base/strings.h"
+#include "common/system/log_setup.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/logger.h"
 

@@ -8,11 +8,11 @@
 #include <memory>
 #include <string>
 
-#include "agent/fs/file_system.h"
-#include "agent/system/clock.h"
-#include "agent/system/command_runner.h"
-#include "agent/system/health_checker.h"
-#include "agent/system/process_table.h"
+#include "common/fs/file_system.h"
+#include "common/system/clock.h"
+#include "common/system/command_runner.h"
+#include "common/system/health_checker.h"
+#include "common/system/process_table.h"
 
 namespace handoff {
 

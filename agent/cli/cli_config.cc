@@ -3,9 +3,9 @@
 #include <cstring>
 #include <memory>
 
-#include "agent/base/strings.h"
-#include "agent/fs/file_system.h"
-#include "agent/fs/read_limit.h"
+#include "common/base/strings.h"
+#include "common/fs/file_system.h"
+#include "common/fs/read_limit.h"
 
 namespace handoff {
 namespace {

@@ -1,5 +1,5 @@
 // `--config FILE` for the daemons (handoff-agent run, handoff-coordinator): the file's keys
-// (agent/base/config_file.h) become the command line's options, before the command line's own, so
+// (common/base/config_file.h) become the command line's options, before the command line's own, so
 // a flag overrides the file. The keys are exactly the long options of the command.
 #ifndef HANDOFF_AGENT_CLI_CLI_CONFIG_H_
 #define HANDOFF_AGENT_CLI_CLI_CONFIG_H_
@@ -9,7 +9,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
-#include "agent/base/config_file.h"
+#include "common/base/config_file.h"
 
 namespace handoff {
 

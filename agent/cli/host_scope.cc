@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff {
 

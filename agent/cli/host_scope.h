@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/fs/file_system.h"
+#include "common/fs/file_system.h"
 
 namespace handoff {
 

@@ -2,9 +2,9 @@
 
 #include <map>
 
-#include "agent/base/strings.h"
 #include "agent/cloud/aws_cloud_config.h"
 #include "agent/cloud/ec2_tags.h"
+#include "common/base/strings.h"
 
 namespace handoff {
 

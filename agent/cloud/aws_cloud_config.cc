@@ -1,7 +1,7 @@
 #include "agent/cloud/aws_cloud_config.h"
 
 #include "absl/strings/ascii.h"
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <curl/curl.h>
 
-#include "agent/base/strings.h"
-#include "agent/system/curl_support.h"
+#include "common/base/strings.h"
+#include "common/system/curl_support.h"
 
 namespace handoff {
 

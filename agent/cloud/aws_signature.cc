@@ -3,7 +3,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff {
 namespace {

@@ -1,6 +1,6 @@
 #include "agent/cloud/cluster_tag_step.h"
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff {
 

@@ -11,8 +11,8 @@
 
 #include "absl/status/statusor.h"
 #include "agent/cloud/instance_tags.h"
-#include "agent/engine/node_state.h"
 #include "agent/engine/settings.h"
+#include "common/vocabulary/node_state.h"
 
 namespace handoff {
 

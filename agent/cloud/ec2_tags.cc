@@ -3,8 +3,8 @@
 #include <pugixml.hpp>
 
 #include "absl/strings/match.h"
-#include "agent/base/strings.h"
 #include "agent/cloud/metadata_session.h"
+#include "common/base/strings.h"
 #include "nlohmann/json.hpp"
 
 namespace handoff {

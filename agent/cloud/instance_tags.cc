@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "agent/base/strings.h"
 #include "agent/cloud/metadata_session.h"
 #include "agent/engine/settings.h"
+#include "common/base/strings.h"
 
 // Why the tag is usually not visible in the instance metadata: AWS's EC2 user guide, "View tags
 // for your EC2 instances using instance metadata"

@@ -1,6 +1,6 @@
 #include "agent/cloud/metadata_session.h"
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff {
 namespace {

@@ -19,7 +19,7 @@
 #include "agent/daemon/agent_events.h"
 #include "agent/daemon/node_agent.h"
 #include "agent/daemon/shutdown.h"
-#include "agent/system/backoff.h"
+#include "common/system/backoff.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/status.h"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "agent/system/move_labels.h"
+#include "proto/rpc/move_labels.h"
 
 namespace handoff {
 namespace {

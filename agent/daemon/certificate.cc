@@ -3,9 +3,8 @@
 #include <memory>
 #include <string>
 
-#include "agent/base/strings.h"
-#include "coordinator/pki/pki.h"
-
+#include "common/base/strings.h"
+#include "common/pki/pki.h"
 #include "openssl/err.h"
 #include "openssl/evp.h"
 #include "openssl/pem.h"

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "agent/base/strings.h"
-#include "agent/fs/atomic_file.h"
+#include "common/base/strings.h"
+#include "common/fs/atomic_file.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 

@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "agent/fs/file_system.h"
+#include "common/fs/file_system.h"
 #include "handoff/v1/handoff.pb.h"
 
 namespace handoff {

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "agent/base/strings.h"
 #include "agent/verify/verifier.h"
+#include "common/base/strings.h"
 
 namespace handoff {
 namespace {

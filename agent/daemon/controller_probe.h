@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "agent/system/clock.h"
-#include "agent/system/health_checker.h"
-#include "agent/system/process_table.h"
+#include "common/system/clock.h"
+#include "common/system/health_checker.h"
+#include "common/system/process_table.h"
 #include "handoff/v1/handoff.pb.h"
 
 namespace handoff {

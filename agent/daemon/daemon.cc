@@ -10,9 +10,9 @@
 #include "agent/daemon/controller_probe.h"
 #include "agent/daemon/log_stream.h"
 #include "agent/daemon/shutdown.h"
-#include "agent/system/metrics_server.h"
-#include "agent/system/service_lifecycle.h"
-#include "coordinator/pki/pki.h"
+#include "common/pki/pki.h"
+#include "common/system/metrics_server.h"
+#include "common/system/service_lifecycle.h"
 #include "prometheus/registry.h"
 
 namespace handoff {

@@ -11,7 +11,7 @@
 #include "agent/apply/applier.h"
 #include "agent/daemon/agent_client.h"
 #include "agent/daemon/node_agent.h"
-#include "agent/system/service_notifier.h"
+#include "common/system/service_notifier.h"
 #include "proto/rpc/channel.h"
 #include "spdlog/logger.h"
 

@@ -6,12 +6,12 @@
 #include <utility>
 
 #include "agent/apply/journal.h"
-#include "agent/base/strings.h"
 #include "agent/engine/classify.h"
 #include "agent/engine/node_snapshot.h"
 #include "agent/engine/plan_chain.h"
 #include "agent/manifest/kubelet_flags.h"
 #include "agent/verify/verifier.h"
+#include "common/base/strings.h"
 #include "google/protobuf/util/message_differencer.h"
 
 #ifndef HANDOFF_VERSION

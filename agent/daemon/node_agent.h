@@ -19,8 +19,8 @@
 #include "agent/apply/applier.h"
 #include "agent/daemon/command_log.h"
 #include "agent/engine/node_snapshot.h"
-#include "agent/engine/node_state.h"
 #include "agent/engine/settings.h"
+#include "common/vocabulary/node_state.h"
 #include "handoff/v1/handoff.pb.h"
 #include "proto/rpc/node_state.h"
 

@@ -1,4 +1,4 @@
-// Stopping the agent daemon (agent/system/shutdown_signal.h), and the injected way the daemon
+// Stopping the agent daemon (common/system/shutdown_signal.h), and the injected way the daemon
 // waits between reconnects, so that tests never sleep.
 #ifndef HANDOFF_AGENT_DAEMON_SHUTDOWN_H_
 #define HANDOFF_AGENT_DAEMON_SHUTDOWN_H_
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "agent/system/shutdown_signal.h"
+#include "common/system/shutdown_signal.h"
 
 namespace handoff {
 

@@ -1,6 +1,6 @@
 #include "agent/engine/ccm_template.h"
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff {
 namespace {

@@ -2,10 +2,10 @@
 
 #include <map>
 
-#include "agent/base/strings.h"
 #include "agent/leadermigration/config.h"
 #include "agent/manifest/feature_gates.h"
 #include "agent/manifest/kubelet_flags.h"
+#include "common/base/strings.h"
 
 namespace handoff {
 namespace {

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/kube_version.h"
 #include "agent/engine/node_snapshot.h"
-#include "agent/engine/node_state.h"
 #include "agent/manifest/static_pod.h"
+#include "common/base/kube_version.h"
+#include "common/vocabulary/node_state.h"
 
 namespace handoff {
 

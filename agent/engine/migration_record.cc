@@ -1,7 +1,7 @@
 #include "agent/engine/migration_record.h"
 
-#include "agent/base/strings.h"
-#include "agent/base/yaml_util.h"
+#include "common/base/strings.h"
+#include "common/base/yaml_util.h"
 
 namespace handoff {
 namespace {

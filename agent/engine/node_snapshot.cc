@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <map>
 
-#include "agent/base/strings.h"
 #include "agent/engine/migration_record.h"
+#include "common/base/strings.h"
 
 namespace handoff {
 namespace {

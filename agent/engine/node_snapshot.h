@@ -11,8 +11,8 @@
 
 #include "absl/status/statusor.h"
 #include "agent/engine/settings.h"
-#include "agent/fs/file_system.h"
 #include "agent/manifest/static_pod.h"
+#include "common/fs/file_system.h"
 
 namespace handoff {
 

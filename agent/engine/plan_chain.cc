@@ -1,8 +1,8 @@
 #include "agent/engine/plan_chain.h"
 
-#include "agent/base/strings.h"
-#include "agent/base/unified_diff.h"
 #include "agent/engine/classify.h"
+#include "common/base/strings.h"
+#include "common/base/unified_diff.h"
 
 namespace handoff {
 

@@ -8,9 +8,9 @@
 
 #include "absl/status/statusor.h"
 #include "agent/engine/node_snapshot.h"
-#include "agent/engine/node_state.h"
 #include "agent/engine/planner.h"
 #include "agent/engine/settings.h"
+#include "common/vocabulary/node_state.h"
 
 namespace handoff {
 

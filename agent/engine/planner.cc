@@ -2,12 +2,12 @@
 
 #include <map>
 
-#include "agent/base/strings.h"
 #include "agent/engine/ccm_template.h"
 #include "agent/engine/migration_record.h"
 #include "agent/leadermigration/config.h"
 #include "agent/manifest/feature_gates.h"
 #include "agent/manifest/kubelet_flags.h"
+#include "common/base/strings.h"
 
 namespace handoff {
 namespace {

@@ -4,9 +4,9 @@
 #include <functional>
 #include <vector>
 
-#include "agent/base/strings.h"
-#include "agent/base/yaml_util.h"
-#include "agent/fs/host_path.h"
+#include "common/base/strings.h"
+#include "common/base/yaml_util.h"
+#include "common/fs/host_path.h"
 
 namespace handoff {
 namespace {

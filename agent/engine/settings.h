@@ -11,8 +11,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "agent/base/kube_version.h"
-#include "agent/fs/file_system.h"
+#include "common/base/kube_version.h"
+#include "common/fs/file_system.h"
 
 namespace handoff {
 

@@ -2,8 +2,8 @@
 
 #include <array>
 
-#include "agent/base/strings.h"
-#include "agent/base/yaml_util.h"
+#include "common/base/strings.h"
+#include "common/base/yaml_util.h"
 
 namespace handoff::leadermigration {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/base/kube_version.h"
+#include "common/base/kube_version.h"
 
 namespace handoff::leadermigration {
 

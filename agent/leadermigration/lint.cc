@@ -9,9 +9,9 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "agent/base/strings.h"
-#include "agent/base/yaml_util.h"
 #include "agent/leadermigration/config.h"
+#include "common/base/strings.h"
+#include "common/base/yaml_util.h"
 #include "yaml-cpp/yaml.h"
 
 namespace handoff::leadermigration {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <iterator>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff {
 

@@ -1,6 +1,6 @@
 #include "agent/manifest/kubelet_flags.h"
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff {
 

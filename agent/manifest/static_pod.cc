@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <set>
 
-#include "agent/base/strings.h"
-#include "agent/base/yaml_util.h"
 #include "agent/manifest/flag_list.h"
+#include "common/base/strings.h"
+#include "common/base/yaml_util.h"
 
 namespace handoff {
 namespace {

@@ -13,9 +13,9 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "agent/manifest/static_pod.h"
-#include "agent/system/clock.h"
-#include "agent/system/health_checker.h"
-#include "agent/system/process_table.h"
+#include "common/system/clock.h"
+#include "common/system/health_checker.h"
+#include "common/system/process_table.h"
 
 namespace handoff {
 

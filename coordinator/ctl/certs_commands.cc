@@ -1,5 +1,5 @@
 // handoffctl certs init|issue: the handoff CA and the certificates of the coordinator, the node
-// agents and the operators (coordinator/pki/pki.h), written through the environment's file system.
+// agents and the operators (common/pki/pki.h), written through the environment's file system.
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "agent/base/strings.h"
-#include "agent/fs/atomic_file.h"
-#include "agent/fs/host_path.h"
-#include "agent/fs/read_limit.h"
+#include "common/base/strings.h"
+#include "common/fs/atomic_file.h"
+#include "common/fs/host_path.h"
+#include "common/fs/read_limit.h"
+#include "common/pki/pki.h"
 #include "coordinator/ctl/command_context.h"
-#include "coordinator/pki/pki.h"
 
 namespace handoff::ctl {
 namespace {

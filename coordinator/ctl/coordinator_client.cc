@@ -8,9 +8,9 @@
 #include <thread>
 #include <utility>
 
-#include "agent/base/strings.h"
-#include "agent/fs/read_limit.h"
-#include "agent/system/backoff.h"
+#include "common/base/strings.h"
+#include "common/fs/read_limit.h"
+#include "common/system/backoff.h"
 #include "grpcpp/client_context.h"
 #include "handoff/v1/handoff.grpc.pb.h"
 

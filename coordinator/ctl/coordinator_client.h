@@ -16,8 +16,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "agent/fs/file_system.h"
-#include "agent/system/clock.h"
+#include "common/fs/file_system.h"
+#include "common/system/clock.h"
 #include "handoff/v1/handoff.pb.h"
 #include "proto/rpc/channel.h"
 
@@ -100,7 +100,7 @@ std::unique_ptr<OperatorClient> NewGrpcOperatorClient(const CoordinatorEndpoint&
 // When WatchStatus dials the coordinator again. The defaults are handoffctl's.
 struct ReconnectPolicy {
   // The wait before the first new try of an outage; each further try of the same outage waits
-  // twice as long as the one before, up to max_backoff (agent/system/backoff.h). A status
+  // twice as long as the one before, up to max_backoff (common/system/backoff.h). A status
   // received starts it over.
   absl::Duration first_backoff = absl::Milliseconds(250);
   absl::Duration max_backoff = absl::Seconds(5);

@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/base/strings.h"
-#include "agent/fs/read_limit.h"
+#include "common/base/strings.h"
+#include "common/fs/read_limit.h"
 #include "coordinator/ctl/command_context.h"
 
 namespace handoff::ctl {

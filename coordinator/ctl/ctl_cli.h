@@ -12,8 +12,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "agent/fs/file_system.h"
-#include "agent/system/clock.h"
+#include "common/fs/file_system.h"
+#include "common/system/clock.h"
 #include "coordinator/ctl/coordinator_client.h"
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"

@@ -4,10 +4,10 @@
 // rollback (coordinator/kube/kubeadm_config.h).
 #include <memory>
 
-#include "agent/base/kube_version.h"
-#include "agent/base/strings.h"
 #include "agent/engine/settings.h"
 #include "agent/leadermigration/config.h"
+#include "common/base/kube_version.h"
+#include "common/base/strings.h"
 #include "coordinator/ctl/command_context.h"
 #include "coordinator/kube/kubeadm_config.h"
 #include "nlohmann/json.hpp"

@@ -2,7 +2,7 @@
 // (coordinator/kube/lease.h).
 #include <memory>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/ctl/command_context.h"
 #include "coordinator/kube/lease.h"
 #include "nlohmann/json.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/ctl/command_context.h"
 #include "coordinator/preflight/check_report.h"
 #include "coordinator/preflight/cluster_checks.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/ctl/command_context.h"
 #include "coordinator/kube/cordon.h"
 #include "coordinator/kube/daemonset.h"

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/strings.h"
-#include "agent/base/unified_diff.h"
-#include "agent/fs/output_file.h"
-#include "agent/fs/read_limit.h"
+#include "common/base/strings.h"
+#include "common/base/unified_diff.h"
+#include "common/fs/output_file.h"
+#include "common/fs/read_limit.h"
 #include "coordinator/ctl/command_context.h"
 #include "coordinator/rancher/rancher_config.h"
 

@@ -1,7 +1,7 @@
 // handoffctl rbac plan|apply: the migration lease's RBAC (coordinator/kube/rbac.h).
 #include <memory>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/ctl/command_context.h"
 #include "coordinator/kube/rbac.h"
 #include "nlohmann/json.hpp"

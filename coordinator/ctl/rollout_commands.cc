@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/ctl/command_context.h"
 #include "coordinator/kube/lease.h"
 #include "google/protobuf/util/json_util.h"

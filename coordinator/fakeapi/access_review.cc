@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/kube/rbac.h"
 
 namespace handoff::fakeapi {

@@ -5,7 +5,7 @@
 #include <exception>
 #include <variant>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/fakeapi/access_review.h"
 #include "coordinator/kube/json_yaml.h"
 

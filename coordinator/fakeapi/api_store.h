@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "agent/system/clock.h"
+#include "common/system/clock.h"
 #include "coordinator/kube/resource.h"
 
 namespace handoff::fakeapi {

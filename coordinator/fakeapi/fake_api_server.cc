@@ -23,7 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/fakeapi/api_http.h"
 #include "coordinator/fakeapi/http_wire.h"
 #include "coordinator/kube/kubeconfig.h"

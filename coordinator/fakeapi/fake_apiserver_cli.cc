@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "agent/base/strings.h"
-#include "agent/fs/output_file.h"
+#include "common/base/strings.h"
+#include "common/fs/output_file.h"
 #include "coordinator/fakeapi/api_store.h"
 #include "coordinator/fakeapi/fake_api_server.h"
 

@@ -7,7 +7,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "agent/fs/file_system.h"
+#include "common/fs/file_system.h"
 
 namespace handoff::fakeapi {
 

@@ -1,6 +1,6 @@
 #include <iostream>
 
-#include "agent/fs/file_system.h"
+#include "common/fs/file_system.h"
 #include "coordinator/fakeapi/fake_apiserver_cli.h"
 
 int main(int argc, char** argv) {

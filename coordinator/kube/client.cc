@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "agent/base/strings.h"
-#include "agent/system/backoff.h"
+#include "common/base/strings.h"
+#include "common/system/backoff.h"
 
 namespace handoff::kube {
 namespace {

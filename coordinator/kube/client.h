@@ -24,7 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "agent/system/clock.h"
+#include "common/system/clock.h"
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"
 #include "coordinator/kube/resource.h"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff::kube {
 namespace {

@@ -7,8 +7,8 @@
 #include <mutex>
 #include <string>
 
-#include "agent/base/strings.h"
-#include "agent/system/curl_support.h"
+#include "common/base/strings.h"
+#include "common/system/curl_support.h"
 #include "coordinator/kube/http_transport.h"
 
 namespace handoff::kube {

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <initializer_list>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff::kube {
 namespace {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/fs/file_system.h"
+#include "common/fs/file_system.h"
 #include "coordinator/kube/http_transport.h"
 
 namespace handoff::kube {

@@ -7,8 +7,8 @@
 #include <limits>
 #include <optional>
 
-#include "agent/base/strings.h"
-#include "agent/base/yaml_util.h"
+#include "common/base/strings.h"
+#include "common/base/yaml_util.h"
 
 namespace handoff::kube {
 namespace {

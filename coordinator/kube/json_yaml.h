@@ -17,7 +17,7 @@ namespace handoff::kube {
 // YAML reader would take them for something else); numbers, booleans and null are plain.
 YAML::Node JsonToYamlNode(const Json& value);
 
-// `value` as block YAML in the layout kubectl and kubeadm write (agent/base EmitYaml).
+// `value` as block YAML in the layout kubectl and kubeadm write (common/base EmitYaml).
 std::string JsonToYaml(const Json& value);
 
 // The JSON of a YAML tree, as sigs.k8s.io/yaml's YAMLToJSON (go-yaml v2, YAML 1.1) makes it.

@@ -3,10 +3,10 @@
 #include <optional>
 #include <regex>
 
-#include "agent/base/strings.h"
-#include "agent/base/unified_diff.h"
-#include "agent/base/yaml_util.h"
 #include "agent/manifest/feature_gates.h"
+#include "common/base/strings.h"
+#include "common/base/unified_diff.h"
+#include "common/base/yaml_util.h"
 
 namespace handoff::kube {
 namespace {

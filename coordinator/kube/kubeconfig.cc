@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "absl/strings/escaping.h"
-#include "agent/base/strings.h"
-#include "agent/base/yaml_util.h"
+#include "common/base/strings.h"
+#include "common/base/yaml_util.h"
 
 namespace handoff::kube {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/fs/file_system.h"
+#include "common/fs/file_system.h"
 
 // OpenSSL's X509 (<openssl/types.h>), declared here so that this header needs no OpenSSL.
 struct x509_st;

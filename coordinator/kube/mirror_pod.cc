@@ -1,6 +1,6 @@
 #include "coordinator/kube/mirror_pod.h"
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff::kube {
 

@@ -4,7 +4,7 @@
 #include <map>
 #include <regex>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff::kube {
 namespace {

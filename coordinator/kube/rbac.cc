@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "agent/base/strings.h"
-#include "agent/base/unified_diff.h"
+#include "common/base/strings.h"
+#include "common/base/unified_diff.h"
 #include "coordinator/kube/json_yaml.h"
 
 namespace handoff::kube {

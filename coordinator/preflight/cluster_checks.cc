@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "agent/base/strings.h"
 #include "agent/manifest/flag_list.h"
+#include "common/base/strings.h"
 
 namespace handoff::preflight {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <utility>
 
-#include "agent/base/strings.h"
 #include "agent/cloud/instance_tags.h"
+#include "common/base/strings.h"
 
 namespace handoff::preflight {
 namespace {

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "agent/base/strings.h"
-#include "agent/base/yaml_util.h"
+#include "common/base/strings.h"
+#include "common/base/yaml_util.h"
 
 namespace handoff::rancher {
 namespace {

@@ -1,6 +1,6 @@
 #include "coordinator/rollout/lease_holders.h"
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff::rollout {
 

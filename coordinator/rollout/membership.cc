@@ -4,7 +4,7 @@
 #include <optional>
 #include <string_view>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff::rollout {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/engine/node_state.h"
+#include "common/vocabulary/node_state.h"
 #include "coordinator/rollout/rollout_engine.h"
 
 namespace handoff::rollout {

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "agent/base/strings.h"
 #include "agent/leadermigration/config.h"
+#include "common/base/strings.h"
 
 namespace handoff::rollout {
 namespace {

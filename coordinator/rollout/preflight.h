@@ -30,9 +30,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "agent/base/kube_version.h"
-#include "agent/engine/node_state.h"
 #include "agent/engine/settings.h"
+#include "common/base/kube_version.h"
+#include "common/vocabulary/node_state.h"
 #include "coordinator/rollout/rollout_engine.h"
 
 namespace handoff::rollout {

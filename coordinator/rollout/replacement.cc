@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff::rollout {
 namespace {

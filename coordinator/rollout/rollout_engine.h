@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "agent/engine/node_state.h"
+#include "common/vocabulary/node_state.h"
 
 namespace handoff::rollout {
 

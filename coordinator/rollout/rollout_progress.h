@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "agent/engine/node_state.h"
+#include "common/vocabulary/node_state.h"
 #include "coordinator/rollout/rollout_engine.h"
 
 namespace handoff::rollout {

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "agent/base/strings.h"
-#include "agent/fs/atomic_file.h"
+#include "common/base/strings.h"
+#include "common/fs/atomic_file.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"
@@ -34,7 +34,7 @@ namespace {
 
 constexpr char kOperator[] = "sandbox-operator";
 
-// A daemon's configuration file (agent/base/config_file.h): one key per long option, in order,
+// A daemon's configuration file (common/base/config_file.h): one key per long option, in order,
 // each value a quoted YAML string.
 std::string DaemonConfig(const std::string& comment,
                          const std::vector<std::pair<std::string, std::string>>& keys) {

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <set>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/sandbox/httplib_serving.h"
 #include "httplib.h"
 

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/kube/lease.h"
 #include "coordinator/sandbox/monitor/run_record.h"
 

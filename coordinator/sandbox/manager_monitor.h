@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "agent/fs/file_system.h"
+#include "common/fs/file_system.h"
 #include "coordinator/sandbox/lease_holders.h"
 #include "coordinator/sandbox/lease_observer.h"
 #include "coordinator/sandbox/monitor/klog_scanner.h"

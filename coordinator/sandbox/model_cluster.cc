@@ -2,8 +2,8 @@
 
 #include <utility>
 
-#include "agent/base/strings.h"
-#include "agent/fs/file_system.h"
+#include "common/base/strings.h"
+#include "common/fs/file_system.h"
 #include "coordinator/fakeapi/api_store.h"
 #include "coordinator/fakeapi/fake_api_server.h"
 #include "coordinator/sandbox/monitor/run_record.h"

@@ -3,8 +3,8 @@
 #include <cstdio>
 
 #include "absl/strings/escaping.h"
-#include "agent/base/strings.h"
-#include "agent/fs/atomic_file.h"
+#include "common/base/strings.h"
+#include "common/fs/atomic_file.h"
 
 namespace handoff::sandbox {
 

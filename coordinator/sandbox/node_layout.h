@@ -12,8 +12,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "agent/fs/file_system.h"
-#include "coordinator/pki/pki.h"
+#include "common/fs/file_system.h"
+#include "common/pki/pki.h"
 
 namespace handoff::sandbox {
 

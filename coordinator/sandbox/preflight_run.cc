@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/kube/rbac.h"
 #include "coordinator/kube/resource.h"
 #include "coordinator/sandbox/sandbox_run.h"

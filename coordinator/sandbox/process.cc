@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 extern char** environ;
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/kube_version.h"
-#include "agent/base/strings.h"
-#include "agent/fs/file_system.h"
-#include "agent/system/clock.h"
+#include "common/base/kube_version.h"
+#include "common/base/strings.h"
+#include "common/fs/file_system.h"
+#include "common/system/clock.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/lease.h"
 #include "coordinator/kube/resource.h"

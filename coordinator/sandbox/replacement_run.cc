@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/resource.h"
 #include "coordinator/sandbox/kubeadm/kubeadm_cluster.h"

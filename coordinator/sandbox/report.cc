@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "proto/rpc/node_state.h"
 
 namespace handoff::sandbox {

@@ -9,8 +9,8 @@
 #include <ostream>
 #include <string_view>
 
-#include "agent/base/strings.h"
-#include "agent/system/health_checker.h"
+#include "common/base/strings.h"
+#include "common/system/health_checker.h"
 #include "coordinator/sandbox/kubeadm/host_changes.h"
 #include "coordinator/sandbox/monitor/run_record.h"
 #include "coordinator/sandbox/report.h"

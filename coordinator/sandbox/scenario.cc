@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/base/strings.h"
-#include "agent/fs/atomic_file.h"
+#include "common/base/strings.h"
+#include "common/fs/atomic_file.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"

@@ -4,8 +4,8 @@
 
 #include <utility>
 
-#include "agent/base/strings.h"
-#include "agent/fs/atomic_file.h"
+#include "common/base/strings.h"
+#include "common/fs/atomic_file.h"
 
 namespace handoff::sandbox {
 

@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "agent/fs/file_system.h"
+#include "common/fs/file_system.h"
 #include "coordinator/sandbox/cluster.h"
 #include "coordinator/sandbox/fake_imds.h"
 #include "coordinator/sandbox/node_layout.h"

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "absl/time/time.h"
-#include "agent/system/shutdown_signal.h"
+#include "common/system/shutdown_signal.h"
 #include "coordinator/ctl/coordinator_client.h"
 #include "handoff/v1/handoff.pb.h"
 

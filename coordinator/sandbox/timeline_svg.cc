@@ -7,7 +7,7 @@
 #include <set>
 #include <utility>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/kube/resource.h"
 #include "coordinator/sandbox/report.h"
 

@@ -4,8 +4,8 @@
 #include <string_view>
 #include <utility>
 
-#include "agent/base/strings.h"
-#include "coordinator/pki/pki.h"
+#include "common/base/strings.h"
+#include "common/pki/pki.h"
 #include "grpcpp/security/tls_certificate_verifier.h"
 #include "grpcpp/security/tls_credentials_options.h"
 #include "spdlog/spdlog.h"

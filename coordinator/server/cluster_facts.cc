@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/kube/etcd_members.h"
 
 namespace handoff::server {

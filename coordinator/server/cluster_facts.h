@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "agent/system/clock.h"
+#include "common/system/clock.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/etcd_members.h"
 #include "coordinator/kube/http_transport.h"

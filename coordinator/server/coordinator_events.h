@@ -12,7 +12,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "agent/engine/node_state.h"
+#include "common/vocabulary/node_state.h"
 #include "handoff/v1/handoff.pb.h"
 
 namespace handoff::server {

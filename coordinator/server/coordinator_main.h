@@ -1,6 +1,6 @@
 // The handoff-coordinator daemon: flags, the state dir (its lock and SQLite database), the gRPC
 // server, a thread that refreshes the cluster facts and ticks the controller, and a graceful stop
-// on SIGTERM/SIGINT (agent/system/service_lifecycle.h). Under systemd (Type=notify) READY=1 once
+// on SIGTERM/SIGINT (common/system/service_lifecycle.h). Under systemd (Type=notify) READY=1 once
 // the state is loaded and the port serves, STATUS= with the rollout's phase, WATCHDOG=1 from the
 // main loop.
 #ifndef HANDOFF_COORDINATOR_SERVER_COORDINATOR_MAIN_H_

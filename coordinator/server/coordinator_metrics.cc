@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "agent/system/move_labels.h"
+#include "proto/rpc/move_labels.h"
 #include "proto/rpc/node_state.h"
 
 namespace handoff::server {

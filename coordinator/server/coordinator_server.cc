@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "absl/time/clock.h"
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/server/client_certificate_check.h"
 #include "coordinator/server/peer_identity.h"
 #include "coordinator/server/stream_limits.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/kube/lease.h"
 #include "coordinator/kube/resource.h"
 #include "coordinator/server/cluster_facts.h"

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/system/clock.h"
+#include "common/system/clock.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/lease_release.h"
 #include "coordinator/server/coordinator_events.h"

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "agent/base/strings.h"
 #include "agent/engine/settings.h"
+#include "common/base/strings.h"
 #include "coordinator/rollout/membership.h"
 #include "coordinator/server/bounded_text.h"
 #include "coordinator/server/rollout_controller_internal.h"

@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/engine/node_state.h"
-#include "agent/system/clock.h"
+#include "common/system/clock.h"
+#include "common/vocabulary/node_state.h"
 #include "coordinator/preflight/cluster_checks.h"
 #include "coordinator/preflight/node_checks.h"
 #include "coordinator/rollout/lease_holders.h"

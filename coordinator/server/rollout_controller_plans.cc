@@ -4,7 +4,7 @@
 #include <optional>
 #include <utility>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/server/rollout_controller.h"
 #include "coordinator/server/rollout_controller_internal.h"
 

@@ -5,8 +5,8 @@
 
 #include <array>
 #include <cerrno>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/store/store.h"
 
 namespace handoff::store {

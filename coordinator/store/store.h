@@ -17,7 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "agent/engine/node_state.h"
+#include "common/vocabulary/node_state.h"
 
 namespace handoff::store {
 

@@ -1,10 +1,11 @@
-// Node states between the wire (handoff.v1.NodeState) and the engine (agent/engine/node_state.h).
+// Node states between the wire (handoff.v1.NodeState) and the engine
+// (common/vocabulary/node_state.h).
 #ifndef HANDOFF_PROTO_RPC_NODE_STATE_H_
 #define HANDOFF_PROTO_RPC_NODE_STATE_H_
 
 #include <optional>
 
-#include "agent/engine/node_state.h"
+#include "common/vocabulary/node_state.h"
 #include "handoff/v1/handoff.pb.h"
 
 namespace handoff::rpc {

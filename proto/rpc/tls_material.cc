@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "agent/base/strings.h"
-#include "agent/fs/read_limit.h"
-#include "coordinator/pki/pki.h"
+#include "common/base/strings.h"
+#include "common/fs/read_limit.h"
+#include "common/pki/pki.h"
 
 namespace handoff::rpc {
 namespace {

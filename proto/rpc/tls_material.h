@@ -23,7 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "agent/fs/file_system.h"
+#include "common/fs/file_system.h"
 #include "grpcpp/security/tls_certificate_provider.h"
 
 namespace handoff::rpc {

@@ -12,8 +12,8 @@
 #include <sstream>
 #include <string>
 
-#include "agent/base/strings.h"
-#include "agent/system/clock.h"
+#include "common/base/strings.h"
+#include "common/system/clock.h"
 #include "coordinator/fakeapi/api_store.h"
 #include "coordinator/fakeapi/fake_api_server.h"
 #include "coordinator/kube/client.h"

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "agent/daemon/command_log.h"
-#include "agent/fs/memory_file_system.h"
+#include "common/fs/memory_file_system.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "tests/fuzz/fuzz_check.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/system/clock.h"
+#include "common/system/clock.h"
 #include "coordinator/fakeapi/api_http.h"
 #include "coordinator/fakeapi/api_store.h"
 #include "coordinator/fakeapi/http_wire.h"

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/base/strings.h"
-#include "agent/system/clock.h"
+#include "common/base/strings.h"
+#include "common/system/clock.h"
 #include "coordinator/fakeapi/api_store.h"
 #include "tests/fuzz/fuzz_check.h"
 

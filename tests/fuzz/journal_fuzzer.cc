@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "agent/apply/journal.h"
-#include "agent/fs/memory_file_system.h"
+#include "common/fs/memory_file_system.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace handoff {

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/fs/memory_file_system.h"
+#include "common/fs/memory_file_system.h"
 #include "coordinator/kube/kubeconfig.h"
 #include "tests/fuzz/fuzz_check.h"
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/fs/file_system.h"
-#include "agent/system/clock.h"
+#include "common/fs/file_system.h"
+#include "common/system/clock.h"
 #include "coordinator/ctl/ctl_cli.h"
 #include "coordinator/kube/http_transport.h"
 

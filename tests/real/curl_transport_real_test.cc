@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "agent/system/clock.h"
+#include "common/system/clock.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/http_transport.h"
 #include "gmock/gmock.h"

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <string>
 
-#include "agent/base/strings.h"
 #include "agent/cloud/ec2_tags.h"
+#include "common/base/strings.h"
 #include "coordinator/sandbox/real/components.h"
 #include "coordinator/sandbox/real/control_plane.h"
 #include "coordinator/sandbox/real/fake_aws.h"

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/sandbox/kubeadm/host_changes.h"
 #include "coordinator/sandbox/real/components.h"
 #include "gmock/gmock.h"

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/time/clock.h"
-#include "agent/system/clock.h"
+#include "common/system/clock.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/lease.h"

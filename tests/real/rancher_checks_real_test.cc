@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/system/clock.h"
+#include "common/system/clock.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/cordon.h"
 #include "coordinator/kube/resource.h"

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "agent/system/clock.h"
+#include "common/system/clock.h"
 #include "coordinator/sandbox/real/components.h"
 #include "coordinator/sandbox/real/control_plane.h"
 #include "gtest/gtest.h"

@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "absl/time/clock.h"
-#include "agent/base/strings.h"
-#include "agent/system/command_runner.h"
+#include "common/base/strings.h"
+#include "common/system/command_runner.h"
 #include "coordinator/sandbox/node/text_file.h"
 #include "nlohmann/json.hpp"
 

@@ -1,6 +1,6 @@
 #include "coordinator/sandbox/kubeadm/node_files.h"
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff::sandbox::kubeadm {
 namespace {

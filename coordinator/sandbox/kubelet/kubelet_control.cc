@@ -11,12 +11,12 @@
 #include <ostream>
 #include <thread>
 
-#include "agent/base/strings.h"
-#include "agent/fs/atomic_file.h"
-#include "agent/fs/file_system.h"
-#include "agent/fs/host_path.h"
 #include "agent/manifest/flag_list.h"
 #include "agent/manifest/kubelet_flags.h"
+#include "common/base/strings.h"
+#include "common/fs/atomic_file.h"
+#include "common/fs/file_system.h"
+#include "common/fs/host_path.h"
 #include "coordinator/sandbox/kubelet/kubelet_options.h"
 #include "coordinator/sandbox/kubelet/pod_state.h"
 #include "coordinator/sandbox/kubelet/pod_sync.h"

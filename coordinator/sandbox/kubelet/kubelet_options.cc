@@ -6,9 +6,9 @@
 #include <optional>
 
 #include "absl/time/time.h"
-#include "agent/base/strings.h"
-#include "agent/fs/host_path.h"
 #include "agent/manifest/flag_list.h"
+#include "common/base/strings.h"
+#include "common/fs/host_path.h"
 
 namespace handoff::sandbox {
 namespace {

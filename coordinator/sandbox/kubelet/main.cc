@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/strings.h"
-#include "agent/fs/host_path.h"
 #include "agent/manifest/flag_list.h"
+#include "common/base/strings.h"
+#include "common/fs/host_path.h"
 #include "coordinator/sandbox/kubelet/kubelet_control.h"
 #include "coordinator/sandbox/kubelet/kubelet_options.h"
 #include "coordinator/sandbox/kubelet/pod_exec.h"

@@ -11,8 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "agent/base/strings.h"
-#include "agent/fs/host_path.h"
+#include "common/base/strings.h"
+#include "common/fs/host_path.h"
 
 namespace handoff::sandbox {
 namespace {

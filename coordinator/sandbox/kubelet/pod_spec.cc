@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <set>
 
-#include "agent/base/kube_version.h"
-#include "agent/base/strings.h"
-#include "agent/fs/host_path.h"
+#include "common/base/kube_version.h"
+#include "common/base/strings.h"
+#include "common/fs/host_path.h"
 
 namespace handoff::sandbox {
 namespace {

@@ -2,9 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/base/strings.h"
-#include "agent/fs/atomic_file.h"
-#include "agent/fs/host_path.h"
+#include "common/base/strings.h"
+#include "common/fs/atomic_file.h"
+#include "common/fs/host_path.h"
 
 namespace handoff::sandbox {
 

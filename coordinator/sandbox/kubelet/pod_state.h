@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "agent/fs/file_system.h"
+#include "common/fs/file_system.h"
 
 namespace handoff::sandbox {
 

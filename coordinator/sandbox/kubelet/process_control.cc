@@ -12,7 +12,7 @@
 #include <charconv>
 #include <cstring>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff::sandbox {
 namespace {

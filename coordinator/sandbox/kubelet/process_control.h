@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "agent/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 
 namespace handoff::sandbox {
 

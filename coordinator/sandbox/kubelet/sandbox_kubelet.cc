@@ -21,11 +21,11 @@
 #include <set>
 #include <thread>
 
-#include "agent/base/strings.h"
-#include "agent/fs/atomic_file.h"
-#include "agent/fs/file_system.h"
-#include "agent/fs/host_path.h"
-#include "agent/system/service_lifecycle.h"
+#include "common/base/strings.h"
+#include "common/fs/atomic_file.h"
+#include "common/fs/file_system.h"
+#include "common/fs/host_path.h"
+#include "common/system/service_lifecycle.h"
 #include "coordinator/sandbox/httplib_serving.h"
 #include "coordinator/sandbox/kubelet/pod_binaries.h"
 #include "coordinator/sandbox/kubelet/pod_exec.h"

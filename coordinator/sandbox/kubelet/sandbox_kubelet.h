@@ -44,7 +44,7 @@ namespace handoff::sandbox {
 // Runs until SIGTERM or SIGINT; OK then. An error when the node cannot be served (another
 // kubelet holds the node's lock, the health port cannot be bound, the root is not writable).
 // Blocks SIGTERM and SIGINT in the calling thread and takes them as every handoff daemon does
-// (agent/system/service_lifecycle.h): call it before any other thread exists.
+// (common/system/service_lifecycle.h): call it before any other thread exists.
 absl::Status RunSandboxKubelet(const KubeletOptions& options);
 
 }  // namespace handoff::sandbox

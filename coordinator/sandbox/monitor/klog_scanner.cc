@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/time/civil_time.h"
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff::sandbox {
 namespace {

@@ -50,9 +50,9 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "agent/base/kube_version.h"
-#include "agent/fs/file_system.h"
 #include "agent/leadermigration/config.h"
+#include "common/base/kube_version.h"
+#include "common/fs/file_system.h"
 #include "coordinator/sandbox/monitor/run_record.h"
 
 namespace handoff::sandbox {

@@ -5,7 +5,7 @@
 #include <tuple>
 #include <utility>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff::sandbox {
 

@@ -17,7 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "agent/fs/file_system.h"
+#include "common/fs/file_system.h"
 #include "coordinator/sandbox/monitor/run_record.h"
 
 namespace handoff::sandbox {

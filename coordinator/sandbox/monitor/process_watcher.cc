@@ -11,7 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/sandbox/monitor/run_record.h"
 
 namespace handoff::sandbox {

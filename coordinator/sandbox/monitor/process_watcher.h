@@ -31,8 +31,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "agent/base/unique_fd.h"
-#include "agent/system/process_table.h"
+#include "common/base/unique_fd.h"
+#include "common/system/process_table.h"
 
 namespace handoff::sandbox {
 

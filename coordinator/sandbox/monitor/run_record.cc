@@ -12,7 +12,7 @@
 #include <tuple>
 #include <utility>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "nlohmann/json.hpp"
 
 namespace handoff::sandbox {

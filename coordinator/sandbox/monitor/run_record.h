@@ -28,8 +28,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "agent/fs/file_system.h"
 #include "agent/leadermigration/config.h"
+#include "common/fs/file_system.h"
 
 namespace handoff::sandbox {
 

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <iostream>
 
-#include "agent/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 
 namespace handoff::sandbox::node {
 

@@ -13,8 +13,8 @@
 #include <iostream>
 
 #include "absl/time/clock.h"
-#include "agent/base/strings.h"
-#include "agent/base/unique_fd.h"
+#include "common/base/strings.h"
+#include "common/base/unique_fd.h"
 #include "coordinator/sandbox/node/first_process.h"
 
 namespace handoff::sandbox::node {

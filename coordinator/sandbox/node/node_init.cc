@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "agent/base/strings.h"
-#include "agent/base/unique_fd.h"
+#include "common/base/strings.h"
+#include "common/base/unique_fd.h"
 #include "coordinator/sandbox/node/first_process.h"
 #include "coordinator/sandbox/node/text_file.h"
 

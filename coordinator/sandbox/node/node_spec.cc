@@ -2,8 +2,8 @@
 
 #include <map>
 
-#include "agent/base/strings.h"
 #include "agent/manifest/kubelet_flags.h"
+#include "common/base/strings.h"
 
 namespace handoff::sandbox::node {
 namespace {

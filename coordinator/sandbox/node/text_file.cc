@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff::sandbox::node {
 

@@ -1,6 +1,6 @@
 // Small text files of the host and the nodes as the sandbox's own code reads and writes them:
 // /proc and /proc/sys entries, pid files, the host-change records. Not for the files handoff
-// moves (those go through agent/fs, with its limits, journal and durability).
+// moves (those go through common/fs, with its limits, journal and durability).
 #ifndef HANDOFF_COORDINATOR_SANDBOX_NODE_TEXT_FILE_H_
 #define HANDOFF_COORDINATOR_SANDBOX_NODE_TEXT_FILE_H_
 

@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "absl/strings/escaping.h"
-#include "agent/base/strings.h"
-#include "agent/system/clock.h"
+#include "common/base/strings.h"
+#include "common/system/clock.h"
 #include "coordinator/kube/http_transport.h"
 
 namespace handoff::sandbox::real {

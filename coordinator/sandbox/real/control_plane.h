@@ -1,5 +1,5 @@
 // A real control plane on loopback for tests and the sandbox: etcd and kube-apiserver 1.26 as
-// child processes, with certificates from coordinator/pki, serving the real bootstrap RBAC.
+// child processes, with certificates from common/pki, serving the real bootstrap RBAC.
 //
 // Start() lays out `options.dir`:
 //   pki/      the kube CA, the API server's serving pair, the front-proxy CA, the service-account
@@ -18,9 +18,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/pki/pki.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/kubeconfig.h"
-#include "coordinator/pki/pki.h"
 #include "coordinator/sandbox/process.h"
 #include "coordinator/sandbox/real/components.h"
 

@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "absl/time/clock.h"
-#include "agent/base/strings.h"
 #include "agent/cloud/ec2_tags.h"
+#include "common/base/strings.h"
 #include "coordinator/sandbox/real/control_plane.h"
 #include "nlohmann/json.hpp"
 

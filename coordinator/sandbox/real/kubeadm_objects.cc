@@ -1,6 +1,6 @@
 #include "coordinator/sandbox/real/kubeadm_objects.h"
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff::sandbox::real {
 namespace {

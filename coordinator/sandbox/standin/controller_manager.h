@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/system/clock.h"
+#include "common/system/clock.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/sandbox/standin/controller_plan.h"
 #include "coordinator/sandbox/standin/health_server.h"

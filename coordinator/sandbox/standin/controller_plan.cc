@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff::standin {
 namespace {

@@ -49,8 +49,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/base/kube_version.h"
 #include "agent/leadermigration/config.h"
+#include "common/base/kube_version.h"
 
 namespace handoff::standin {
 

@@ -5,9 +5,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-
-#include "agent/base/strings.h"
-#include "coordinator/pki/pki.h"
+#include "common/base/strings.h"
+#include "common/pki/pki.h"
 #include "coordinator/sandbox/httplib_serving.h"
 #include "httplib.h"
 

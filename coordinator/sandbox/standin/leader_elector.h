@@ -37,7 +37,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "agent/system/clock.h"
+#include "common/system/clock.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/http_transport.h"
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/system/clock.h"
+#include "common/system/clock.h"
 #include "coordinator/sandbox/monitor/run_record.h"
 #include "coordinator/sandbox/standin/controller_plan.h"
 #include "spdlog/spdlog.h"

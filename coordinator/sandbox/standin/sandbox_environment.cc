@@ -1,6 +1,6 @@
 #include "coordinator/sandbox/standin/sandbox_environment.h"
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff::standin {
 namespace {

@@ -5,7 +5,7 @@
 #include <charconv>
 #include <functional>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 
 namespace handoff::standin {
 namespace {

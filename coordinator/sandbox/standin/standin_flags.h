@@ -19,8 +19,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "agent/base/kube_version.h"
 #include "agent/leadermigration/config.h"
+#include "common/base/kube_version.h"
 
 namespace handoff::standin {
 

@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <random>
 
-#include "agent/base/strings.h"
-#include "agent/fs/file_system.h"
-#include "agent/system/clock.h"
-#include "agent/system/service_lifecycle.h"
+#include "common/base/strings.h"
+#include "common/fs/file_system.h"
+#include "common/system/clock.h"
+#include "common/system/service_lifecycle.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"

@@ -10,7 +10,7 @@
 // /healthz on 6443) and kube-scheduler (/healthz, /livez, /readyz on 10259) only serve health.
 //
 // Logs go to stderr. SIGTERM/SIGINT are taken as every handoff daemon takes them
-// (agent/system/service_lifecycle.h).
+// (common/system/service_lifecycle.h).
 // Exit codes: 0 stopped by SIGTERM or SIGINT (running controllers recorded as stopped,
 // "shutdown"; no lease released); 1 a lease was lost ("leaderelection lost", as the real
 // managers exit) or the health port cannot be bound; 2 bad configuration: an unknown argv[0],

@@ -10,8 +10,8 @@
 #include <mutex>
 
 #include "absl/time/time.h"
-#include "agent/system/clock.h"
-#include "agent/system/shutdown_signal.h"
+#include "common/system/clock.h"
+#include "common/system/shutdown_signal.h"
 
 namespace handoff::standin {
 

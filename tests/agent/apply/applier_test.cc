@@ -3,10 +3,10 @@
 #include <csignal>
 #include <sstream>
 
-#include "agent/base/strings.h"
 #include "agent/engine/classify.h"
-#include "agent/fs/atomic_file.h"
-#include "agent/fs/fault_injection_file_system.h"
+#include "common/base/strings.h"
+#include "common/fs/atomic_file.h"
+#include "common/fs/fault_injection_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/apply/fake_kubelet.h"

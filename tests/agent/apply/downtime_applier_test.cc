@@ -5,9 +5,9 @@
 #include <sstream>
 
 #include "agent/apply/applier.h"
-#include "agent/base/strings.h"
 #include "agent/engine/classify.h"
-#include "agent/fs/fault_injection_file_system.h"
+#include "common/base/strings.h"
+#include "common/fs/fault_injection_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/apply/fake_kubelet.h"

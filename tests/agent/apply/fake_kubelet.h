@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/strings.h"
 #include "agent/engine/settings.h"
-#include "agent/fs/file_system.h"
 #include "agent/manifest/kubelet_flags.h"
 #include "agent/manifest/static_pod.h"
-#include "agent/system/command_runner.h"
-#include "agent/system/health_checker.h"
-#include "agent/system/process_table.h"
+#include "common/base/strings.h"
+#include "common/fs/file_system.h"
+#include "common/system/command_runner.h"
+#include "common/system/health_checker.h"
+#include "common/system/process_table.h"
 
 namespace handoff::testing {
 

@@ -4,9 +4,9 @@
 #include <sstream>
 
 #include "agent/apply/applier.h"
-#include "agent/base/strings.h"
 #include "agent/engine/classify.h"
-#include "agent/fs/fault_injection_file_system.h"
+#include "common/base/strings.h"
+#include "common/fs/fault_injection_file_system.h"
 #include "gtest/gtest.h"
 #include "tests/agent/apply/fake_kubelet.h"
 #include "tests/agent/engine/node_fixture.h"

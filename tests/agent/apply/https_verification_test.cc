@@ -4,14 +4,14 @@
 #include <sstream>
 
 #include "agent/apply/applier.h"
-#include "agent/base/strings.h"
 #include "agent/engine/classify.h"
-#include "agent/fs/fault_injection_file_system.h"
+#include "common/base/strings.h"
+#include "common/fs/fault_injection_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/apply/fake_kubelet.h"
 #include "tests/agent/engine/node_fixture.h"
-#include "tests/agent/system/local_http_server.h"
+#include "tests/common/system/local_http_server.h"
 
 namespace handoff {
 namespace {

@@ -3,8 +3,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "agent/base/strings.h"
-#include "agent/fs/memory_file_system.h"
+#include "common/base/strings.h"
+#include "common/fs/memory_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

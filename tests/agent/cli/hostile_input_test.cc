@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "agent/cli/agent_cli.h"
-#include "agent/fs/atomic_file.h"
+#include "common/fs/atomic_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

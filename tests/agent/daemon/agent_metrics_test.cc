@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
-#include "tests/agent/system/metrics_scrape.h"
+#include "tests/common/system/metrics_scrape.h"
 
 namespace handoff {
 namespace {

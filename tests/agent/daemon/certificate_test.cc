@@ -1,12 +1,12 @@
 #include "agent/daemon/certificate.h"
 
-#include "agent/base/strings.h"
-#include "coordinator/pki/pki.h"
+#include "common/base/strings.h"
+#include "common/pki/pki.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "spdlog/sinks/ringbuffer_sink.h"
 #include "tests/agent/engine/node_fixture.h"
-#include "tests/coordinator/pki/tls_test_files.h"
+#include "tests/common/pki/tls_test_files.h"
 
 namespace handoff {
 namespace {

@@ -1,8 +1,8 @@
 #include "agent/daemon/command_log.h"
 
-#include "agent/base/strings.h"
-#include "agent/fs/fault_injection_file_system.h"
-#include "agent/fs/memory_file_system.h"
+#include "common/base/strings.h"
+#include "common/fs/fault_injection_file_system.h"
+#include "common/fs/memory_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -10,8 +10,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/agent/system/fake_proc_tree.h"
-#include "tests/agent/system/local_http_server.h"
+#include "tests/common/system/fake_proc_tree.h"
+#include "tests/common/system/local_http_server.h"
 
 namespace handoff {
 namespace {

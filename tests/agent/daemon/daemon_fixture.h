@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "agent/daemon/node_agent.h"
-#include "agent/fs/fault_injection_file_system.h"
-#include "agent/system/clock.h"
+#include "common/fs/fault_injection_file_system.h"
+#include "common/system/clock.h"
 #include "gtest/gtest.h"
 #include "handoff/v1/handoff.pb.h"
 #include "tests/agent/apply/fake_kubelet.h"

@@ -13,13 +13,13 @@
 #include <string>
 
 #include "agent/daemon/daemon.h"
-#include "agent/system/clock.h"
+#include "common/system/clock.h"
 #include "gtest/gtest.h"
 #include "spdlog/sinks/stdout_sinks.h"
 #include "tests/agent/apply/fake_kubelet.h"
 #include "tests/agent/daemon/fake_coordinator.h"
 #include "tests/agent/engine/node_fixture.h"
-#include "tests/agent/system/fake_service_notifier.h"
+#include "tests/common/system/fake_service_notifier.h"
 
 namespace handoff {
 namespace {

@@ -4,10 +4,10 @@
 #include <thread>
 
 #include "agent/apply/journal.h"
-#include "agent/base/strings.h"
 #include "agent/daemon/command_log.h"
 #include "agent/engine/plan_chain.h"
-#include "agent/fs/atomic_file.h"
+#include "common/base/strings.h"
+#include "common/fs/atomic_file.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "agent/cli/agent_cli.h"
-#include "coordinator/pki/pki.h"
+#include "common/pki/pki.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/daemon/fake_coordinator.h"
@@ -110,7 +110,7 @@ TEST(RunCommandTest, HelpDescribesTheFlags) {
   EXPECT_THAT(result.out, HasSubstr("For rehearsals and tests"));
 }
 
-// A copy of the kubeadm node and TLS files made for the test by coordinator/pki around the wall
+// A copy of the kubeadm node and TLS files made for the test by common/pki around the wall
 // clock (the agent checks its certificate against it, as the coordinator's TLS stack does).
 class RunCertificateTest : public ::testing::Test {
  protected:

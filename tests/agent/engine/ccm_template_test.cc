@@ -3,7 +3,7 @@
 // kube-controller-manager without env gives the same bytes as before env was copied.
 #include "agent/engine/ccm_template.h"
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/engine/node_fixture.h"

@@ -1,6 +1,6 @@
 #include "agent/engine/classify.h"
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/engine/node_fixture.h"

@@ -2,14 +2,14 @@
 // without end: the node is inconsistent with the reason, nothing is planned, nothing is expanded.
 #include <string>
 
-#include "agent/base/strings.h"
 #include "agent/engine/classify.h"
 #include "agent/engine/migration_record.h"
 #include "agent/engine/settings.h"
+#include "common/base/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/agent/base/yaml_bomb.h"
 #include "tests/agent/engine/node_fixture.h"
+#include "tests/common/base/yaml_bomb.h"
 
 namespace handoff {
 namespace {

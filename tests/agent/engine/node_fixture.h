@@ -10,7 +10,7 @@
 
 #include "agent/engine/classify.h"
 #include "agent/engine/planner.h"
-#include "agent/fs/memory_file_system.h"
+#include "common/fs/memory_file_system.h"
 #include "gtest/gtest.h"
 
 namespace handoff::testing {

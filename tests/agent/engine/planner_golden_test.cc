@@ -4,10 +4,10 @@
 #include <filesystem>
 #include <vector>
 
-#include "agent/base/strings.h"
-#include "agent/base/unified_diff.h"
-#include "agent/base/yaml_util.h"
 #include "agent/engine/settings.h"
+#include "common/base/strings.h"
+#include "common/base/unified_diff.h"
+#include "common/base/yaml_util.h"
 #include "gtest/gtest.h"
 #include "tests/agent/engine/node_fixture.h"
 #include "tests/support/golden.h"

@@ -2,9 +2,9 @@
 
 #include <map>
 
-#include "agent/base/strings.h"
 #include "agent/engine/migration_record.h"
 #include "agent/engine/plan_chain.h"
+#include "common/base/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/engine/node_fixture.h"

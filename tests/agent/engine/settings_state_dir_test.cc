@@ -6,8 +6,8 @@
 #include <string>
 
 #include "agent/engine/settings.h"
-#include "agent/fs/file_system.h"
-#include "agent/fs/memory_file_system.h"
+#include "common/fs/file_system.h"
+#include "common/fs/memory_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

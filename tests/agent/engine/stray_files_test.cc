@@ -1,8 +1,8 @@
 // The manifest directory's stray files (agent/engine/node_snapshot.h): which files are named, and
 // the node as it would be with them moved out.
-#include "agent/base/strings.h"
 #include "agent/engine/classify.h"
 #include "agent/engine/node_snapshot.h"
+#include "common/base/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/engine/node_fixture.h"

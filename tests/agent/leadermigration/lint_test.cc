@@ -6,7 +6,7 @@
 #include "agent/leadermigration/config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/agent/base/yaml_bomb.h"
+#include "tests/common/base/yaml_bomb.h"
 
 namespace handoff::leadermigration {
 namespace {

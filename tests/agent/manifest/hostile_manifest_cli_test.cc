@@ -10,9 +10,9 @@
 
 #include "agent/cli/agent_cli.h"
 #include "gmock/gmock.h"
-#include "tests/agent/cli/run_agent.h"
 #include "gtest/gtest.h"
-#include "tests/agent/base/yaml_bomb.h"
+#include "tests/agent/cli/run_agent.h"
+#include "tests/common/base/yaml_bomb.h"
 
 namespace handoff {
 namespace {

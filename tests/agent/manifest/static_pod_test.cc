@@ -9,7 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/agent/base/yaml_bomb.h"
+#include "tests/common/base/yaml_bomb.h"
 
 namespace handoff {
 namespace {

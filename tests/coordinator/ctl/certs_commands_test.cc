@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/strings.h"
-#include "agent/fs/file_system.h"
-#include "agent/system/clock.h"
+#include "common/base/strings.h"
+#include "common/fs/file_system.h"
+#include "common/pki/pki.h"
+#include "common/system/clock.h"
 #include "coordinator/ctl/ctl_cli.h"
-#include "coordinator/pki/pki.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/ctl/rollout_test_support.h"

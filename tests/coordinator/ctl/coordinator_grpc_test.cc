@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/ctl/coordinator_client.h"
 #include "coordinator/ctl/ctl_cli.h"
 #include "gmock/gmock.h"

@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "absl/time/time.h"
-#include "agent/system/clock.h"
+#include "common/system/clock.h"
 
 namespace handoff::testing {
 

@@ -1,7 +1,7 @@
 // The fake API server's behaviour, request by request, without HTTP.
 #include "coordinator/fakeapi/api_store.h"
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/fake_cluster.h"

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "agent/apply/journal.h"
-#include "agent/fs/file_system.h"
+#include "common/fs/file_system.h"
 #include "grpcpp/client_context.h"
 #include "gtest/gtest.h"
 #include "proto/rpc/channel.h"

@@ -8,7 +8,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/client_context.h"
 #include "gtest/gtest.h"
-#include "tests/agent/system/metrics_scrape.h"
+#include "tests/common/system/metrics_scrape.h"
 #include "tests/coordinator/multiprocess/loopback_cluster.h"
 
 namespace handoff::testing {

@@ -4,7 +4,7 @@
 // (exit 2 with the dates or the reason, or a log line on both sides naming the likely cause).
 //
 // Damaged databases are written with the store itself, then damaged as a bad restore or an
-// overwrite would; certificates are issued by coordinator/pki with the test CA, around the wall
+// overwrite would; certificates are issued by common/pki with the test CA, around the wall
 // clock that the TLS stacks read.
 #include <poll.h>
 #include <sys/inotify.h>
@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "coordinator/pki/pki.h"
+#include "common/pki/pki.h"
 #include "coordinator/store/store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

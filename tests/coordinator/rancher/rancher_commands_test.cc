@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/fs/file_system.h"
+#include "common/fs/file_system.h"
 #include "coordinator/ctl/ctl_cli.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/yaml_util.h"
+#include "common/base/yaml_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/golden.h"

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/rollout/rollout_engine.h"
 #include "coordinator/rollout/rollout_progress.h"
 #include "gmock/gmock.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/rollout/rollout_engine.h"
 #include "gtest/gtest.h"
 

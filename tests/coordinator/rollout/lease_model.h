@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/strings.h"
-#include "agent/engine/node_state.h"
+#include "common/base/strings.h"
+#include "common/vocabulary/node_state.h"
 #include "coordinator/rollout/rollout_engine.h"
 
 namespace handoff::rollout::lease_model {

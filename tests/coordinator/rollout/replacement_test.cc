@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/rollout/membership.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

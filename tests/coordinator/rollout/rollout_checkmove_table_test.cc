@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/rollout/rollout_engine.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/rollout/rollout_oracle.h"

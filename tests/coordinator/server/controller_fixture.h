@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "agent/system/clock.h"
+#include "common/system/clock.h"
 #include "coordinator/server/rollout_controller.h"
 #include "coordinator/store/store.h"
 #include "gtest/gtest.h"

@@ -15,7 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
-#include "tests/agent/system/metrics_scrape.h"
+#include "tests/common/system/metrics_scrape.h"
 #include "tests/coordinator/server/controller_fixture.h"
 #include "tests/coordinator/server/coordinator_run_fixture.h"
 #include "tests/coordinator/server/temp_database.h"

@@ -6,17 +6,17 @@
 #include <thread>
 #include <vector>
 
-#include "coordinator/pki/pki.h"
+#include "common/pki/pki.h"
 #include "gmock/gmock.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "gtest/gtest.h"
-#include "tests/coordinator/server/controller_fixture.h"
-#include "tests/coordinator/server/temp_database.h"
 #include "handoff/v1/handoff.grpc.pb.h"
 #include "proto/rpc/channel.h"
 #include "spdlog/sinks/base_sink.h"
 #include "spdlog/spdlog.h"
+#include "tests/coordinator/server/controller_fixture.h"
+#include "tests/coordinator/server/temp_database.h"
 
 namespace handoff::server {
 namespace {
@@ -394,7 +394,7 @@ class CapturingSink : public spdlog::sinks::base_sink<std::mutex> {
   std::string text_;
 };
 
-// Client certificates that are wrong in time or origin, made for this test by coordinator/pki
+// Client certificates that are wrong in time or origin, made for this test by common/pki
 // around the wall clock (the TLS stacks read it): the handshake refuses them, and the
 // coordinator's log says why.
 class ClientCertificateTest : public ::testing::Test {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/fs/file_system.h"
+#include "common/fs/file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/server/coordinator_run_fixture.h"

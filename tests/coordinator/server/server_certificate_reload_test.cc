@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/server/client_certificate_check.h"
 #include "gmock/gmock.h"
 #include "grpcpp/server.h"
@@ -15,7 +15,7 @@
 #include "proto/rpc/channel.h"
 #include "spdlog/sinks/ringbuffer_sink.h"
 #include "spdlog/spdlog.h"
-#include "tests/coordinator/pki/tls_test_files.h"
+#include "tests/common/pki/tls_test_files.h"
 
 namespace handoff::server {
 namespace {

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/system/process_table.h"
+#include "common/system/process_table.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/sandbox/kubelet/sandbox_node_fixture.h"

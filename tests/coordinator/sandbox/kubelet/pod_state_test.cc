@@ -1,6 +1,6 @@
 #include "coordinator/sandbox/kubelet/pod_state.h"
 
-#include "agent/fs/memory_file_system.h"
+#include "common/fs/memory_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

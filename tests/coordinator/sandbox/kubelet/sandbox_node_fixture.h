@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/sandbox/kubelet/kubelet_options.h"
 #include "coordinator/sandbox/kubelet/pod_state.h"
 #include "coordinator/sandbox/kubelet/process_control.h"

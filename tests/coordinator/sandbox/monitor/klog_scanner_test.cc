@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "absl/time/civil_time.h"
-#include "agent/base/strings.h"
-#include "agent/fs/memory_file_system.h"
+#include "common/base/strings.h"
+#include "common/fs/memory_file_system.h"
 #include "coordinator/sandbox/monitor/monitor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

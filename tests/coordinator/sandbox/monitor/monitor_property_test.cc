@@ -20,7 +20,7 @@
 #include <tuple>
 #include <vector>
 
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/sandbox/monitor/monitor.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/sandbox/monitor/run_record_builders.h"

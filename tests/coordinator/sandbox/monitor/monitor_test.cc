@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/strings.h"
-#include "agent/fs/memory_file_system.h"
+#include "common/base/strings.h"
+#include "common/fs/memory_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/sandbox/monitor/run_record_builders.h"

@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/base/strings.h"
-#include "agent/fs/memory_file_system.h"
+#include "common/base/strings.h"
+#include "common/fs/memory_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/sandbox/monitor/run_record_builders.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "agent/base/strings.h"
+#include "common/base/strings.h"
 #include "coordinator/sandbox/node/node_enter.h"
 #include "coordinator/sandbox/node/node_init.h"
 #include "coordinator/sandbox/node/node_spec.h"

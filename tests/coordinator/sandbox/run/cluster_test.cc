@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "agent/fs/atomic_file.h"
-#include "agent/system/clock.h"
+#include "common/fs/atomic_file.h"
+#include "common/system/clock.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"

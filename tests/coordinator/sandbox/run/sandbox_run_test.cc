@@ -7,7 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/agent/system/metrics_scrape.h"
+#include "tests/common/system/metrics_scrape.h"
 #include "tests/coordinator/sandbox/run/handoffctl_sandbox.h"
 
 namespace handoff::sandbox {

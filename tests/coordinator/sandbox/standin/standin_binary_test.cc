@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/base/strings.h"
-#include "agent/system/health_checker.h"
+#include "common/base/strings.h"
+#include "common/system/health_checker.h"
 #include "coordinator/kube/lease.h"
 #include "coordinator/sandbox/monitor/run_record.h"
 #include "gmock/gmock.h"
