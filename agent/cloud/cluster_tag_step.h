@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "agent/cloud/instance_tags.h"
 #include "agent/engine/settings.h"
-#include "common/vocabulary/node_state.h"
+#include "proto/vocabulary/node_state.h"
 
 namespace handoff {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "proto/rpc/move_labels.h"
+#include "proto/vocabulary/outcome.h"
 
 namespace handoff {
 namespace {
@@ -61,7 +61,7 @@ void AgentMetrics::Welcomed() {
 void AgentMetrics::StreamEnded() { connected_.Set(0); }
 
 void AgentMetrics::MoveFinished(const v1::CommandResult& result, absl::Duration took) {
-  const prometheus::Labels labels = {{"outcome", MoveOutcomeLabel(result.outcome())}};
+  const prometheus::Labels labels = {{"outcome", std::string(MoveOutcomeLabel(result.outcome()))}};
   moves_.Add(labels).Increment();
   move_duration_.Add(labels, kMoveSeconds)
       .Observe(absl::ToDoubleSeconds(std::max(took, absl::ZeroDuration())));

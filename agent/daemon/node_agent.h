@@ -20,9 +20,8 @@
 #include "agent/daemon/command_log.h"
 #include "agent/engine/node_snapshot.h"
 #include "agent/engine/settings.h"
-#include "common/vocabulary/node_state.h"
 #include "handoff/v1/handoff.pb.h"
-#include "proto/rpc/node_state.h"
+#include "proto/vocabulary/node_state.h"
 
 namespace handoff {
 
@@ -30,10 +29,6 @@ namespace handoff {
 extern const char kAgentVersion[];
 // AgentHello.recent_results holds at most this many (handoff.proto).
 inline constexpr int kHelloRecentResults = 16;
-
-// The wire's NodeState for the engine's, and back (nullopt for UNSPECIFIED and unknown values).
-using rpc::FromProto;
-using rpc::ToProto;
 
 struct NodeAgentOptions {
   // This node; must be the CN of the agent's client certificate.

@@ -9,7 +9,7 @@
 #include "agent/engine/node_snapshot.h"
 #include "agent/manifest/static_pod.h"
 #include "common/base/kube_version.h"
-#include "common/vocabulary/node_state.h"
+#include "proto/vocabulary/node_state.h"
 
 namespace handoff {
 

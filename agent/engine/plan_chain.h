@@ -10,7 +10,7 @@
 #include "agent/engine/node_snapshot.h"
 #include "agent/engine/planner.h"
 #include "agent/engine/settings.h"
-#include "common/vocabulary/node_state.h"
+#include "proto/vocabulary/node_state.h"
 
 namespace handoff {
 

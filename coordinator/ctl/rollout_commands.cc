@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,9 @@
 #include "coordinator/ctl/command_context.h"
 #include "coordinator/kube/lease.h"
 #include "google/protobuf/util/json_util.h"
+#include "proto/vocabulary/node_state.h"
+#include "proto/vocabulary/phase.h"
+#include "proto/vocabulary/strategy.h"
 
 namespace handoff::ctl {
 namespace {
@@ -87,26 +91,8 @@ struct HistoryFlags : Flags {
   int32_t limit = 0;
 };
 
-std::string StateText(v1::NodeState state) {
-  switch (state) {
-    case v1::NODE_STATE_IN_TREE:
-      return "in-tree";
-    case v1::NODE_STATE_PREPARED:
-      return "prepared";
-    case v1::NODE_STATE_MIGRATED:
-      return "migrated";
-    case v1::NODE_STATE_FINALIZED:
-      return "finalized";
-    case v1::NODE_STATE_INCONSISTENT:
-      return "inconsistent";
-    case v1::NODE_STATE_STOPPED:
-      return "stopped";
-    case v1::NODE_STATE_EXTERNAL:
-      return "external";
-    default:
-      return "-";
-  }
-}
+// A state's name; "-" for one the wire leaves unspecified.
+std::string StateText(v1::NodeState state) { return std::string(WireStateName(state, "-")); }
 
 // A node's state for the STATE column: "unknown (agent away)" when the coordinator does not know
 // it (never "inconsistent": that is for a node its connected agent reports needs repair).
@@ -115,47 +101,10 @@ std::string NodeStateCell(v1::NodeState state, bool connected) {
   return connected ? "unknown" : "unknown (agent away)";
 }
 
+// The wire's value of a target state's name; UNSPECIFIED for any other text.
 v1::NodeState StateNamed(const std::string& name) {
-  if (name == "in-tree") return v1::NODE_STATE_IN_TREE;
-  if (name == "prepared") return v1::NODE_STATE_PREPARED;
-  if (name == "migrated") return v1::NODE_STATE_MIGRATED;
-  if (name == "finalized") return v1::NODE_STATE_FINALIZED;
-  if (name == "stopped") return v1::NODE_STATE_STOPPED;
-  if (name == "external") return v1::NODE_STATE_EXTERNAL;
-  return v1::NODE_STATE_UNSPECIFIED;
-}
-
-std::string PhaseText(v1::RolloutStatus::Phase phase) {
-  switch (phase) {
-    case v1::RolloutStatus::IDLE:
-      return "idle";
-    case v1::RolloutStatus::PREPARING:
-      return "preparing";
-    case v1::RolloutStatus::MIGRATING:
-      return "migrating";
-    case v1::RolloutStatus::FINALIZING:
-      return "finalizing";
-    case v1::RolloutStatus::ROLLING_BACK:
-      return "rolling-back";
-    case v1::RolloutStatus::DONE:
-      return "done";
-    case v1::RolloutStatus::HALTED:
-      return "halted";
-    case v1::RolloutStatus::PAUSED:
-      return "paused";
-    case v1::RolloutStatus::WAITING:
-      return "waiting";
-    case v1::RolloutStatus::STUCK:
-      return "stuck";
-    case v1::RolloutStatus::STOPPING:
-      return "stopping";
-    case v1::RolloutStatus::SWITCHING:
-      return "switching";
-    case v1::RolloutStatus::STARTING:
-      return "starting";
-    default:
-      return "-";
-  }
+  absl::StatusOr<NodeState> state = ParseTargetState(name);
+  return state.ok() ? ToProto(*state) : v1::NODE_STATE_UNSPECIFIED;
 }
 
 std::string Move(v1::NodeState from, v1::NodeState to) {
@@ -314,7 +263,7 @@ std::string StatusText(const v1::RolloutStatus& status) {
   if (status.strategy() == v1::STRATEGY_REPLACE) {
     StrAppend(&text, "strategy:   replace (Leader Migration, node by node)\n");
   }
-  StrAppend(&text, "phase:      ", PhaseText(status.phase()), "\n");
+  StrAppend(&text, "phase:      ", PhaseName(status.phase()), "\n");
   if (status.has_downtime()) StrAppend(&text, "downtime:   ", DowntimeText(status.downtime()), "\n");
   if (status.paused()) StrAppend(&text, "paused:     yes\n");
   if (status.halted()) {
@@ -489,8 +438,9 @@ int Plan(CommandContext& context, const PlanFlags& flags) {
   if (!client.ok()) return context.Fail(client.status());
   v1::PlanRolloutRequest request;
   request.set_goal(StateNamed(flags.goal));
-  if (flags.strategy == "downtime") request.set_strategy(v1::STRATEGY_DOWNTIME);
-  if (flags.strategy == "leader-migration") request.set_strategy(v1::STRATEGY_LEADER_MIGRATION);
+  if (std::optional<Strategy> strategy = StrategyNamed(flags.strategy)) {
+    request.set_strategy(ToProto(*strategy));
+  }
   absl::StatusOr<v1::PlanRolloutResponse> plan = (*client)->Plan(request);
   if (!plan.ok()) return FailCall(context, endpoint, "plan", plan.status(), /*changes=*/false);
   if (flags.format == "json") {
@@ -788,8 +738,11 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
       request.set_goal(start_flags->prepare_only           ? v1::NODE_STATE_PREPARED
                        : start_flags->finalize || downtime ? v1::NODE_STATE_FINALIZED
                                                            : v1::NODE_STATE_MIGRATED);
-      if (downtime) request.set_strategy(v1::STRATEGY_DOWNTIME);
-      if (start_flags->strategy == "replace") request.set_strategy(v1::STRATEGY_REPLACE);
+      // Leader Migration, the default, goes unsaid (STRATEGY_UNSPECIFIED).
+      std::optional<Strategy> strategy = StrategyNamed(start_flags->strategy);
+      if (strategy && *strategy != Strategy::kLeaderMigration) {
+        request.set_strategy(ToProto(*strategy));
+      }
       for (const std::string& check : start_flags->ignore_preflight) {
         request.add_ignore_preflight(check);
       }
@@ -859,7 +812,8 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
     context.exit_code = Change(context, *rollback_flags, "rollback", [&](OperatorClient& client) {
       v1::RollbackRequest request;
       request.set_to(StateNamed(rollback_flags->to));
-      if (rollback_flags->strategy == "replace") request.set_strategy(v1::STRATEGY_REPLACE);
+      // "in-place" is no strategy of its own: the rollout's nodes walk back where they are.
+      if (rollback_flags->strategy == "replace") request.set_strategy(ToProto(Strategy::kReplace));
       return client.Rollback(request);
     });
   });

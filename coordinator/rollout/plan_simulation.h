@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "common/vocabulary/node_state.h"
 #include "coordinator/rollout/rollout_engine.h"
+#include "proto/vocabulary/node_state.h"
 
 namespace handoff::rollout {
 

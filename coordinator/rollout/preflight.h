@@ -32,8 +32,8 @@
 #include "absl/status/status.h"
 #include "agent/engine/settings.h"
 #include "common/base/kube_version.h"
-#include "common/vocabulary/node_state.h"
 #include "coordinator/rollout/rollout_engine.h"
+#include "proto/vocabulary/node_state.h"
 
 namespace handoff::rollout {
 

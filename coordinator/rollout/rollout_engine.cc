@@ -503,10 +503,6 @@ Decision MakeDecision(Decision::Kind kind, std::string reason) {
 
 }  // namespace
 
-std::string_view StrategyName(Strategy strategy) {
-  return strategy == Strategy::kDowntime ? "downtime" : "leader-migration";
-}
-
 std::optional<Decision> GeneralObstacle(const std::vector<NodeStatus>& nodes,
                                         const Control& control) {
   std::optional<Refusal> refusal = GeneralRefusal(nodes, control);

@@ -34,13 +34,15 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/vocabulary/node_state.h"
+#include "proto/vocabulary/node_state.h"
+#include "proto/vocabulary/strategy.h"
 
 namespace handoff::rollout {
 
 // One control-plane node as the coordinator knows it: the one shape the engine, the plan
 // simulation (plan_simulation.h) and the preflight (preflight.h) read. The coordinator builds it
-// from its own record of the node once per event.
+// from its own record of the node once per event. It stays apart from that record
+// (RolloutController::Node) so that the engine stays pure: no stream, store or clock in it.
 struct NodeStatus {
   std::string name;
   NodeState state = NodeState::kInconsistent;  // as last reported by its agent
@@ -58,18 +60,14 @@ struct NodeStatus {
 
 // Where the operator wants the control plane. Forward: kMigrated ("start"), then kFinalized
 // ("finalize"). Backward ("rollback --to"): kPrepared or kInTree.
-// How the nodes get there: Leader Migration (in-tree ⇄ prepared ⇄ migrated ⇄ finalized), or
-// AWS's downtime path (in-tree ⇄ stopped ⇄ external ⇄ finalized), whose only forward goal is
-// kFinalized and only backward one kInTree.
-enum class Strategy { kLeaderMigration, kDowntime };
+// How the nodes get there (proto/vocabulary/strategy.h): the engine moves along the path of
+// kLeaderMigration or kDowntime; a replacement's nodes go by Leader Migration (PathOf).
+using ::handoff::Strategy;
 
 struct Goal {
   NodeState target = NodeState::kMigrated;
   Strategy strategy = Strategy::kLeaderMigration;
 };
-
-// "leader-migration", "downtime".
-std::string_view StrategyName(Strategy strategy);
 
 // The nodes whose managers hold the leases of the move now ("" for a lease nobody validly holds,
 // or whose holder runs on no node of the rollout). Only the order of moves depends on them.

@@ -8,27 +8,14 @@
 #include <optional>
 #include <string>
 
-#include "common/vocabulary/node_state.h"
 #include "coordinator/rollout/rollout_engine.h"
+#include "proto/vocabulary/node_state.h"
+#include "proto/vocabulary/phase.h"
 
 namespace handoff::rollout {
 
-enum class Phase {
-  kIdle,         // no goal set yet
-  kPreparing,    // a move in-tree → prepared is under way
-  kMigrating,    // a move to migrated is under way (prepared → migrated, or finalized → migrated)
-  kFinalizing,   // a move migrated → finalized is under way
-  kRollingBack,  // a move is under way towards a backward goal (prepared, in-tree)
-  kDone,         // every node is at the goal and nothing is in flight
-  kHalted,       // R5: a move failed, the operator aborted or the coordinator halted
-  kPaused,       // the operator paused
-  kWaiting,      // nothing moves now, and it clears by itself (the decision says what it waits for)
-  kStuck,        // the goal cannot be reached without the operator (the decision says why)
-  // The downtime strategy's forward moves under way:
-  kStopping,   // in-tree → stopped (a kube-controller-manager parked)
-  kSwitching,  // stopped → external
-  kStarting,   // external → finalized (a cloud-controller-manager started)
-};
+// The phases (proto/vocabulary/phase.h).
+using ::handoff::Phase;
 
 // The phase: idle without a goal; done once the decision is kDone and no move is in flight (even
 // when halted or paused, as the engine's kDone); else halted, then paused; else the kind of the

@@ -7,15 +7,12 @@
 #include <vector>
 
 #include "common/base/strings.h"
-#include "proto/rpc/node_state.h"
+#include "proto/vocabulary/node_state.h"
 
 namespace handoff::sandbox {
 namespace {
 
-std::string StateName(v1::NodeState state) {
-  std::optional<NodeState> known = rpc::FromProto(state);
-  return known ? std::string(NodeStateName(*known)) : std::string("unknown");
-}
+std::string StateName(v1::NodeState state) { return std::string(WireStateName(state, "unknown")); }
 
 // The coordinator's own decisions about the managers, from its audit history: each lease it
 // released (or decided not to) on a stopped manager's behalf, and what its live double-run

@@ -18,22 +18,9 @@
 #include "coordinator/kube/nodes.h"
 #include "coordinator/sandbox/report.h"
 #include "coordinator/sandbox/sandbox_run.h"
+#include "proto/vocabulary/node_state.h"
 
 namespace handoff::sandbox {
-namespace {
-
-std::string NodeStateText(v1::NodeState state) {
-  switch (state) {
-    case v1::NODE_STATE_PREPARED:
-      return "prepared";
-    case v1::NODE_STATE_FINALIZED:
-      return "finalized";
-    default:
-      return "migrated";
-  }
-}
-
-}  // namespace
 
 bool AllAt(const v1::RolloutStatus& status, v1::NodeState state) {
   if (status.nodes_size() == 0) return false;
@@ -283,8 +270,8 @@ absl::StatusOr<v1::RolloutStatus> SandboxRun::AwaitGoal(v1::NodeState goal,
       },
       ForMoves(2 * static_cast<int>(nodes_.size())));
   if (done.ok() && (done->phase() != v1::RolloutStatus::DONE || !AllAt(*done, goal))) {
-    return absl::AbortedError(StrCat("the rollout halted on the way to ", NodeStateText(goal), ": ",
-                                     done->halt_reason()));
+    return absl::AbortedError(StrCat("the rollout halted on the way to ", WireStateName(goal, "-"),
+                                     ": ", done->halt_reason()));
   }
   return done;
 }
@@ -328,7 +315,7 @@ SandboxRun::NodeRun& SandboxRun::FirstToMove(v1::NodeState goal) {
 
 absl::Status SandboxRun::AwaitAllDone(v1::NodeState goal) {
   absl::StatusOr<v1::RolloutStatus> done =
-      AwaitGoal(goal, StrCat("every node to be ", NodeStateText(goal)));
+      AwaitGoal(goal, StrCat("every node to be ", WireStateName(goal, "-")));
   if (!done.ok()) return done.status();
   Say(goal == v1::NODE_STATE_PREPARED
           ? "rollout done: every node's kube-controller-manager runs with Leader Migration"

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "common/vocabulary/node_state.h"
 #include "handoff/v1/handoff.pb.h"
+#include "proto/vocabulary/node_state.h"
 
 namespace handoff::server {
 

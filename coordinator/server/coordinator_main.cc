@@ -29,6 +29,7 @@
 #include "coordinator/kube/kubeconfig.h"
 #include "coordinator/preflight/cluster_checks.h"
 #include "coordinator/server/cluster_facts.h"
+#include "coordinator/server/controller_thread.h"
 #include "coordinator/server/coordinator_metrics.h"
 #include "coordinator/server/coordinator_server.h"
 #include "coordinator/server/lease_releaser.h"
@@ -347,7 +348,10 @@ int Run(const Options& options, const ConfigArgs& file) {
   DetectorOptions detector;
   detector.nodes = nodes;
   detector.gap_limit_ms = absl::ToInt64Milliseconds(*gap_limit);
-  RunWatch run_watch(**controller, detector, metrics.get());
+  // The controller's work from the gRPC reactors and the detector's findings run here, one at a
+  // time; it outlives the server and the run watch, which post to it.
+  ControllerThread controller_thread;
+  RunWatch run_watch(**controller, detector, metrics.get(), &controller_thread);
   if (metrics) {
     (*controller)->Watch([watched = metrics.get()](const pb::RolloutStatus& status) {
       watched->ObserveStatus(status);
@@ -381,6 +385,7 @@ int Run(const Options& options, const ConfigArgs& file) {
   server_options.cert_refresh_interval = *cert_refresh;
   server_options.reflection = options.reflection;
   server_options.run_watch = &run_watch;
+  server_options.controller_thread = &controller_thread;
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
       CoordinatorServer::Start(**controller, server_options);
   if (!server.ok()) return fail(server.status());

@@ -1,12 +1,12 @@
 #include "coordinator/server/coordinator_metrics.h"
 
 #include <algorithm>
-#include <cctype>
 #include <optional>
 #include <vector>
 
-#include "proto/rpc/move_labels.h"
-#include "proto/rpc/node_state.h"
+#include "proto/vocabulary/node_state.h"
+#include "proto/vocabulary/outcome.h"
+#include "proto/vocabulary/phase.h"
 
 namespace handoff::server {
 namespace {
@@ -20,22 +20,8 @@ const prometheus::Histogram::BucketBoundaries kMoveSeconds = {1,  2,   5,   10, 
 const prometheus::Histogram::BucketBoundaries kGapSeconds = {0.5, 1,  2,  5,  10,  15,
                                                              20,  30, 45, 60, 120, 300};
 
-std::string Lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
-// "idle", "preparing", ... "rolling_back", ... (the wire's names, lower case).
-std::string PhaseLabel(v1::RolloutStatus::Phase phase) {
-  return Lower(v1::RolloutStatus::Phase_Name(phase));
-}
-
 // "in-tree", ... "inconsistent" (the product's names); "unknown" while the agent is away.
-std::string StateLabel(v1::NodeState state) {
-  std::optional<NodeState> known = rpc::FromProto(state);
-  return known ? std::string(NodeStateName(*known)) : "unknown";
-}
+std::string StateLabel(v1::NodeState state) { return std::string(WireStateName(state, "unknown")); }
 
 std::vector<v1::NodeState> WireStates() {
   std::vector<v1::NodeState> states;
@@ -120,7 +106,8 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry)
   const google::protobuf::EnumDescriptor* phases = v1::RolloutStatus::Phase_descriptor();
   for (int i = 0; i < phases->value_count(); ++i) {
     const auto phase = static_cast<v1::RolloutStatus::Phase>(phases->value(i)->number());
-    if (phase != v1::RolloutStatus::PHASE_UNSPECIFIED) phase_.Add({{"phase", PhaseLabel(phase)}});
+    if (phase != v1::RolloutStatus::PHASE_UNSPECIFIED)
+      phase_.Add({{"phase", std::string(PhaseLabel(phase))}});
   }
   for (const char* by : {"agent", "operator"}) rollbacks_.Add({{"by", by}});
   for (const char* result : {"released", "not_touched", "lost_race", "error"}) {
@@ -129,12 +116,12 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry)
 }
 
 void CoordinatorMetrics::ObserveStatus(const v1::RolloutStatus& status) {
-  const std::string current = PhaseLabel(status.phase());
+  const std::string_view current = PhaseLabel(status.phase());
   const google::protobuf::EnumDescriptor* phases = v1::RolloutStatus::Phase_descriptor();
   for (int i = 0; i < phases->value_count(); ++i) {
     const auto phase = static_cast<v1::RolloutStatus::Phase>(phases->value(i)->number());
     if (phase == v1::RolloutStatus::PHASE_UNSPECIFIED) continue;
-    const std::string label = PhaseLabel(phase);
+    const std::string label(PhaseLabel(phase));
     phase_.Add({{"phase", label}}).Set(label == current ? 1 : 0);
   }
 
@@ -177,7 +164,7 @@ void CoordinatorMetrics::MoveFinished(const std::string& /*node*/, NodeState fro
                                       const v1::CommandResult& result, absl::Duration took) {
   const prometheus::Labels labels = {{"from", std::string(NodeStateName(from))},
                                      {"to", std::string(NodeStateName(to))},
-                                     {"outcome", MoveOutcomeLabel(result.outcome())}};
+                                     {"outcome", std::string(MoveOutcomeLabel(result.outcome()))}};
   moves_.Add(labels).Increment();
   move_duration_.Add(labels, kMoveSeconds)
       .Observe(absl::ToDoubleSeconds(std::max(took, absl::ZeroDuration())));

@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "common/base/strings.h"
 #include "coordinator/server/client_certificate_check.h"
+#include "coordinator/server/controller_thread.h"
 #include "coordinator/server/peer_identity.h"
 #include "coordinator/server/stream_limits.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -53,6 +54,8 @@ class StreamLink : public AgentLink {
   void Close(const absl::Status& status) override;
   // Ends the stream unless its agent has said something by now (StreamLimits).
   void ExpireHello();
+  // Reads the stream's next message; false when the stream is gone or finishing (no read then).
+  bool ReadNext();
   std::string Peer() const override { return peer_; }
   void Detach() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -65,19 +68,97 @@ class StreamLink : public AgentLink {
   const std::string peer_;
 };
 
-// One agent's Connect stream. Reads one message at a time; writes are queued and go out one at a
-// time (gRPC allows one outstanding write per stream).
+// One stream's messages as the controller's thread handles them, in order. It outlives the
+// stream (the thread may still hold work of a stream that has ended) and reaches the stream
+// only through its link. Used on the controller's thread alone, but for node(), which the
+// stream's reactor reads.
+class StreamEvents {
+ public:
+  StreamEvents(RolloutController& controller, RunWatch* run_watch,
+               absl::StatusOr<PeerIdentity> identity, std::shared_ptr<StreamLink> link)
+      : controller_(controller),
+        run_watch_(run_watch),
+        identity_(std::move(identity)),
+        link_(std::move(link)) {}
+
+  // A message arrived; the next is read once the controller has taken this one.
+  void Message(const pb::AgentMessage& message) {
+    if (node().empty()) {
+      absl::Status registered = Register(message);
+      if (!registered.ok()) {
+        spdlog::warn("refused agent stream from {}: {}", link_->Peer(),
+                     std::string(registered.message()));
+        link_->Close(registered);
+        return;
+      }
+    } else if (!message.has_controllers()) {
+      // (Samples go to the detector only, from the reactor: without one they are dropped.)
+      controller_.AgentMessage(node(), link_.get(), message);
+    }
+    if (!link_->ReadNext()) Ended();
+  }
+
+  // The stream's reads are over (the agent went away, or the stream was finished): the
+  // controller hears it once.
+  void Ended() {
+    const std::string name = node();
+    if (!name.empty()) {
+      controller_.AgentDisconnected(name, link_.get());
+      if (run_watch_ != nullptr) run_watch_->Away(name);
+    }
+    link_->Close(absl::OkStatus());
+  }
+
+  // The node the stream registered as; "" before (and without) its hello.
+  std::string node() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return node_;
+  }
+
+ private:
+  absl::Status Register(const pb::AgentMessage& message) {
+    if (!message.has_hello()) {
+      return absl::InvalidArgumentError("the first message of a stream must be AgentHello");
+    }
+    if (!identity_.ok()) return identity_.status();
+    const std::string& name = message.hello().node_name();
+    absl::Status allowed = AuthorizeAgent(*identity_, name);
+    if (!allowed.ok()) return allowed;
+    absl::Status connected = controller_.AgentConnected(name, message.hello(), link_);
+    if (!connected.ok()) return connected;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      node_ = name;
+    }
+    spdlog::info("agent {} connected from {}", name, link_->Peer());
+    return absl::OkStatus();
+  }
+
+  RolloutController& controller_;
+  RunWatch* const run_watch_;
+  const absl::StatusOr<PeerIdentity> identity_;  // the client certificate's, read at the start
+  const std::shared_ptr<StreamLink> link_;
+  mutable std::mutex mu_;
+  std::string node_;
+};
+
+// One agent's Connect stream. Reads one message at a time: the reactor hands it to the
+// controller's thread, which reads the next once the controller has taken it. Writes are queued
+// and go out one at a time (gRPC allows one outstanding write per stream). The controller's
+// samples (who runs which cloud controller) go to the double-run detector from the reactor at
+// once: they need neither the controller nor the store.
 class AgentStream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage> {
  public:
   // `identity` was admitted by `limits`, which this stream releases when it is done.
-  AgentStream(RolloutController& controller, RunWatch* run_watch, StreamLimits& limits,
-              std::string identity, grpc::CallbackServerContext* context)
-      : controller_(controller),
+  AgentStream(RolloutController& controller, ControllerThread& thread, RunWatch* run_watch,
+              StreamLimits& limits, std::string identity, grpc::CallbackServerContext* context)
+      : thread_(thread),
         run_watch_(run_watch),
         limits_(limits),
         identity_(std::move(identity)),
         context_(context),
-        link_(std::make_shared<StreamLink>(this, context->peer())) {
+        link_(std::make_shared<StreamLink>(this, context->peer())),
+        events_(std::make_shared<StreamEvents>(controller, run_watch, CallerOf(context), link_)) {
     limits_.AwaitHello([link = link_] { link->ExpireHello(); });
     StartRead(&in_);
   }
@@ -100,31 +181,19 @@ class AgentStream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::C
       spoke_ = true;
     }
     if (!ok) {
-      // The agent went away (or the stream was finished): the controller hears it once.
-      if (!node_.empty()) {
-        controller_.AgentDisconnected(node_, link_.get());
-        if (run_watch_ != nullptr) run_watch_->Away(node_);
-      }
-      Close(absl::OkStatus());
+      thread_.Post([events = events_] { events->Ended(); });
       return;
     }
-    if (node_.empty()) {
-      absl::Status registered = Register();
-      if (!registered.ok()) {
-        spdlog::warn("refused agent stream from {}: {}", context_->peer(),
-                     std::string(registered.message()));
-        Close(registered);
+    if (in_.has_controllers() && run_watch_ != nullptr) {
+      // Samples change nothing the rollout controller keeps; a stream not yet registered has
+      // none to give (its hello is handled before its next read).
+      if (const std::string node = events_->node(); !node.empty()) {
+        run_watch_->Observe(node, in_.controllers(), absl::ToUnixMillis(absl::Now()));
+        StartRead(&in_);
         return;
       }
-    } else if (in_.has_controllers()) {
-      // Samples go to the detector only: they change nothing the rollout controller keeps.
-      if (run_watch_ != nullptr) {
-        run_watch_->Observe(node_, in_.controllers(), absl::ToUnixMillis(absl::Now()));
-      }
-    } else {
-      controller_.AgentMessage(node_, link_.get(), in_);
     }
-    StartRead(&in_);
+    thread_.Post([events = events_, message = std::move(in_)] { events->Message(message); });
   }
 
   void OnWriteDone(bool ok) override {
@@ -163,23 +232,20 @@ class AgentStream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::C
     FinishIfRequestedLocked();
   }
 
+  // False, reading nothing, once the stream is finishing.
+  bool ReadNext() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finish_requested_) return false;
+    in_.Clear();
+    StartRead(&in_);
+    return true;
+  }
+
  private:
-  absl::Status Register() {
-    if (!in_.has_hello()) {
-      return absl::InvalidArgumentError("the first message of a stream must be AgentHello");
-    }
-    std::shared_ptr<const grpc::AuthContext> auth = context_->auth_context();
+  static absl::StatusOr<PeerIdentity> CallerOf(grpc::CallbackServerContext* context) {
+    std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
     if (!auth) return absl::UnauthenticatedError("no client certificate");
-    absl::StatusOr<PeerIdentity> identity = IdentityOf(*auth);
-    if (!identity.ok()) return identity.status();
-    absl::Status allowed = AuthorizeAgent(*identity, in_.hello().node_name());
-    if (!allowed.ok()) return allowed;
-    absl::Status connected =
-        controller_.AgentConnected(in_.hello().node_name(), in_.hello(), link_);
-    if (!connected.ok()) return connected;
-    node_ = in_.hello().node_name();
-    spdlog::info("agent {} connected from {}", node_, context_->peer());
-    return absl::OkStatus();
+    return IdentityOf(*auth);
   }
 
   void FinishIfRequestedLocked() {
@@ -189,14 +255,14 @@ class AgentStream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::C
     }
   }
 
-  RolloutController& controller_;
-  RunWatch* run_watch_;
+  ControllerThread& thread_;
+  RunWatch* const run_watch_;
   StreamLimits& limits_;
   const std::string identity_;
   grpc::CallbackServerContext* context_;
   const std::shared_ptr<StreamLink> link_;
-  pb::AgentMessage in_;
-  std::string node_;  // set once registered; read and written only by the read side
+  const std::shared_ptr<StreamEvents> events_;
+  pb::AgentMessage in_;  // the read under way; no read is under way while the controller works
 
   std::mutex mu_;
   bool spoke_ = false;  // a first read completed (a message, or the stream's end)
@@ -222,10 +288,17 @@ void StreamLink::ExpireHello() {
   if (stream_ != nullptr) stream_->ExpireHello();
 }
 
+bool StreamLink::ReadNext() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stream_ != nullptr && stream_->ReadNext();
+}
+
 class AgentServiceImpl final : public pb::AgentService::CallbackService {
  public:
-  AgentServiceImpl(RolloutController& controller, RunWatch* run_watch, const ServerOptions& options)
+  AgentServiceImpl(RolloutController& controller, ControllerThread& thread, RunWatch* run_watch,
+                   const ServerOptions& options)
       : controller_(controller),
+        thread_(thread),
         run_watch_(run_watch),
         limits_(options.hello_deadline, options.max_streams_per_identity) {}
   grpc::ServerBidiReactor<pb::AgentMessage, pb::CoordinatorMessage>* Connect(
@@ -251,11 +324,12 @@ class AgentServiceImpl final : public pb::AgentService::CallbackService {
                               " streams open, the most one agent may; another process with this "
                               "certificate holds them")));
     }
-    return new AgentStream(controller_, run_watch_, limits_, std::move(identity), context);
+    return new AgentStream(controller_, thread_, run_watch_, limits_, std::move(identity), context);
   }
 
  private:
   RolloutController& controller_;
+  ControllerThread& thread_;
   RunWatch* run_watch_;
   StreamLimits limits_;
 };
@@ -294,7 +368,7 @@ class StatusWriter final : public grpc::ServerWriteReactor<pb::RolloutStatus> {
                bool watch)
       : controller_(controller), run_watch_(run_watch), watches_(watches) {
     if (!watch) {
-      current_ = controller_.Status();
+      current_ = controller_.LatestStatus();
       if (run_watch_ != nullptr) run_watch_->Fill(current_);
       StartWriteAndFinish(&current_, grpc::WriteOptions(), grpc::Status::OK);
       return;
@@ -395,8 +469,9 @@ void WatchRegistry::EndAll() {
 
 class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
  public:
-  OperatorServiceImpl(RolloutController& controller, const RunWatch* run_watch)
-      : controller_(controller), run_watch_(run_watch) {}
+  OperatorServiceImpl(RolloutController& controller, ControllerThread& thread,
+                      const RunWatch* run_watch)
+      : controller_(controller), thread_(thread), run_watch_(run_watch) {}
 
   // Shutdown: every open watch ends now, and new ones end at once.
   void EndWatches() { watches_.EndAll(); }
@@ -410,41 +485,41 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
       reactor->Finish(ToGrpc(actor.status()));
       return reactor;
     }
-    NodeState goal = request->goal() == pb::NODE_STATE_UNSPECIFIED ? NodeState::kInconsistent
-                                                                   : FromProto(request->goal());
+    NodeState goal = request->goal() == pb::NODE_STATE_UNSPECIFIED
+                         ? NodeState::kInconsistent
+                         : StateOrInconsistent(request->goal());
     if (request->goal() != pb::NODE_STATE_UNSPECIFIED && goal == NodeState::kInconsistent) {
       reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                    "plan's goal is one of in-tree, prepared, migrated, finalized"));
       return reactor;
     }
-    std::optional<rollout::Strategy> strategy;
-    if (request->strategy() == pb::STRATEGY_DOWNTIME) strategy = rollout::Strategy::kDowntime;
-    if (request->strategy() == pb::STRATEGY_LEADER_MIGRATION) {
-      strategy = rollout::Strategy::kLeaderMigration;
-    }
-    controller_.PlanRollout(
-        goal,
-        [reactor, response](absl::StatusOr<pb::PlanRolloutResponse> plan) {
-          if (plan.ok()) *response = *std::move(plan);
-          reactor->Finish(ToGrpc(plan.status()));
-        },
-        strategy);
+    // A plan follows the path its nodes would take (a replacement's: Leader Migration).
+    std::optional<Strategy> strategy = FromProto(request->strategy());
+    if (strategy) strategy = PathOf(*strategy);
+    thread_.Post([this, reactor, response, goal, strategy] {
+      controller_.PlanRollout(
+          goal,
+          [reactor, response](absl::StatusOr<pb::PlanRolloutResponse> plan) {
+            if (plan.ok()) *response = *std::move(plan);
+            reactor->Finish(ToGrpc(plan.status()));
+          },
+          strategy);
+    });
     return reactor;
   }
 
   grpc::ServerUnaryReactor* Start(grpc::CallbackServerContext* context,
                                   const pb::StartRequest* request,
                                   pb::RolloutStatus* response) override {
-    return Change(context, response, [&](const std::string& actor) {
-      NodeState goal = request->goal() == pb::NODE_STATE_UNSPECIFIED ? NodeState::kMigrated
-                                                                     : FromProto(request->goal());
-      return controller_.Start(
-          actor, goal,
-          std::vector<std::string>(request->ignore_preflight().begin(),
-                                   request->ignore_preflight().end()),
-          request->strategy() == pb::STRATEGY_DOWNTIME ? rollout::Strategy::kDowntime
-                                                       : rollout::Strategy::kLeaderMigration,
-          request->strategy() == pb::STRATEGY_REPLACE, request->ignore_reason());
+    return Change(context, response, [this, request](const std::string& actor) {
+      NodeState goal = request->goal() == pb::NODE_STATE_UNSPECIFIED
+                           ? NodeState::kMigrated
+                           : StateOrInconsistent(request->goal());
+      return controller_.Start(actor, goal,
+                               std::vector<std::string>(request->ignore_preflight().begin(),
+                                                        request->ignore_preflight().end()),
+                               FromProto(request->strategy()).value_or(Strategy::kLeaderMigration),
+                               request->ignore_reason());
     });
   }
 
@@ -466,7 +541,7 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
   grpc::ServerUnaryReactor* Pause(grpc::CallbackServerContext* context,
                                   const pb::PauseRequest* request,
                                   pb::RolloutStatus* response) override {
-    return Change(context, response, [&](const std::string& actor) {
+    return Change(context, response, [this, request](const std::string& actor) {
       return controller_.Pause(actor, request->reason());
     });
   }
@@ -475,13 +550,13 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
                                    const pb::ResumeRequest* /*request*/,
                                    pb::RolloutStatus* response) override {
     return Change(context, response,
-                  [&](const std::string& actor) { return controller_.Resume(actor); });
+                  [this](const std::string& actor) { return controller_.Resume(actor); });
   }
 
   grpc::ServerUnaryReactor* Abort(grpc::CallbackServerContext* context,
                                   const pb::AbortRequest* request,
                                   pb::RolloutStatus* response) override {
-    return Change(context, response, [&](const std::string& actor) {
+    return Change(context, response, [this, request](const std::string& actor) {
       return controller_.Abort(actor, request->reason());
     });
   }
@@ -489,8 +564,8 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
   grpc::ServerUnaryReactor* Rollback(grpc::CallbackServerContext* context,
                                      const pb::RollbackRequest* request,
                                      pb::RolloutStatus* response) override {
-    return Change(context, response, [&](const std::string& actor) {
-      return controller_.Rollback(actor, FromProto(request->to()),
+    return Change(context, response, [this, request](const std::string& actor) {
+      return controller_.Rollback(actor, StateOrInconsistent(request->to()),
                                   request->strategy() == pb::STRATEGY_REPLACE);
     });
   }
@@ -498,7 +573,7 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
   grpc::ServerUnaryReactor* AddNode(grpc::CallbackServerContext* context,
                                     const pb::AddNodeRequest* request,
                                     pb::RolloutStatus* response) override {
-    return Change(context, response, [&](const std::string& actor) {
+    return Change(context, response, [this, request](const std::string& actor) {
       return controller_.AddNode(actor, request->node(), request->reason());
     });
   }
@@ -506,7 +581,7 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
   grpc::ServerUnaryReactor* RemoveNode(grpc::CallbackServerContext* context,
                                        const pb::RemoveNodeRequest* request,
                                        pb::RolloutStatus* response) override {
-    return Change(context, response, [&](const std::string& actor) {
+    return Change(context, response, [this, request](const std::string& actor) {
       return controller_.RemoveNode(actor, request->node(), request->reason());
     });
   }
@@ -515,7 +590,7 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
                                      const pb::FinalizeRequest* /*request*/,
                                      pb::RolloutStatus* response) override {
     return Change(context, response,
-                  [&](const std::string& actor) { return controller_.Finalize(actor); });
+                  [this](const std::string& actor) { return controller_.Finalize(actor); });
   }
 
   grpc::ServerUnaryReactor* History(grpc::CallbackServerContext* context,
@@ -527,10 +602,12 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
       reactor->Finish(ToGrpc(actor.status()));
       return reactor;
     }
-    absl::StatusOr<pb::HistoryResponse> history =
-        controller_.History(request->after_sequence(), request->limit());
-    if (history.ok()) *response = *std::move(history);
-    reactor->Finish(ToGrpc(history.status()));
+    thread_.Post([this, reactor, request, response] {
+      absl::StatusOr<pb::HistoryResponse> history =
+          controller_.History(request->after_sequence(), request->limit());
+      if (history.ok()) *response = *std::move(history);
+      reactor->Finish(ToGrpc(history.status()));
+    });
     return reactor;
   }
 
@@ -543,13 +620,16 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
       reactor->Finish(ToGrpc(actor.status()));
       return reactor;
     }
-    *response = controller_.Nodes();
-    reactor->Finish(grpc::Status::OK);
+    thread_.Post([this, reactor, response] {
+      *response = controller_.Nodes();
+      reactor->Finish(grpc::Status::OK);
+    });
     return reactor;
   }
 
  private:
-  // An operator call that changes the rollout and answers with its status.
+  // An operator call that changes the rollout and answers with its status: `call` runs on the
+  // controller's thread (it must hold what it reads of the request by value or by pointer).
   template <typename Call>
   grpc::ServerUnaryReactor* Change(grpc::CallbackServerContext* context,
                                    pb::RolloutStatus* response, Call call) {
@@ -559,13 +639,16 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
       reactor->Finish(ToGrpc(actor.status()));
       return reactor;
     }
-    absl::StatusOr<pb::RolloutStatus> status = call(*actor);
-    if (status.ok()) *response = *std::move(status);
-    reactor->Finish(ToGrpc(status.status()));
+    thread_.Post([reactor, response, actor = *std::move(actor), call = std::move(call)] {
+      absl::StatusOr<pb::RolloutStatus> status = call(actor);
+      if (status.ok()) *response = *std::move(status);
+      reactor->Finish(ToGrpc(status.status()));
+    });
     return reactor;
   }
 
   RolloutController& controller_;
+  ControllerThread& thread_;
   const RunWatch* run_watch_;
   WatchRegistry watches_;
 };
@@ -574,7 +657,14 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
 
 struct CoordinatorServer::Services {
   Services(RolloutController& controller, const ServerOptions& options)
-      : agents(controller, options.run_watch, options), operators(controller, options.run_watch) {}
+      : own_thread(options.controller_thread == nullptr ? std::make_unique<ControllerThread>()
+                                                        : nullptr),
+        thread(options.controller_thread != nullptr ? *options.controller_thread : *own_thread),
+        agents(controller, thread, options.run_watch, options),
+        operators(controller, thread, options.run_watch) {}
+  // Destroyed last: the server's calls still in its queue are answered before it stops.
+  std::unique_ptr<ControllerThread> own_thread;
+  ControllerThread& thread;
   AgentServiceImpl agents;
   OperatorServiceImpl operators;
 };

@@ -1,7 +1,10 @@
 // The coordinator's gRPC server: AgentService (each agent's stream) and OperatorService over
 // mutual TLS only, the standard health service, and server reflection when asked for. Each call
 // is authorised on the verified client certificate (peer_identity.h) and handed to the
-// RolloutController.
+// RolloutController on the controller's own thread (controller_thread.h): no gRPC reactor waits on
+// the controller's mutex or the store's commit. `status` is answered at once from the
+// controller's latest status, and the agents' controller samples go to the double-run detector
+// at once.
 #ifndef HANDOFF_COORDINATOR_SERVER_COORDINATOR_SERVER_H_
 #define HANDOFF_COORDINATOR_SERVER_COORDINATOR_SERVER_H_
 
@@ -11,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "coordinator/server/controller_thread.h"
 #include "coordinator/server/rollout_controller.h"
 #include "coordinator/server/run_watch.h"
 #include "grpcpp/server.h"
@@ -32,6 +36,9 @@ struct ServerOptions {
   // Borrowed, may be null: the live double-run detector, fed the agents' controller samples;
   // it adds who runs each cloud controller to the status operators read.
   RunWatch* run_watch = nullptr;
+  // Borrowed, may be null: the thread the controller's work runs on (the agents' messages, the
+  // operators' calls). Null: the server runs one of its own. Must outlive the server.
+  ControllerThread* controller_thread = nullptr;
   // An agent stream that has not said hello by then is ended (DEADLINE_EXCEEDED): agents say it
   // at once, and a stream held open without it would only cost the coordinator memory.
   absl::Duration hello_deadline = absl::Seconds(10);

@@ -22,7 +22,6 @@
 namespace handoff::server {
 
 using controller_internal::Deferred;
-using controller_internal::OutcomeName;
 using controller_internal::RunDeferred;
 using controller_internal::WrapCommand;
 
@@ -268,7 +267,7 @@ bool RolloutController::AdmitAgentEntry(Node& node, store::HistoryEntry& entry) 
 }
 
 void RolloutController::ApplyReport(Node& node, const pb::NodeReport& report) {
-  node.state = FromProto(report.state());
+  node.state = StateOrInconsistent(report.state());
   node.reasons.clear();
   for (const std::string& reason : report.reasons()) {
     if (node.reasons.size() == kReportLines) {
@@ -526,7 +525,7 @@ void RolloutController::FinishMove(Node& node, const pb::CommandResult& result,
 
 void RolloutController::MarkDowntime(const store::InFlight& move, int64_t finished_unix_ms,
                                      std::vector<store::HistoryEntry>& history) {
-  if (rollout_.strategy != store::Strategy::kDowntime) return;
+  if (rollout_.strategy != Strategy::kDowntime) return;
   const int64_t at = finished_unix_ms != 0 ? finished_unix_ms : NowMs();
   store::DowntimeMarks& marks = rollout_.downtime;
   if (move.from == NodeState::kInTree && move.to == NodeState::kStopped) {
@@ -559,7 +558,7 @@ void RolloutController::MarkDowntime(const store::InFlight& move, int64_t finish
 
 std::optional<pb::Downtime> RolloutController::MeasuredDowntime() const {
   const store::DowntimeMarks& marks = rollout_.downtime;
-  if (rollout_.strategy != store::Strategy::kDowntime || marks.all_stopped_unix_ms == 0) {
+  if (rollout_.strategy != Strategy::kDowntime || marks.all_stopped_unix_ms == 0) {
     return std::nullopt;
   }
   pb::Downtime downtime;
@@ -681,7 +680,7 @@ bool RolloutController::WantsFacts() {
 void RolloutController::CandidateChanged() {
   // A replacement waiting for a join takes a candidate in by itself; otherwise only the status
   // changes.
-  if (rollout_.strategy == store::Strategy::kReplace && rollout_.goal) {
+  if (rollout_.strategy == Strategy::kReplace && rollout_.goal) {
     Advance();
   } else {
     Notify(View());
@@ -730,7 +729,7 @@ bool RolloutController::Halt(const std::string& kind, const std::string& reason,
 
 bool RolloutController::OutageAccepted() {
   std::lock_guard<std::mutex> lock(mu_);
-  return rollout_.strategy == store::Strategy::kDowntime && rollout_.goal &&
+  return rollout_.strategy == Strategy::kDowntime && rollout_.goal &&
          next_.kind != rollout::Decision::Kind::kDone;
 }
 
@@ -862,8 +861,8 @@ void RolloutController::Advance() {
 
 rollout::Decision RolloutController::Decide(EngineView& view) {
   replacement_.reset();
-  if (rollout_.strategy == store::Strategy::kReplace) return DecideReplacement(view);
-  const rollout::Goal goal{*rollout_.goal, EngineStrategy(rollout_.strategy)};
+  if (rollout_.strategy == Strategy::kReplace) return DecideReplacement(view);
+  const rollout::Goal goal{*rollout_.goal, PathOf(rollout_.strategy)};
   return rollout::NextStep(view.nodes, goal, view.facts, view.control);
 }
 
@@ -1057,8 +1056,8 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::SetGoal(const std::string& 
                RandomHex(3));
   }
   std::string message = StrCat(kind, ": goal ", Name(goal));
-  if (rollout_.strategy == store::Strategy::kDowntime) message += " by the downtime strategy";
-  if (rollout_.strategy == store::Strategy::kReplace) {
+  if (rollout_.strategy == Strategy::kDowntime) message += " by the downtime strategy";
+  if (rollout_.strategy == Strategy::kReplace) {
     StrAppend(&message, " by replacing nodes (the control plane keeps ", rollout_.replace_size,
               " members)");
   }
@@ -1081,13 +1080,14 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::SetGoal(const std::string& 
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
     const std::string& actor, NodeState goal, const std::vector<std::string>& ignore_preflight,
-    rollout::Strategy strategy, bool replace, const std::string& ignore_reason) {
+    Strategy strategy, const std::string& ignore_reason) {
+  const bool replace = strategy == Strategy::kReplace;
   if (goal != NodeState::kPrepared && goal != NodeState::kMigrated &&
       goal != NodeState::kFinalized) {
     return absl::InvalidArgumentError(
         "start takes the goal prepared, migrated or finalized; to go back use rollback --to");
   }
-  if (strategy == rollout::Strategy::kDowntime && goal != NodeState::kFinalized) {
+  if (strategy == Strategy::kDowntime && goal != NodeState::kFinalized) {
     return absl::InvalidArgumentError(StrCat("the downtime strategy has no stop at ",
                                              NodeStateName(goal), ": its goal is finalized"));
   }
@@ -1099,7 +1099,7 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
   if (absl::Status ignorable = rollout::CheckIgnorable(ignore_preflight); !ignorable.ok()) {
     return ignorable;
   }
-  const bool downtime = strategy == rollout::Strategy::kDowntime;
+  const bool downtime = strategy == Strategy::kDowntime;
   std::shared_ptr<const preflight::ClusterView> fresh;
   if (options_.read_cluster_view && ClusterViewRefuses(downtime, ignore_preflight)) {
     fresh = options_.read_cluster_view();
@@ -1141,11 +1141,7 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
     }
     if (absl::Status committed = Commit(std::move(history)); !committed.ok()) return committed;
   }
-  const store::Strategy stored = replace ? store::Strategy::kReplace
-                                 : strategy == rollout::Strategy::kDowntime
-                                     ? store::Strategy::kDowntime
-                                     : store::Strategy::kLeaderMigration;
-  if (replace && (rollout_.strategy != store::Strategy::kReplace || rollout_.replace_size == 0 ||
+  if (replace && (rollout_.strategy != Strategy::kReplace || rollout_.replace_size == 0 ||
                   rollout_.goal != goal)) {
     // The control plane keeps the members it has now; a start again after a halt keeps the size
     // of the replacement under way.
@@ -1153,10 +1149,10 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
   }
   bool all_in_tree = true;
   for (const Node& node : nodes_) all_in_tree = all_in_tree && node.state == NodeState::kInTree;
-  if (stored != rollout_.strategy || all_in_tree) {
+  if (strategy != rollout_.strategy || all_in_tree) {
     // A new strategy, or a new start from in-tree, measures its own outage (a start again after
     // a halt keeps measuring the one under way).
-    rollout_.strategy = stored;
+    rollout_.strategy = strategy;
     rollout_.downtime = store::DowntimeMarks{};
   }
   return SetGoal(actor, "start", goal);
@@ -1225,9 +1221,9 @@ std::vector<rollout::PreflightProblem> RolloutController::RunPreflight(const Eng
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Finalize(const std::string& actor) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (rollout_.strategy == store::Strategy::kReplace) {
+  if (rollout_.strategy == Strategy::kReplace) {
     // Finalizing changes no version: it goes on in place.
-    rollout_.strategy = store::Strategy::kLeaderMigration;
+    rollout_.strategy = Strategy::kLeaderMigration;
     rollout_.replace_size = 0;
   }
   return SetGoal(actor, "finalize", NodeState::kFinalized);
@@ -1242,7 +1238,7 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Rollback(const std::string&
   if (!rollout_.goal) {
     return absl::FailedPreconditionError("no rollout has started: there is nothing to roll back");
   }
-  if (rollout_.strategy == store::Strategy::kDowntime && to == NodeState::kPrepared) {
+  if (rollout_.strategy == Strategy::kDowntime && to == NodeState::kPrepared) {
     // The downtime path has no prepared. Nodes on it (stopped, external) go back along it; once
     // every node is in-tree or finalized, Leader Migration can walk finalized nodes back.
     for (const Node& node : nodes_) {
@@ -1252,21 +1248,21 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Rollback(const std::string&
             " (the downtime path, which has no prepared): rollback --to in-tree instead"));
       }
     }
-    rollout_.strategy = store::Strategy::kLeaderMigration;
+    rollout_.strategy = Strategy::kLeaderMigration;
   }
   if (replace) {
-    if (rollout_.strategy == store::Strategy::kDowntime) {
+    if (rollout_.strategy == Strategy::kDowntime) {
       return absl::FailedPreconditionError(
           "a downtime rollout rolls back in place (rollback --to in-tree); a replacement goes by "
           "Leader Migration");
     }
-    if (rollout_.strategy != store::Strategy::kReplace || rollout_.goal != to ||
+    if (rollout_.strategy != Strategy::kReplace || rollout_.goal != to ||
         rollout_.replace_size == 0) {
       rollout_.replace_size = nodes_.size();
     }
-    rollout_.strategy = store::Strategy::kReplace;
-  } else if (rollout_.strategy == store::Strategy::kReplace) {
-    rollout_.strategy = store::Strategy::kLeaderMigration;
+    rollout_.strategy = Strategy::kReplace;
+  } else if (rollout_.strategy == Strategy::kReplace) {
+    rollout_.strategy = Strategy::kLeaderMigration;
     rollout_.replace_size = 0;
   }
   return SetGoal(actor, "rollback", to);

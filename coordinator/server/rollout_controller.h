@@ -16,7 +16,9 @@
 // rollout_controller_status.cc (the status feed); the pure parts live in coordinator/rollout.
 //
 // Thread safety: every public method may be called from any thread. AgentLink::Send and Close
-// are called with the controller's mutex held; they must only queue and never call back.
+// are called with the controller's mutex held; they must only queue and never call back. The
+// gRPC server calls the controller from a thread of its own (controller_thread.h) and answers
+// `status` from LatestStatus, so a slow commit never holds a gRPC reactor.
 #ifndef HANDOFF_COORDINATOR_SERVER_ROLLOUT_CONTROLLER_H_
 #define HANDOFF_COORDINATOR_SERVER_ROLLOUT_CONTROLLER_H_
 
@@ -31,7 +33,6 @@
 
 #include "absl/status/statusor.h"
 #include "common/system/clock.h"
-#include "common/vocabulary/node_state.h"
 #include "coordinator/preflight/cluster_checks.h"
 #include "coordinator/preflight/node_checks.h"
 #include "coordinator/rollout/lease_holders.h"
@@ -42,7 +43,7 @@
 #include "coordinator/server/coordinator_events.h"
 #include "coordinator/store/store.h"
 #include "handoff/v1/handoff.pb.h"
-#include "proto/rpc/node_state.h"
+#include "proto/vocabulary/node_state.h"
 
 namespace handoff::server {
 
@@ -201,16 +202,16 @@ class RolloutController {
   // (rollout/preflight.h), except those named in `ignore_preflight` ("all": every one), each
   // skipped one written to the history with the operator's `ignore_reason`.
   // The downtime strategy (rollout/rollout_engine.h) takes only the goal finalized; a start that
-  // changes the strategy measures the outage afresh. `replace` (Leader Migration by replacing
-  // nodes, rollout/replacement.h) takes only the goal migrated, and keeps the control plane at
-  // the members it has now: a candidate in the state the replacement asks for joins by itself
+  // changes the strategy measures the outage afresh. The replace strategy (Leader Migration by
+  // replacing nodes, rollout/replacement.h) takes only the goal migrated, and keeps the control
+  // plane at the members it has now: a candidate in the state the replacement asks for joins by
+  // itself
   // ("node-added" by the coordinator), and a node it asked to leave is taken out once its agent
   // is gone and neither the API server nor etcd lists it ("node-removed").
-  absl::StatusOr<pb::RolloutStatus> Start(
-      const std::string& actor, NodeState goal,
-      const std::vector<std::string>& ignore_preflight = {},
-      rollout::Strategy strategy = rollout::Strategy::kLeaderMigration, bool replace = false,
-      const std::string& ignore_reason = "");
+  absl::StatusOr<pb::RolloutStatus> Start(const std::string& actor, NodeState goal,
+                                          const std::vector<std::string>& ignore_preflight = {},
+                                          Strategy strategy = Strategy::kLeaderMigration,
+                                          const std::string& ignore_reason = "");
   absl::StatusOr<pb::RolloutStatus> Pause(const std::string& actor, const std::string& reason);
   absl::StatusOr<pb::RolloutStatus> Resume(const std::string& actor);
   absl::StatusOr<pb::RolloutStatus> Abort(const std::string& actor, const std::string& reason);
@@ -235,19 +236,24 @@ class RolloutController {
   // diffs; `done` receives the answer.
   // `strategy`: the path to plan along; nullopt: the rollout's own.
   void PlanRollout(NodeState goal, PlanCallback done,
-                   std::optional<rollout::Strategy> strategy = std::nullopt);
+                   std::optional<Strategy> strategy = std::nullopt);
   pb::RolloutStatus Status();
+  // The status as of the controller's last event, without its mutex: what a caller that must not
+  // wait on a commit (a gRPC reactor) answers with. Its updated_unix_ms says when it was built.
+  pb::RolloutStatus LatestStatus() const;
   absl::StatusOr<pb::HistoryResponse> History(int64_t after_sequence, int limit);
   pb::NodesResponse Nodes();
 
-  // Calls `watcher` with every new status (revision changed), with the controller's mutex held:
-  // it must only queue. Returns a token for Unwatch.
+  // Calls `watcher` with the latest status at once, then with every new one (revision changed),
+  // under a lock of the status feed's own (never the controller's mutex, so a watch begins while a
+  // commit is under way): it must only queue. Returns a token for Unwatch.
   int Watch(std::function<void(const pb::RolloutStatus&)> watcher);
   void Unwatch(int token);
 
  private:
   // A node: what is stored of it (name, state, goal_start, last_result; Commit records that
-  // part as it is), and what lives only while this coordinator runs.
+  // part as it is), and what lives only while this coordinator runs. The engine reads it as
+  // rollout::NodeStatus (EngineNode), operators as the wire's NodeProgress and NodeInfo.
   struct Node : store::StoredNode {
     std::vector<std::string> reasons;
     bool healthy = false;
@@ -412,25 +418,22 @@ class RolloutController {
   bool FactsStale() const;
   rollout::Decision next_;
   std::optional<pb::Replacement> replacement_;  // what a replacement waits for, when it does
+  std::string last_notified_;  // the last status sent to watchers, serialized without revision
+  // The status feed: the last status built and the watchers, under status_mu_ (taken after mu_
+  // when both are held).
+  mutable std::mutex status_mu_;
+  pb::RolloutStatus latest_;
   std::map<int, std::function<void(const pb::RolloutStatus&)>> watchers_;
   int next_watch_token_ = 1;
-  std::string last_notified_;  // the last status sent to watchers, serialized without revision
   std::map<int64_t, std::unique_ptr<PendingPlan>> plans_;
   int64_t next_plan_id_ = 1;
   std::string instance_id_;  // distinguishes plan command ids of this coordinator run
 };
 
-// The wire and engine names of node states (proto/rpc/node_state.h); a state the wire leaves
-// unspecified is kInconsistent here, never a target.
-using rpc::ToProto;
-inline NodeState FromProto(pb::NodeState state) {
-  return rpc::FromProto(state).value_or(NodeState::kInconsistent);
-}
-
-// The stored strategy as the engine names it (a replacement goes by Leader Migration).
-inline rollout::Strategy EngineStrategy(store::Strategy strategy) {
-  return strategy == store::Strategy::kDowntime ? rollout::Strategy::kDowntime
-                                                : rollout::Strategy::kLeaderMigration;
+// A node state off the wire (proto/vocabulary/node_state.h); one the wire leaves unspecified is
+// kInconsistent here, never a target.
+inline NodeState StateOrInconsistent(pb::NodeState state) {
+  return FromProto(state).value_or(NodeState::kInconsistent);
 }
 
 }  // namespace handoff::server

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "handoff/v1/handoff.pb.h"
+#include "proto/vocabulary/outcome.h"
 
 namespace handoff::server::controller_internal {
 
@@ -26,23 +27,6 @@ inline pb::CoordinatorMessage WrapCommand(const pb::Command& command) {
   pb::CoordinatorMessage message;
   *message.mutable_command() = command;
   return message;
-}
-
-inline std::string OutcomeName(pb::CommandResult::Outcome outcome) {
-  switch (outcome) {
-    case pb::CommandResult::SUCCEEDED:
-      return "succeeded";
-    case pb::CommandResult::REFUSED:
-      return "refused";
-    case pb::CommandResult::ROLLED_BACK:
-      return "rolled back";
-    case pb::CommandResult::NEEDS_ATTENTION:
-      return "needs attention";
-    case pb::CommandResult::INTERRUPTED:
-      return "interrupted";
-    default:
-      return "unknown outcome";
-  }
 }
 
 }  // namespace handoff::server::controller_internal

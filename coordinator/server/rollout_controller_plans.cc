@@ -11,7 +11,6 @@
 namespace handoff::server {
 
 using controller_internal::Deferred;
-using controller_internal::OutcomeName;
 using controller_internal::RunDeferred;
 using controller_internal::WrapCommand;
 
@@ -95,14 +94,14 @@ void RolloutController::AskForDiffs(PendingPlan& plan,
 }
 
 void RolloutController::PlanRollout(NodeState goal, PlanCallback done,
-                                    std::optional<rollout::Strategy> strategy) {
+                                    std::optional<Strategy> strategy) {
   Deferred deferred;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const rollout::Strategy chosen = strategy.value_or(EngineStrategy(rollout_.strategy));
+    const Strategy chosen = strategy.value_or(PathOf(rollout_.strategy));
     if (goal == NodeState::kInconsistent) {
-      goal = rollout_.goal.value_or(chosen == rollout::Strategy::kDowntime ? NodeState::kFinalized
-                                                                          : NodeState::kMigrated);
+      goal = rollout_.goal.value_or(chosen == Strategy::kDowntime ? NodeState::kFinalized
+                                                                  : NodeState::kMigrated);
     }
     auto plan = std::make_unique<PendingPlan>();
     plan->id = next_plan_id_++;
@@ -119,7 +118,7 @@ void RolloutController::PlanRollout(NodeState goal, PlanCallback done,
     const rollout::SimulatedRollout simulated =
         rollout::SimulateRollout(nodes, goal, EngineFacts(nodes).holders, in_flight, chosen);
     plan->response.set_blocked_reason(simulated.blocked_reason);
-    if (!strategy && rollout_.strategy == store::Strategy::kReplace) {
+    if (!strategy && rollout_.strategy == Strategy::kReplace) {
       plan->response.set_note(
           "the rollout replaces nodes (start/rollback --strategy replace): its joins and "
           "removals are the operator's, and `status` shows each when it is due; the steps below "

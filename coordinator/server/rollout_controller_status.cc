@@ -7,57 +7,10 @@
 
 #include "coordinator/rollout/rollout_progress.h"
 #include "coordinator/server/rollout_controller.h"
+#include "proto/vocabulary/phase.h"
+#include "proto/vocabulary/strategy.h"
 
 namespace handoff::server {
-namespace {
-
-// The wire name of each phase.
-pb::RolloutStatus::Phase PhaseToProto(rollout::Phase phase) {
-  using Phase = rollout::Phase;
-  switch (phase) {
-    case Phase::kIdle:
-      return pb::RolloutStatus::IDLE;
-    case Phase::kPreparing:
-      return pb::RolloutStatus::PREPARING;
-    case Phase::kMigrating:
-      return pb::RolloutStatus::MIGRATING;
-    case Phase::kFinalizing:
-      return pb::RolloutStatus::FINALIZING;
-    case Phase::kRollingBack:
-      return pb::RolloutStatus::ROLLING_BACK;
-    case Phase::kDone:
-      return pb::RolloutStatus::DONE;
-    case Phase::kHalted:
-      return pb::RolloutStatus::HALTED;
-    case Phase::kPaused:
-      return pb::RolloutStatus::PAUSED;
-    case Phase::kWaiting:
-      return pb::RolloutStatus::WAITING;
-    case Phase::kStuck:
-      return pb::RolloutStatus::STUCK;
-    case Phase::kStopping:
-      return pb::RolloutStatus::STOPPING;
-    case Phase::kSwitching:
-      return pb::RolloutStatus::SWITCHING;
-    case Phase::kStarting:
-      return pb::RolloutStatus::STARTING;
-  }
-  return pb::RolloutStatus::PHASE_UNSPECIFIED;
-}
-
-pb::Strategy StrategyToProto(store::Strategy strategy) {
-  switch (strategy) {
-    case store::Strategy::kDowntime:
-      return pb::STRATEGY_DOWNTIME;
-    case store::Strategy::kReplace:
-      return pb::STRATEGY_REPLACE;
-    case store::Strategy::kLeaderMigration:
-      break;
-  }
-  return pb::STRATEGY_LEADER_MIGRATION;
-}
-
-}  // namespace
 
 pb::RolloutStatus RolloutController::Status() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -158,9 +111,9 @@ pb::RolloutStatus RolloutController::BuildStatus(const EngineView& view) const {
     moving_to = rollout_.in_flight->to;
     moving_from = rollout_.in_flight->from;
   }
-  status.set_phase(PhaseToProto(
-      rollout::PhaseOf(rollout_.goal, EngineControl(), moving_to, next_, moving_from)));
-  if (rollout_.goal) status.set_strategy(StrategyToProto(rollout_.strategy));
+  status.set_phase(
+      ToProto(rollout::PhaseOf(rollout_.goal, EngineControl(), moving_to, next_, moving_from)));
+  if (rollout_.goal) status.set_strategy(ToProto(rollout_.strategy));
   if (replacement_) *status.mutable_replacement() = *replacement_;
   if (std::optional<pb::Downtime> downtime = MeasuredDowntime()) {
     *status.mutable_downtime() = *downtime;
@@ -222,22 +175,33 @@ void RolloutController::Notify(const EngineView& view) {
   comparable.mutable_facts()->clear_checked_unix_ms();
   std::string serialized;
   comparable.SerializeToString(&serialized);
-  if (serialized == last_notified_) return;
-  last_notified_ = std::move(serialized);
-  status.set_revision(++rollout_.revision);
+  const bool changed = serialized != last_notified_;
+  if (changed) {
+    last_notified_ = std::move(serialized);
+    ++rollout_.revision;
+  }
+  status.set_revision(rollout_.revision);
+  std::lock_guard<std::mutex> lock(status_mu_);
+  latest_ = status;
+  if (!changed) return;
   for (auto& [token, watcher] : watchers_) watcher(status);
 }
 
+pb::RolloutStatus RolloutController::LatestStatus() const {
+  std::lock_guard<std::mutex> lock(status_mu_);
+  return latest_;
+}
+
 int RolloutController::Watch(std::function<void(const pb::RolloutStatus&)> watcher) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(status_mu_);
   int token = next_watch_token_++;
-  watcher(BuildStatus(View()));
+  watcher(latest_);
   watchers_[token] = std::move(watcher);
   return token;
 }
 
 void RolloutController::Unwatch(int token) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(status_mu_);
   watchers_.erase(token);
 }
 

@@ -7,10 +7,32 @@
 #include "spdlog/spdlog.h"
 
 namespace handoff::server {
+namespace {
+
+// Halts the rollout for `finding`, or records it.
+void Judge(RolloutController& controller, const Finding& finding) {
+  const std::string kind = finding.kind == Finding::Kind::kDoubleRun ? "double-run" : "no-runner";
+  const std::string summary = finding.Summary();
+  if (finding.kind == Finding::Kind::kLongGap && controller.OutageAccepted()) {
+    // The downtime strategy stops the cloud controllers until the first
+    // cloud-controller-manager runs them: the gap is its cost, recorded, never a halt.
+    spdlog::warn("{} (the downtime strategy's outage)", summary);
+    controller.RecordAudit(kind, "", summary + " (expected: the downtime strategy's outage)",
+                           finding.EvidenceJson());
+    return;
+  }
+  spdlog::error("{}", summary);
+  // A rollout that is moving halts (R5); otherwise the finding still goes to the history.
+  if (!controller.Halt(kind, summary, finding.EvidenceJson())) {
+    controller.RecordAudit(kind, "", summary, finding.EvidenceJson());
+  }
+}
+
+}  // namespace
 
 RunWatch::RunWatch(RolloutController& controller, DetectorOptions options,
-                   CoordinatorEvents* events)
-    : controller_(controller), events_(events), detector_(std::move(options)) {
+                   CoordinatorEvents* events, ControllerThread* thread)
+    : controller_(controller), events_(events), thread_(thread), detector_(std::move(options)) {
   // Called with the controller's mutex held: takes only this watch's own lock.
   watch_token_ = controller_.Watch([this](const pb::RolloutStatus& status) {
     std::vector<std::string> members;
@@ -55,22 +77,10 @@ void RunWatch::Observe(const std::string& node, const pb::ControllerSample& samp
         events_->LongGapDetected(finding.controller);
       }
     }
-    const std::string kind =
-        finding.kind == Finding::Kind::kDoubleRun ? "double-run" : "no-runner";
-    const std::string summary = finding.Summary();
-    if (finding.kind == Finding::Kind::kLongGap && controller_.OutageAccepted()) {
-      // The downtime strategy stops the cloud controllers until the first
-      // cloud-controller-manager runs them: the gap is its cost, recorded, never a halt.
-      spdlog::warn("{} (the downtime strategy's outage)", summary);
-      controller_.RecordAudit(kind, "",
-                              summary + " (expected: the downtime strategy's outage)",
-                              finding.EvidenceJson());
-      continue;
-    }
-    spdlog::error("{}", summary);
-    // A rollout that is moving halts (R5); otherwise the finding still goes to the history.
-    if (!controller_.Halt(kind, summary, finding.EvidenceJson())) {
-      controller_.RecordAudit(kind, "", summary, finding.EvidenceJson());
+    if (thread_ == nullptr) {
+      Judge(controller_, finding);
+    } else {
+      thread_->Post([&controller = controller_, finding] { Judge(controller, finding); });
     }
   }
 }

@@ -7,8 +7,10 @@
 // each finding also go to the coordinator's events (its metrics), when given.
 //
 // Thread safety: every method may be called from any thread. Observe calls the controller
-// (Halt, RecordAudit) and the events without its own lock held; Fill takes only its own lock, so
-// it may be called with the controller's mutex held (a watcher's callback).
+// (Halt, RecordAudit) and the events without its own lock held, the controller on the controller's
+// thread when given one (so a gRPC reactor handing it a sample never waits on a commit); Fill
+// takes only its own lock, so it may be called with the controller's mutex held (a watcher's
+// callback).
 #ifndef HANDOFF_COORDINATOR_SERVER_RUN_WATCH_H_
 #define HANDOFF_COORDINATOR_SERVER_RUN_WATCH_H_
 
@@ -20,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "coordinator/server/controller_thread.h"
 #include "coordinator/server/coordinator_events.h"
 #include "coordinator/server/double_run_detector.h"
 #include "coordinator/server/rollout_controller.h"
@@ -29,10 +32,12 @@ namespace handoff::server {
 
 class RunWatch {
  public:
-  // Borrows `controller` and `events` (may be null), which must outlive the watch. Follows the
-  // controller's members (its status feed) into the detector (DoubleRunDetector::SetNodes).
+  // Borrows `controller`, `events` and `thread` (each but the controller may be null), which must
+  // outlive the watch. Follows the controller's members (its status feed) into the detector
+  // (DoubleRunDetector::SetNodes). A finding goes to the controller on `thread`; without one, at
+  // once on Observe's caller.
   RunWatch(RolloutController& controller, DetectorOptions options,
-           CoordinatorEvents* events = nullptr);
+           CoordinatorEvents* events = nullptr, ControllerThread* thread = nullptr);
   ~RunWatch();
   RunWatch(const RunWatch&) = delete;
   RunWatch& operator=(const RunWatch&) = delete;
@@ -47,6 +52,7 @@ class RunWatch {
  private:
   RolloutController& controller_;
   CoordinatorEvents* const events_;
+  ControllerThread* const thread_;
   mutable std::mutex mu_;
   DoubleRunDetector detector_;
   // Per controller, the last gap told to events_ (start, end; unix ms).

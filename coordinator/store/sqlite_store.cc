@@ -137,41 +137,6 @@ absl::StatusCode CodeFor(int result, int system_errno) {
   }
 }
 
-// ParseTargetState refuses "inconsistent", but a stored node may well be in that state.
-std::optional<NodeState> StateFromName(std::string_view name) {
-  for (NodeState state :
-       {NodeState::kInTree, NodeState::kPrepared, NodeState::kMigrated, NodeState::kFinalized,
-        NodeState::kInconsistent, NodeState::kStopped, NodeState::kExternal}) {
-    if (name == NodeStateName(state)) return state;
-  }
-  return std::nullopt;
-}
-
-// The strategy column's values; the same names as the wire contract's and handoffctl's.
-struct StrategyName {
-  Strategy strategy;
-  std::string_view name;
-};
-constexpr std::array<StrategyName, 3> kStrategyNames = {{
-    {Strategy::kLeaderMigration, "leader-migration"},
-    {Strategy::kDowntime, "downtime"},
-    {Strategy::kReplace, "replace"},
-}};
-
-std::string_view NameOf(Strategy strategy) {
-  for (const StrategyName& entry : kStrategyNames) {
-    if (entry.strategy == strategy) return entry.name;
-  }
-  return "";  // not reached: every enumerator is in the table
-}
-
-std::optional<Strategy> StrategyFromName(std::string_view name) {
-  for (const StrategyName& entry : kStrategyNames) {
-    if (entry.name == name) return entry.strategy;
-  }
-  return std::nullopt;
-}
-
 absl::Status WithContext(const absl::Status& status, std::string_view context) {
   return absl::Status(status.code(), StrCat(status.message(), " (", context, ")"));
 }
@@ -449,7 +414,7 @@ class SqliteStore : public Store {
 absl::Status SqliteStore::ReadState(const Statement& row, int column, std::string_view what,
                                     NodeState& out) const {
   const std::string name = row.Text(column);
-  std::optional<NodeState> state = row.IsNull(column) ? std::nullopt : StateFromName(name);
+  std::optional<NodeState> state = row.IsNull(column) ? std::nullopt : NodeStateNamed(name);
   if (!state) return Damaged(StrCat(what, " is '", name, "', not a node state"));
   out = *state;
   return absl::OkStatus();
@@ -504,7 +469,7 @@ absl::Status SqliteStore::ReadRollout(std::optional<StoredRollout>& out) const {
   rollout.revision = select->Int(11);
   rollout.settings_yaml = select->Text(12);
   const std::string strategy = select->Text(13);
-  std::optional<Strategy> parsed = StrategyFromName(strategy);
+  std::optional<Strategy> parsed = StrategyNamed(strategy);
   if (!parsed) {
     return Damaged(StrCat("the rollout's strategy (column strategy) is '", strategy,
                           "', not 'leader-migration', 'downtime' or 'replace'"));
@@ -556,7 +521,7 @@ absl::StatusOr<std::optional<StoredRollout>> SqliteStore::Load() {
 }
 
 absl::Status SqliteStore::WriteRollout(const StoredRollout& rollout) const {
-  const std::string_view strategy = NameOf(rollout.strategy);
+  const std::string_view strategy = StrategyName(rollout.strategy);
   if (strategy.empty()) {
     return absl::InvalidArgumentError(
         StrCat(connection_.path(), ": commit: the rollout's strategy (",

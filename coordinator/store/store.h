@@ -17,7 +17,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/vocabulary/node_state.h"
+#include "proto/vocabulary/node_state.h"
+#include "proto/vocabulary/strategy.h"
 
 namespace handoff::store {
 
@@ -30,7 +31,10 @@ struct InFlight {
   int64_t sent_unix_ms = 0;
 };
 
-// What the coordinator remembers of one node between runs.
+// What the coordinator remembers of one node between runs, and only that: its connection,
+// health and facts are its agent's to say again after a restart. The controller's record of a
+// node (RolloutController::Node) extends it with those; the engine reads a third shape of its
+// own (rollout::NodeStatus).
 struct StoredNode {
   std::string name;
   NodeState state = NodeState::kInconsistent;  // as last reported
@@ -39,10 +43,9 @@ struct StoredNode {
   std::string last_result;  // one line, "" before any
 };
 
-// How the rollout moves the nodes: Leader Migration (in-tree, prepared, migrated, finalized),
-// AWS's downtime path (in-tree, stopped, external, finalized), or Leader Migration by replacing
-// nodes (rollout/replacement.h). Stored as "leader-migration", "downtime" or "replace".
-enum class Strategy { kLeaderMigration, kDowntime, kReplace };
+// How the rollout moves the nodes (proto/vocabulary/strategy.h), stored by its name:
+// "leader-migration", "downtime" or "replace".
+using ::handoff::Strategy;
 
 // When the downtime path's outage began and when each part of it ended, as the coordinator
 // measured them (Unix milliseconds; 0 = not yet).

@@ -20,6 +20,7 @@
 #include "grpcpp/client_context.h"
 #include "gtest/gtest.h"
 #include "proto/rpc/channel.h"
+#include "proto/vocabulary/node_state.h"
 
 namespace handoff::testing {
 namespace {
@@ -66,15 +67,6 @@ bool WaitForFile(const std::string& path, absl::Duration timeout) {
   close(watch);
   return found;
 }
-
-namespace {
-
-std::string NodeStateText(pb::NodeState state) {
-  std::string name = pb::NodeState_Name(state);
-  return name.substr(std::string("NODE_STATE_").size());
-}
-
-}  // namespace
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::string& log) {
   std::vector<char*> args;
@@ -296,7 +288,7 @@ std::string Describe(const pb::RolloutStatus& status) {
                     " next: " + status.next() +
                     (status.halted() ? " halted: " + status.halt_reason() : "") + "\n";
   for (const pb::NodeProgress& node : status.nodes()) {
-    out += "  " + node.name() + " " + NodeStateText(node.state()) +
+    out += "  " + node.name() + " " + std::string(WireStateName(node.state(), "unknown")) +
            (node.connected() ? " connected" : " disconnected") + " " + node.last_result() + "\n";
   }
   return out;

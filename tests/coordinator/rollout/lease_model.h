@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "common/base/strings.h"
-#include "common/vocabulary/node_state.h"
 #include "coordinator/rollout/rollout_engine.h"
+#include "proto/vocabulary/node_state.h"
 
 namespace handoff::rollout::lease_model {
 

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/vocabulary/node_state.h"
 #include "coordinator/rollout/rollout_engine.h"
+#include "proto/vocabulary/node_state.h"
 
 namespace handoff::rollout::oracle {
 

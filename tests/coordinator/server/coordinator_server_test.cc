@@ -1,12 +1,16 @@
 // The gRPC server over real mutual TLS on loopback: who may call what.
 #include "coordinator/server/coordinator_server.h"
 
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "common/pki/pki.h"
+#include "coordinator/server/controller_thread.h"
+#include "coordinator/server/run_watch.h"
 #include "gmock/gmock.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -156,19 +160,22 @@ TEST_F(CoordinatorServerTest, AnAgentIsWelcomedAsTheNodeItsCertificateNames) {
   EXPECT_EQ(connects[0].node(), "cp-1");
 }
 
-// A Connect stream of cp-1's certificate, kept open: the first message, then how it ended.
+// A Connect stream of `node`'s certificate (cp-1 unless named), kept open: the hello, the first
+// message, then how it ended.
 class OpenStream {
  public:
-  OpenStream(const std::string& address, const std::string& instance_id)
-      : stub_(pb::AgentService::NewStub(rpc::CreateSecureChannel(address, ClientTlsFor("cp-1")))) {
+  enum class Welcome { kAwait, kLater };
+  OpenStream(const std::string& address, const std::string& instance_id,
+             const std::string& node = "cp-1", Welcome welcome = Welcome::kAwait)
+      : stub_(pb::AgentService::NewStub(rpc::CreateSecureChannel(address, ClientTlsFor(node)))) {
     context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
     stream_ = stub_->Connect(&context_);
     pb::AgentMessage hello;
-    hello.mutable_hello()->set_node_name("cp-1");
+    hello.mutable_hello()->set_node_name(node);
     hello.mutable_hello()->set_instance_id(instance_id);
     hello.mutable_hello()->mutable_report()->set_state(pb::NODE_STATE_IN_TREE);
     stream_->Write(hello);
-    welcomed_ = stream_->Read(&first_) && first_.has_welcome();
+    if (welcome == Welcome::kAwait) AwaitWelcome();
   }
   ~OpenStream() {
     if (!finished_) {
@@ -176,7 +183,13 @@ class OpenStream {
       (void)End();
     }
   }
+  // Reads the first message; true when it is the Welcome.
+  bool AwaitWelcome() {
+    welcomed_ = stream_->Read(&first_) && first_.has_welcome();
+    return welcomed_;
+  }
   bool welcomed() const { return welcomed_; }
+  bool Send(const pb::AgentMessage& message) { return stream_->Write(message); }
   // Reads to the end of the stream (the server ends it) and returns its status.
   grpc::Status End() {
     pb::CoordinatorMessage ignored;
@@ -550,6 +563,156 @@ TEST(CoordinatorServerStartTest, RefusesAKeyThatIsNotTheCertificates) {
       CoordinatorServer::Start(**controller, server_options);
   EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(server.status().message(), HasSubstr("does not belong to the certificate"));
+}
+
+// A store whose commits wait while it is shut, as on a disk whose fsync stalls for as long as the
+// test holds it.
+class GatedStore : public store::Store {
+ public:
+  explicit GatedStore(std::unique_ptr<store::Store> inner) : inner_(std::move(inner)) {}
+  absl::StatusOr<std::optional<store::StoredRollout>> Load() override { return inner_->Load(); }
+  absl::StatusOr<std::vector<store::HistoryEntry>> Commit(
+      const store::StoredRollout& rollout,
+      const std::vector<store::HistoryEntry>& history) override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++held_;
+      changed_.notify_all();
+      changed_.wait(lock, [this] { return open_; });
+      --held_;
+    }
+    return inner_->Commit(rollout, history);
+  }
+  absl::StatusOr<std::vector<store::HistoryEntry>> History(int64_t after_sequence,
+                                                           int limit) override {
+    return inner_->History(after_sequence, limit);
+  }
+  absl::Status ForgetHistoryThrough(int64_t through) override {
+    return inner_->ForgetHistoryThrough(through);
+  }
+
+  void Shut() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = false;
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    changed_.notify_all();
+  }
+  // Whether a commit is held at the gate within `timeout`.
+  bool AwaitHeldCommit(absl::Duration timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return changed_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+                             [this] { return held_ > 0; });
+  }
+  int held() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_;
+  }
+
+ private:
+  const std::unique_ptr<store::Store> inner_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  bool open_ = true;
+  int held_ = 0;
+};
+
+// The coordinator of cp-1 and cp-2 on a store that can stall, with the double-run detector, both
+// on one controller thread as the daemon has them.
+class StallingStoreServerTest : public CoordinatorServerTest {
+ protected:
+  void SetUp() override {
+    std::unique_ptr<store::Store> inner = database_.Open();
+    ASSERT_NE(inner, nullptr);
+    auto gated = std::make_unique<GatedStore>(std::move(inner));
+    gate_ = gated.get();
+    store_ = std::move(gated);
+    ControllerOptions options;
+    options.nodes = {"cp-1", "cp-2"};
+    absl::StatusOr<std::unique_ptr<RolloutController>> created =
+        RolloutController::Create(*store_, clock_, options);
+    ASSERT_TRUE(created.ok()) << created.status();
+    controller_ = *std::move(created);
+    thread_ = std::make_unique<ControllerThread>();
+    DetectorOptions detector;
+    detector.nodes = options.nodes;
+    run_watch_ = std::make_unique<RunWatch>(*controller_, detector, nullptr, thread_.get());
+    ServerOptions server_options = TestServerOptions();
+    server_options.run_watch = run_watch_.get();
+    server_options.controller_thread = thread_.get();
+    absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
+        CoordinatorServer::Start(*controller_, server_options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    address_ = "127.0.0.1:" + std::to_string(server_->port());
+  }
+  void TearDown() override {
+    if (gate_ != nullptr) gate_->Open();
+    server_.reset();
+    run_watch_.reset();
+    thread_.reset();
+    CoordinatorServerTest::TearDown();
+  }
+
+  // One `status`, as `handoffctl status` asks for it, with a deadline of 10 s.
+  grpc::Status ReadStatus(pb::RolloutStatus* status) {
+    auto stub =
+        pb::OperatorService::NewStub(rpc::CreateSecureChannel(address_, ClientTlsFor("operator")));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    std::unique_ptr<grpc::ClientReader<pb::RolloutStatus>> reader =
+        stub->Status(&context, pb::StatusRequest());
+    const bool read = reader->Read(status);
+    grpc::Status finished = reader->Finish();
+    if (finished.ok() && !read) return grpc::Status(grpc::StatusCode::INTERNAL, "no status");
+    return finished;
+  }
+
+  GatedStore* gate_ = nullptr;
+  std::unique_ptr<ControllerThread> thread_;
+  std::unique_ptr<RunWatch> run_watch_;
+};
+
+// The reactors hand the controller its work and return: while cp-1's hello waits on a commit that
+// does not end, cp-2's stream still delivers its samples to the double-run detector, and `status`
+// still answers, showing them. Only once the commit ends is cp-1 welcomed.
+TEST_F(StallingStoreServerTest, ACommitThatDoesNotEndDelaysNeitherAnotherAgentsStreamNorStatus) {
+  OpenStream cp2(address_, "agent-of-cp-2", "cp-2");
+  ASSERT_TRUE(cp2.welcomed());
+
+  gate_->Shut();
+  OpenStream cp1(address_, "agent-of-cp-1", "cp-1", OpenStream::Welcome::kLater);
+  // Its "connect" entry is committed before it is welcomed: that commit is held.
+  ASSERT_TRUE(gate_->AwaitHeldCommit(absl::Seconds(10)));
+
+  pb::AgentMessage samples;
+  *samples.mutable_controllers() =
+      testing::Sample(absl::ToUnixMillis(absl::Now()), "cloud-controller-manager", 4242, true);
+  ASSERT_TRUE(cp2.Send(samples));
+  // The sample reaches the detector on the reactor; a status read after that shows it. Each read
+  // is bounded by its deadline: one that waited on the controller would fail with
+  // DEADLINE_EXCEEDED while the commit is held.
+  bool shown = false;
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (!shown && absl::Now() < give_up) {
+    pb::RolloutStatus status;
+    grpc::Status read = ReadStatus(&status);
+    ASSERT_TRUE(read.ok()) << read.error_message();
+    for (const pb::CloudControllerView& view : status.cloud_controllers()) {
+      for (const pb::ControllerRunner& runner : view.runners()) {
+        if (view.name() == "service" && runner.node() == "cp-2" && runner.pid() == 4242) {
+          shown = true;
+        }
+      }
+    }
+  }
+  EXPECT_TRUE(shown) << "cp-2's sample never reached the status while cp-1's commit was held";
+  EXPECT_EQ(gate_->held(), 1) << "the commit ended early: the test proved nothing";
+
+  gate_->Open();
+  EXPECT_TRUE(cp1.AwaitWelcome());
 }
 
 }  // namespace

@@ -159,7 +159,7 @@ class RolloutControllerTest : public ::testing::Test {
     pb::CommandResult result;
     result.set_command_id(command.id());
     result.set_outcome(pb::CommandResult::SUCCEEDED);
-    *result.mutable_report() = Report(FromProto(command.move().to()));
+    *result.mutable_report() = Report(StateOrInconsistent(command.move().to()));
     return result;
   }
 
@@ -182,8 +182,8 @@ class RolloutControllerTest : public ::testing::Test {
   }
 
   static std::string StrCatMove(const std::string& node, const pb::Command& command) {
-    return node + ":" + std::string(NodeStateName(FromProto(command.move().from()))) + ">" +
-           std::string(NodeStateName(FromProto(command.move().to())));
+    return node + ":" + std::string(NodeStateName(StateOrInconsistent(command.move().from()))) +
+           ">" + std::string(NodeStateName(StateOrInconsistent(command.move().to())));
   }
 
   std::vector<std::string> nodes_ = {"cp-1", "cp-2", "cp-3"};
@@ -394,7 +394,7 @@ TEST_F(RolloutControllerTest, ThePreflightRefusesAStartWithWhatToFixAndNothingMo
             absl::StatusCode::kFailedPrecondition);  // transactions still refuses
   ASSERT_TRUE(controller_
                   ->Start("alice", NodeState::kMigrated, {"agents", "transactions"},
-                          rollout::Strategy::kLeaderMigration, false, "CHG-1042: cp-3 is retired")
+                          Strategy::kLeaderMigration, "CHG-1042: cp-3 is retired")
                   .ok());
   history = controller_->History(0, 100);
   ASSERT_TRUE(history.ok());
@@ -498,8 +498,7 @@ TEST_F(RolloutControllerTest, RollbackToInTreeWalksBackInReverseOrder) {
 
 TEST_F(RolloutControllerTest, TheDowntimeStrategyMeasuresTheOutageFromTheAgentsResults) {
   ConnectAll(NodeState::kInTree);
-  ASSERT_TRUE(
-      controller_->Start("alice", NodeState::kFinalized, {}, rollout::Strategy::kDowntime).ok());
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kFinalized, {}, Strategy::kDowntime).ok());
   // Each result finishes at a known time on the node's clock: move k at 1000 * k ms.
   std::vector<std::string> moves;
   std::string node;
@@ -547,8 +546,7 @@ TEST_F(RolloutControllerTest, TheDowntimeStrategyMeasuresTheOutageFromTheAgentsR
 
 TEST_F(RolloutControllerTest, TheDowntimeStrategyRollsBackAlongItsPathAndRefusesPrepared) {
   ConnectAll(NodeState::kInTree);
-  ASSERT_TRUE(
-      controller_->Start("alice", NodeState::kFinalized, {}, rollout::Strategy::kDowntime).ok());
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kFinalized, {}, Strategy::kDowntime).ok());
   std::string node;
   std::optional<pb::Command> first = InFlightCommand(&node);
   ASSERT_TRUE(first.has_value());
@@ -571,10 +569,10 @@ TEST_F(RolloutControllerTest, TheDowntimeStrategyRollsBackAlongItsPathAndRefuses
 TEST_F(RolloutControllerTest, TheDowntimeStrategyHasNoStopAtMigrated) {
   ConnectAll(NodeState::kInTree);
   absl::StatusOr<pb::RolloutStatus> refused =
-      controller_->Start("alice", NodeState::kMigrated, {}, rollout::Strategy::kDowntime);
+      controller_->Start("alice", NodeState::kMigrated, {}, Strategy::kDowntime);
   EXPECT_TRUE(absl::IsInvalidArgument(refused.status()));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("no stop at migrated"));
-  refused = controller_->Start("alice", NodeState::kPrepared, {}, rollout::Strategy::kDowntime);
+  refused = controller_->Start("alice", NodeState::kPrepared, {}, Strategy::kDowntime);
   EXPECT_TRUE(absl::IsInvalidArgument(refused.status()));
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("no stop at prepared"));
   EXPECT_FALSE(controller_->Status().has_in_flight());
@@ -1068,8 +1066,8 @@ FactsReport FactsAfterLeaving(const std::string& gone, const std::vector<std::st
 
 TEST_F(RolloutControllerTest, TheReplaceStrategyReplacesEachNodeAndResumesAfterARestart) {
   ConnectAll(NodeState::kInTree);
-  absl::StatusOr<pb::RolloutStatus> started = controller_->Start(
-      "alice", NodeState::kMigrated, {}, rollout::Strategy::kLeaderMigration, /*replace=*/true);
+  absl::StatusOr<pb::RolloutStatus> started =
+      controller_->Start("alice", NodeState::kMigrated, {}, Strategy::kReplace);
   ASSERT_TRUE(started.ok()) << started.status();
   EXPECT_EQ(started->strategy(), pb::STRATEGY_REPLACE);
   // Leader Migration on every node of version N first, in place.
@@ -1258,10 +1256,7 @@ TEST_F(RolloutControllerTest, PlanListsTheMovesAndAsksEachAgentForItsDiffs) {
 
 TEST_F(RolloutControllerTest, APlanOfAReplacementSaysWhatItLeavesOut) {
   ConnectAll(NodeState::kInTree);
-  ASSERT_TRUE(controller_
-                  ->Start("alice", NodeState::kMigrated, {}, rollout::Strategy::kLeaderMigration,
-                          /*replace=*/true)
-                  .ok());
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated, {}, Strategy::kReplace).ok());
   std::optional<absl::StatusOr<pb::PlanRolloutResponse>> answer;
   controller_->PlanRollout(NodeState::kInconsistent,
                            [&](absl::StatusOr<pb::PlanRolloutResponse> plan) { answer = plan; });

@@ -117,9 +117,7 @@ TEST_F(RunWatchTest, ALongGapHaltsALeaderMigrationRollout) {
 }
 
 TEST_F(RunWatchTest, TheDowntimeStrategysOutageIsRecordedNotHaltingAndMeasuredFromTheSamples) {
-  ASSERT_TRUE(controller_
-                  ->Start("alice", NodeState::kFinalized, {}, rollout::Strategy::kDowntime)
-                  .ok());
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kFinalized, {}, Strategy::kDowntime).ok());
   GapUntil(*watch_, 70'000);
   pb::RolloutStatus status = controller_->Status();
   EXPECT_NE(status.phase(), pb::RolloutStatus::HALTED) << status.halt_reason();

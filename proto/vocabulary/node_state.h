@@ -1,10 +1,14 @@
-// The states a control-plane node passes through (see README "Node states").
-#ifndef HANDOFF_COMMON_VOCABULARY_NODE_STATE_H_
-#define HANDOFF_COMMON_VOCABULARY_NODE_STATE_H_
+// The states a control-plane node passes through (see README "Node states"): one table in
+// node_state.cc gives each its name, its wire value (handoff.v1.NodeState) and its place on its
+// path; every conversion below reads it.
+#ifndef HANDOFF_PROTO_VOCABULARY_NODE_STATE_H_
+#define HANDOFF_PROTO_VOCABULARY_NODE_STATE_H_
 
+#include <optional>
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "handoff/v1/handoff.pb.h"
 
 namespace handoff {
 
@@ -29,6 +33,15 @@ enum class NodeState {
 
 // "in-tree", "prepared", "migrated", "finalized", "inconsistent", "stopped", "external".
 std::string_view NodeStateName(NodeState state);
+// The wire's value of the state, and back: std::nullopt for NODE_STATE_UNSPECIFIED and values
+// this build does not know.
+v1::NodeState ToProto(NodeState state);
+std::optional<NodeState> FromProto(v1::NodeState state);
+// The name of a wire value; `otherwise` for UNSPECIFIED and values this build does not know.
+std::string_view WireStateName(v1::NodeState state, std::string_view otherwise);
+// The state of any name above (inconsistent too: a stored node may be in it); std::nullopt
+// for any other text.
+std::optional<NodeState> NodeStateNamed(std::string_view name);
 // Accepts every consistent state's name; anything else is an error listing them.
 absl::StatusOr<NodeState> ParseTargetState(std::string_view name);
 // Whether `to` is one step from `from` (both consistent): along either path, or between the
@@ -51,4 +64,4 @@ int StepsFromInTree(NodeState state);
 
 }  // namespace handoff
 
-#endif  // HANDOFF_COMMON_VOCABULARY_NODE_STATE_H_
+#endif  // HANDOFF_PROTO_VOCABULARY_NODE_STATE_H_

@@ -1,0 +1,111 @@
+#include "proto/vocabulary/node_state.h"
+
+#include <array>
+
+#include "common/base/strings.h"
+
+namespace handoff {
+namespace {
+
+// Every state, once: its name, its wire value, and how many steps from in-tree it lies along its
+// path (-1: on none).
+struct Word {
+  NodeState state;
+  v1::NodeState wire;
+  std::string_view name;
+  int steps;
+};
+constexpr std::array<Word, 7> kWords = {{
+    {NodeState::kInTree, v1::NODE_STATE_IN_TREE, "in-tree", 0},
+    {NodeState::kPrepared, v1::NODE_STATE_PREPARED, "prepared", 1},
+    {NodeState::kMigrated, v1::NODE_STATE_MIGRATED, "migrated", 2},
+    {NodeState::kFinalized, v1::NODE_STATE_FINALIZED, "finalized", 3},
+    {NodeState::kInconsistent, v1::NODE_STATE_INCONSISTENT, "inconsistent", -1},
+    {NodeState::kStopped, v1::NODE_STATE_STOPPED, "stopped", 1},
+    {NodeState::kExternal, v1::NODE_STATE_EXTERNAL, "external", 2},
+}};
+constexpr size_t kInconsistentWord = 4;
+static_assert(kWords[kInconsistentWord].state == NodeState::kInconsistent);
+
+const Word& WordOf(NodeState state) {
+  for (const Word& word : kWords) {
+    if (word.state == state) return word;
+  }
+  return kWords[kInconsistentWord];  // what a value outside the enum is taken for
+}
+
+// Whether the state may lie on the Leader Migration path (in-tree and finalized lie on both).
+bool OnLeaderMigrationPath(NodeState state) {
+  return state != NodeState::kInconsistent && !IsDowntimeState(state);
+}
+
+bool OnDowntimePath(NodeState state) {
+  return state == NodeState::kInTree || state == NodeState::kFinalized || IsDowntimeState(state);
+}
+
+// One step along the Leader Migration path or the downtime path.
+bool AlongOnePath(NodeState from, NodeState to) {
+  if (from == NodeState::kInconsistent || to == NodeState::kInconsistent) return false;
+  const int from_steps = StepsFromInTree(from);
+  const int to_steps = StepsFromInTree(to);
+  if (from_steps - to_steps != 1 && to_steps - from_steps != 1) return false;
+  return (OnLeaderMigrationPath(from) && OnLeaderMigrationPath(to)) ||
+         (OnDowntimePath(from) && OnDowntimePath(to));
+}
+
+}  // namespace
+
+int StepsFromInTree(NodeState state) { return WordOf(state).steps; }
+
+std::string_view NodeStateName(NodeState state) { return WordOf(state).name; }
+
+v1::NodeState ToProto(NodeState state) { return WordOf(state).wire; }
+
+std::optional<NodeState> FromProto(v1::NodeState state) {
+  for (const Word& word : kWords) {
+    if (word.wire == state) return word.state;
+  }
+  return std::nullopt;
+}
+
+std::string_view WireStateName(v1::NodeState state, std::string_view otherwise) {
+  std::optional<NodeState> known = FromProto(state);
+  return known ? NodeStateName(*known) : otherwise;
+}
+
+std::optional<NodeState> NodeStateNamed(std::string_view name) {
+  for (const Word& word : kWords) {
+    if (name == word.name) return word.state;
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<NodeState> ParseTargetState(std::string_view name) {
+  for (const Word& word : kWords) {
+    if (word.state != NodeState::kInconsistent && name == word.name) return word.state;
+  }
+  return absl::InvalidArgumentError(
+      StrCat("'", name,
+             "' is not a node state; use one of in-tree, prepared, migrated, finalized (Leader "
+             "Migration) or stopped, external (the downtime path)"));
+}
+
+bool AreAdjacent(NodeState from, NodeState to) {
+  return AlongOnePath(from, to) || (from == NodeState::kExternal && to == NodeState::kMigrated) ||
+         (from == NodeState::kMigrated && to == NodeState::kExternal);
+}
+
+bool IsForward(NodeState from, NodeState to) {
+  if (from == NodeState::kExternal && to == NodeState::kMigrated) return true;
+  return StepsFromInTree(to) > StepsFromInTree(from);
+}
+
+bool IsDowntimeState(NodeState state) {
+  return state == NodeState::kStopped || state == NodeState::kExternal;
+}
+
+bool RunsCloudControllerManager(NodeState state) {
+  return state == NodeState::kMigrated || state == NodeState::kFinalized;
+}
+
+}  // namespace handoff

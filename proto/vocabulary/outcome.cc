@@ -1,0 +1,51 @@
+#include "proto/vocabulary/outcome.h"
+
+#include <array>
+
+namespace handoff {
+namespace {
+
+// Every outcome a move can have, once.
+struct Word {
+  v1::CommandResult::Outcome outcome;
+  std::string_view name;
+  std::string_view label;
+};
+constexpr std::array<Word, 5> kWords = {{
+    {v1::CommandResult::SUCCEEDED, "succeeded", "succeeded"},
+    {v1::CommandResult::REFUSED, "refused", "refused"},
+    {v1::CommandResult::ROLLED_BACK, "rolled back", "rolled_back"},
+    {v1::CommandResult::NEEDS_ATTENTION, "needs attention", "needs_attention"},
+    {v1::CommandResult::INTERRUPTED, "interrupted", "interrupted"},
+}};
+
+const Word* WordOf(v1::CommandResult::Outcome outcome) {
+  for (const Word& word : kWords) {
+    if (word.outcome == outcome) return &word;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string_view OutcomeName(v1::CommandResult::Outcome outcome) {
+  const Word* word = WordOf(outcome);
+  return word != nullptr ? word->name : "unknown outcome";
+}
+
+std::string_view MoveOutcomeLabel(v1::CommandResult::Outcome outcome) {
+  const Word* word = WordOf(outcome);
+  return word != nullptr ? word->label : "unknown";
+}
+
+bool FailedVerification(const v1::CommandResult& result) {
+  return result.outcome() == v1::CommandResult::ROLLED_BACK ||
+         (result.outcome() == v1::CommandResult::NEEDS_ATTENTION &&
+          !result.move().rollback_failure().empty());
+}
+
+bool UndoneByAgent(const v1::CommandResult& result) {
+  return result.outcome() == v1::CommandResult::ROLLED_BACK;
+}
+
+}  // namespace handoff

@@ -1,0 +1,57 @@
+#include "proto/vocabulary/phase.h"
+
+#include <array>
+
+namespace handoff {
+namespace {
+
+// Every phase, once.
+struct Word {
+  Phase phase;
+  v1::RolloutStatus::Phase wire;
+  std::string_view name;
+  std::string_view label;
+};
+constexpr std::array<Word, 13> kWords = {{
+    {Phase::kIdle, v1::RolloutStatus::IDLE, "idle", "idle"},
+    {Phase::kPreparing, v1::RolloutStatus::PREPARING, "preparing", "preparing"},
+    {Phase::kMigrating, v1::RolloutStatus::MIGRATING, "migrating", "migrating"},
+    {Phase::kFinalizing, v1::RolloutStatus::FINALIZING, "finalizing", "finalizing"},
+    {Phase::kRollingBack, v1::RolloutStatus::ROLLING_BACK, "rolling-back", "rolling_back"},
+    {Phase::kDone, v1::RolloutStatus::DONE, "done", "done"},
+    {Phase::kHalted, v1::RolloutStatus::HALTED, "halted", "halted"},
+    {Phase::kPaused, v1::RolloutStatus::PAUSED, "paused", "paused"},
+    {Phase::kWaiting, v1::RolloutStatus::WAITING, "waiting", "waiting"},
+    {Phase::kStuck, v1::RolloutStatus::STUCK, "stuck", "stuck"},
+    {Phase::kStopping, v1::RolloutStatus::STOPPING, "stopping", "stopping"},
+    {Phase::kSwitching, v1::RolloutStatus::SWITCHING, "switching", "switching"},
+    {Phase::kStarting, v1::RolloutStatus::STARTING, "starting", "starting"},
+}};
+
+const Word* WordOf(v1::RolloutStatus::Phase wire) {
+  for (const Word& word : kWords) {
+    if (word.wire == wire) return &word;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+v1::RolloutStatus::Phase ToProto(Phase phase) {
+  for (const Word& word : kWords) {
+    if (word.phase == phase) return word.wire;
+  }
+  return v1::RolloutStatus::PHASE_UNSPECIFIED;
+}
+
+std::string_view PhaseName(v1::RolloutStatus::Phase phase) {
+  const Word* word = WordOf(phase);
+  return word != nullptr ? word->name : "-";
+}
+
+std::string_view PhaseLabel(v1::RolloutStatus::Phase phase) {
+  const Word* word = WordOf(phase);
+  return word != nullptr ? word->label : "";
+}
+
+}  // namespace handoff
