@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -61,6 +62,7 @@ class HandoffctlSandbox {
     }
     run_.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     run_.output = ReadText(dir_ + "/output.log");
+    if (run_.exit_code != 0) KeepLogs();
   }
   ~HandoffctlSandbox() {
     std::error_code ignored;
@@ -73,6 +75,31 @@ class HandoffctlSandbox {
   std::string sandbox_dir() const { return dir_ + "/sandbox"; }
 
  private:
+  // A failed run's logs (the run's own, and every container's the kubelets kept), copied under
+  // $HANDOFF_KEEP_FAILED_RUNS when it is set: the directory itself goes with the object.
+  void KeepLogs() const {
+    const char* keep = getenv("HANDOFF_KEEP_FAILED_RUNS");
+    if (keep == nullptr || *keep == '\0') return;
+    namespace fs = std::filesystem;
+    const fs::path from(dir_);
+    const fs::path to = fs::path(keep) / from.filename();
+    std::error_code walk;
+    for (fs::recursive_directory_iterator
+             it(from, fs::directory_options::skip_permission_denied, walk),
+         end;
+         !walk && it != end; it.increment(walk)) {
+      std::error_code ignored;
+      if (it->is_symlink(ignored) || !it->is_regular_file(ignored) ||
+          it->path().extension() != ".log") {
+        continue;
+      }
+      const fs::path target = to / it->path().lexically_relative(from);
+      fs::create_directories(target.parent_path(), ignored);
+      fs::copy_file(it->path(), target, fs::copy_options::overwrite_existing, ignored);
+    }
+    std::cerr << "handoffctl sandbox failed; its logs are kept in " << to.string() << "\n";
+  }
+
   std::string dir_;
   SandboxOutcome run_;
 };
