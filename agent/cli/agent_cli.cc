@@ -68,7 +68,9 @@ void AddChangeOptions(CLI::App& command, ChangeOptions& options) {
                    "rollback possible)");
   command.add_option("--timeout", options.timeout,
                      "How long to wait for each component to restart with the new flags and answer "
-                     "its health check, e.g. 5m (default), 90s");
+                     "its health check, e.g. 6m (default: above the kubelet's 5 min cap on its "
+                     "CrashLoopBackOff, which holds back a pod that comes back unchanged soon "
+                     "after it ran), 90s");
   command.add_option("--keep", options.keep,
                      "How many finished transactions (with their backups) to keep (default 10)");
   command.add_option("--kubelet-restart-command", options.kubelet_restart,

@@ -86,7 +86,10 @@ std::vector<ProcessInfo> StillRunning(const std::vector<ProcessInfo>& old,
 bool RunsAsChecked(const ComponentCheck& check, const ProcessInfo& process);
 
 struct VerifyOptions {
-  absl::Duration timeout = absl::Minutes(5);         // per component
+  // Per component. Above the kubelet's CrashLoopBackOff cap (5 min): a static pod that comes back
+  // unchanged within minutes of its last run (a rollback soon after a move) keeps its pod UID and
+  // the kubelet's growing back-off, and starts only when that has run out.
+  absl::Duration timeout = absl::Minutes(6);
   absl::Duration poll_interval = absl::Seconds(1);   // between looks; bounded, never grows
   // Between looks while an old process still runs and someone waits for the proof that it is
   // gone (Wait's `old_gone`): the coordinator releases the dead manager's leases on that proof,
