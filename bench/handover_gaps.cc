@@ -1,5 +1,5 @@
 // handoff-bench-gaps: every handover gap of one kept sandbox run (`handoffctl sandbox --keep`),
-// measured by the sandbox's own monitor (coordinator/sandbox/monitor/monitor.h) from the run
+// measured by the sandbox's own monitor (rehearsal/monitor/monitor.h) from the run
 // records in <dir>/records, in seconds and in retry periods, against the goal of the proof-based
 // lease release: every gap at most 2 retry periods plus the new process's start.
 //
@@ -41,8 +41,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/base/strings.h"
-#include "coordinator/sandbox/monitor/monitor.h"
-#include "coordinator/sandbox/monitor/run_record.h"
+#include "rehearsal/monitor/monitor.h"
+#include "rehearsal/monitor/run_record.h"
 #include "yaml-cpp/yaml.h"
 
 namespace handoff::bench {

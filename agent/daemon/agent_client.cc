@@ -77,11 +77,11 @@ std::string NewInstanceId() {
 
 }  // namespace
 
-AgentClient::AgentClient(std::shared_ptr<grpc::Channel> channel, NodeAgent& agent, Sleeper& sleeper,
+AgentClient::AgentClient(std::shared_ptr<grpc::Channel> channel, NodeAgent& agent, Clock& clock,
                          std::shared_ptr<spdlog::logger> logger, AgentClientOptions options)
     : stub_(v1::AgentService::NewStub(std::move(channel))),
       agent_(agent),
-      sleeper_(sleeper),
+      clock_(clock),
       logger_(std::move(logger)),
       options_(std::move(options)),
       instance_id_(NewInstanceId()) {}
@@ -141,7 +141,7 @@ absl::Status AgentClient::Run() {
           "not connected to the coordinator at ", options_.coordinator, " (",
           CodeName(status.error_code()), "); retrying in ", absl::FormatDuration(wait)));
     }
-    if (!sleeper_.SleepOrShutdown(wait, shutdown_)) break;
+    if (!clock_.SleepOrStop(wait, shutdown_)) break;
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -18,8 +18,9 @@
 #include "absl/time/time.h"
 #include "agent/daemon/agent_events.h"
 #include "agent/daemon/node_agent.h"
-#include "agent/daemon/shutdown.h"
 #include "common/system/backoff.h"
+#include "common/system/clock.h"
+#include "common/system/shutdown_signal.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/status.h"
@@ -75,7 +76,8 @@ struct AgentClientOptions {
 // Threads: Run() reads the stream on the calling thread; a worker thread it owns carries out
 // commands, one at a time and in the order they arrived (a move can take minutes, and the reader
 // must keep reading). Writes to the stream are serialized. Shutdown() may be called from any
-// thread. Borrows the agent and the sleeper; they must outlive the client.
+// thread. Borrows the agent and the clock it waits on between reconnects; they must outlive the
+// client.
 //
 // Protocol (handoff.proto, AgentService): on every connect AgentHello first, then Welcome is
 // awaited; the stream is then served until it ends (error, deadline, the coordinator going
@@ -83,13 +85,14 @@ struct AgentClientOptions {
 // reset after each Welcome. A coordinator that refuses the agent's identity (PERMISSION_DENIED:
 // not an agent's certificate, another node's name; UNAUTHENTICATED) would refuse it again: Run
 // stops and returns that refusal instead of retrying. A command whose id finished is answered
-// with its stored result; one running or queued is answered once, when done. Commands queued but not started when a stream
-// ends are dropped (never carried out; the coordinator sees them neither running nor finished).
-// A result whose stream is gone is kept by the NodeAgent and goes out in the next hello's
-// recent_results; a running command's result follows on the next stream once it is done.
+// with its stored result; one running or queued is answered once, when done. Commands queued but
+// not started when a stream ends are dropped (never carried out; the coordinator sees them neither
+// running nor finished). A result whose stream is gone is kept by the NodeAgent and goes out in the
+// next hello's recent_results; a running command's result follows on the next stream once it is
+// done.
 class AgentClient {
  public:
-  AgentClient(std::shared_ptr<grpc::Channel> channel, NodeAgent& agent, Sleeper& sleeper,
+  AgentClient(std::shared_ptr<grpc::Channel> channel, NodeAgent& agent, Clock& clock,
               std::shared_ptr<spdlog::logger> logger, AgentClientOptions options);
   // Run() must have returned (or never been called).
   ~AgentClient();
@@ -128,7 +131,7 @@ class AgentClient {
 
   std::unique_ptr<v1::AgentService::Stub> stub_;
   NodeAgent& agent_;
-  Sleeper& sleeper_;
+  Clock& clock_;
   std::shared_ptr<spdlog::logger> logger_;
   AgentClientOptions options_;
   // AgentHello.instance_id: this process's streams, told apart from another agent's.

@@ -9,7 +9,6 @@
 #include "agent/daemon/certificate.h"
 #include "agent/daemon/controller_probe.h"
 #include "agent/daemon/log_stream.h"
-#include "agent/daemon/shutdown.h"
 #include "common/pki/pki.h"
 #include "common/system/metrics_server.h"
 #include "common/system/service_lifecycle.h"
@@ -121,7 +120,6 @@ absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
       std::chrono::milliseconds(absl::ToInt64Milliseconds(config.client.reconnect_max));
   std::shared_ptr<grpc::Channel> channel =
       rpc::CreateSecureChannel(config.coordinator, **tls, config.tls.server_name, channel_options);
-  std::unique_ptr<Sleeper> sleeper = NewRealSleeper();
   AgentClientOptions client_options = config.client;
   client_options.coordinator = config.coordinator;
   client_options.certificate_description = certificate;
@@ -149,7 +147,7 @@ absl::Status RunAgentDaemon(const DaemonConfig& config, const Host& host,
     lifecycle.Ready(state);
   };
   client_options.events = metrics.get();
-  AgentClient agent_client(channel, **agent, *sleeper, logger, client_options);
+  AgentClient agent_client(channel, **agent, host.clock, logger, client_options);
   lifecycle.SetOnStop([&agent_client] { agent_client.Shutdown(); });
   absl::Status ended = RunClient(agent_client, lifecycle);
   lifecycle.SetOnStop(nullptr);

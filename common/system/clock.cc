@@ -9,6 +9,9 @@ class RealClock : public Clock {
  public:
   absl::Time Now() override { return absl::Now(); }
   void SleepFor(absl::Duration duration) override { absl::SleepFor(duration); }
+  bool SleepOrStop(absl::Duration duration, const ShutdownSignal& stop) override {
+    return !stop.WaitTimeoutOrShutdown(duration);
+  }
 };
 
 }  // namespace

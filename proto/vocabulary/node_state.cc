@@ -3,9 +3,12 @@
 #include <array>
 
 #include "common/base/strings.h"
+#include "proto/vocabulary/word_table.h"
 
 namespace handoff {
 namespace {
+
+using vocabulary_internal::FindWord;
 
 // Every state, once: its name, its wire value, and how many steps from in-tree it lies along its
 // path (-1: on none).
@@ -28,10 +31,8 @@ constexpr size_t kInconsistentWord = 4;
 static_assert(kWords[kInconsistentWord].state == NodeState::kInconsistent);
 
 const Word& WordOf(NodeState state) {
-  for (const Word& word : kWords) {
-    if (word.state == state) return word;
-  }
-  return kWords[kInconsistentWord];  // what a value outside the enum is taken for
+  const Word* word = FindWord(kWords, &Word::state, state);
+  return word != nullptr ? *word : kWords[kInconsistentWord];  // a value outside the enum
 }
 
 // Whether the state may lie on the Leader Migration path (in-tree and finalized lie on both).
@@ -62,10 +63,8 @@ std::string_view NodeStateName(NodeState state) { return WordOf(state).name; }
 v1::NodeState ToProto(NodeState state) { return WordOf(state).wire; }
 
 std::optional<NodeState> FromProto(v1::NodeState state) {
-  for (const Word& word : kWords) {
-    if (word.wire == state) return word.state;
-  }
-  return std::nullopt;
+  const Word* word = FindWord(kWords, &Word::wire, state);
+  return word != nullptr ? std::optional<NodeState>(word->state) : std::nullopt;
 }
 
 std::string_view WireStateName(v1::NodeState state, std::string_view otherwise) {
@@ -74,10 +73,8 @@ std::string_view WireStateName(v1::NodeState state, std::string_view otherwise) 
 }
 
 std::optional<NodeState> NodeStateNamed(std::string_view name) {
-  for (const Word& word : kWords) {
-    if (name == word.name) return word.state;
-  }
-  return std::nullopt;
+  const Word* word = FindWord(kWords, &Word::name, name);
+  return word != nullptr ? std::optional<NodeState>(word->state) : std::nullopt;
 }
 
 absl::StatusOr<NodeState> ParseTargetState(std::string_view name) {

@@ -2,8 +2,12 @@
 
 #include <array>
 
+#include "proto/vocabulary/word_table.h"
+
 namespace handoff {
 namespace {
+
+using vocabulary_internal::FindWord;
 
 // Every outcome a move can have, once.
 struct Word {
@@ -19,22 +23,15 @@ constexpr std::array<Word, 5> kWords = {{
     {v1::CommandResult::INTERRUPTED, "interrupted", "interrupted"},
 }};
 
-const Word* WordOf(v1::CommandResult::Outcome outcome) {
-  for (const Word& word : kWords) {
-    if (word.outcome == outcome) return &word;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 std::string_view OutcomeName(v1::CommandResult::Outcome outcome) {
-  const Word* word = WordOf(outcome);
+  const Word* word = FindWord(kWords, &Word::outcome, outcome);
   return word != nullptr ? word->name : "unknown outcome";
 }
 
 std::string_view MoveOutcomeLabel(v1::CommandResult::Outcome outcome) {
-  const Word* word = WordOf(outcome);
+  const Word* word = FindWord(kWords, &Word::outcome, outcome);
   return word != nullptr ? word->label : "unknown";
 }
 

@@ -2,8 +2,12 @@
 
 #include <array>
 
+#include "proto/vocabulary/word_table.h"
+
 namespace handoff {
 namespace {
+
+using vocabulary_internal::FindWord;
 
 // Every phase, once.
 struct Word {
@@ -28,29 +32,20 @@ constexpr std::array<Word, 13> kWords = {{
     {Phase::kStarting, v1::RolloutStatus::STARTING, "starting", "starting"},
 }};
 
-const Word* WordOf(v1::RolloutStatus::Phase wire) {
-  for (const Word& word : kWords) {
-    if (word.wire == wire) return &word;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 v1::RolloutStatus::Phase ToProto(Phase phase) {
-  for (const Word& word : kWords) {
-    if (word.phase == phase) return word.wire;
-  }
-  return v1::RolloutStatus::PHASE_UNSPECIFIED;
+  const Word* word = FindWord(kWords, &Word::phase, phase);
+  return word != nullptr ? word->wire : v1::RolloutStatus::PHASE_UNSPECIFIED;
 }
 
 std::string_view PhaseName(v1::RolloutStatus::Phase phase) {
-  const Word* word = WordOf(phase);
+  const Word* word = FindWord(kWords, &Word::wire, phase);
   return word != nullptr ? word->name : "-";
 }
 
 std::string_view PhaseLabel(v1::RolloutStatus::Phase phase) {
-  const Word* word = WordOf(phase);
+  const Word* word = FindWord(kWords, &Word::wire, phase);
   return word != nullptr ? word->label : "";
 }
 

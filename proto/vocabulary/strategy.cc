@@ -2,8 +2,12 @@
 
 #include <array>
 
+#include "proto/vocabulary/word_table.h"
+
 namespace handoff {
 namespace {
+
+using vocabulary_internal::FindWord;
 
 // Every strategy, once.
 struct Word {
@@ -18,10 +22,8 @@ constexpr std::array<Word, 3> kWords = {{
 }};
 
 const Word& WordOf(Strategy strategy) {
-  for (const Word& word : kWords) {
-    if (word.strategy == strategy) return word;
-  }
-  return kWords[0];  // a value outside the enum is taken for the default
+  const Word* word = FindWord(kWords, &Word::strategy, strategy);
+  return word != nullptr ? *word : kWords[0];  // a value outside the enum: the default
 }
 
 }  // namespace
@@ -29,19 +31,15 @@ const Word& WordOf(Strategy strategy) {
 std::string_view StrategyName(Strategy strategy) { return WordOf(strategy).name; }
 
 std::optional<Strategy> StrategyNamed(std::string_view name) {
-  for (const Word& word : kWords) {
-    if (word.name == name) return word.strategy;
-  }
-  return std::nullopt;
+  const Word* word = FindWord(kWords, &Word::name, name);
+  return word != nullptr ? std::optional<Strategy>(word->strategy) : std::nullopt;
 }
 
 v1::Strategy ToProto(Strategy strategy) { return WordOf(strategy).wire; }
 
 std::optional<Strategy> FromProto(v1::Strategy strategy) {
-  for (const Word& word : kWords) {
-    if (word.wire == strategy) return word.strategy;
-  }
-  return std::nullopt;
+  const Word* word = FindWord(kWords, &Word::wire, strategy);
+  return word != nullptr ? std::optional<Strategy>(word->strategy) : std::nullopt;
 }
 
 Strategy PathOf(Strategy strategy) {

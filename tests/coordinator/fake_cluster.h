@@ -14,12 +14,13 @@
 
 #include "common/base/strings.h"
 #include "common/system/clock.h"
-#include "coordinator/fakeapi/api_store.h"
-#include "coordinator/fakeapi/fake_api_server.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/kubeconfig.h"
 #include "gtest/gtest.h"
+#include "rehearsal/fakeapi/api_store.h"
+#include "rehearsal/fakeapi/fake_api_server.h"
+#include "tests/support/fake_clock.h"
 
 namespace handoff::testing {
 

@@ -8,9 +8,9 @@
 #include <string_view>
 
 #include "agent/daemon/command_log.h"
-#include "common/fs/memory_file_system.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "tests/support/memory_file_system.h"
 
 namespace handoff {
 namespace {

@@ -1,5 +1,5 @@
 // The fake Kubernetes API server from raw bytes on a connection: the HTTP/1.1 reader
-// (coordinator/fakeapi/http_wire) and ServeRequest, as the server runs them, on a seeded store.
+// (rehearsal/fakeapi/http_wire) and ServeRequest, as the server runs them, on a seeded store.
 // Properties: a request reads the same whether its bytes come at once or in pieces; the reader
 // never takes more bytes than given nor keeps a body past its limit; every answer is one
 // well-formed HTTP/1.1 response whose Content-Length is its body's, and a JSON error is a
@@ -15,10 +15,11 @@
 #include <string_view>
 
 #include "common/system/clock.h"
-#include "coordinator/fakeapi/api_http.h"
-#include "coordinator/fakeapi/api_store.h"
-#include "coordinator/fakeapi/http_wire.h"
+#include "rehearsal/fakeapi/api_http.h"
+#include "rehearsal/fakeapi/api_store.h"
+#include "rehearsal/fakeapi/http_wire.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "tests/support/fake_clock.h"
 
 namespace handoff::fakeapi {
 namespace {

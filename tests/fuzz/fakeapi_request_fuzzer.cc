@@ -12,8 +12,9 @@
 
 #include "common/base/strings.h"
 #include "common/system/clock.h"
-#include "coordinator/fakeapi/api_store.h"
+#include "rehearsal/fakeapi/api_store.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "tests/support/fake_clock.h"
 
 namespace handoff::fakeapi {
 namespace {

@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "agent/apply/journal.h"
-#include "common/fs/memory_file_system.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "tests/support/memory_file_system.h"
 
 namespace handoff {
 namespace {

@@ -10,9 +10,9 @@
 #include <string>
 #include <string_view>
 
-#include "common/fs/memory_file_system.h"
 #include "coordinator/kube/kubeconfig.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "tests/support/memory_file_system.h"
 
 namespace handoff::kube {
 namespace {

@@ -1,8 +1,9 @@
 #!/bin/bash
 # The house's floors, from the bottom up: common/ (what every part uses), proto/ (the wire
-# contract and the conversions to it), agent/ (the node side), coordinator/ (the cluster side,
-# handoffctl and the rehearsal). A source may include headers of its own floor and those below,
-# never one above. tests/ and bench/ stand on top and may include anything.
+# contract and the vocabulary on it), agent/ (the node side), coordinator/ (the cluster side),
+# rehearsal/ (the sandbox and what stands in for a cluster in it), ctl/ (handoffctl, which opens
+# the rehearsal too). A source may include headers of its own floor and those below, never one
+# above. tests/ and bench/ stand on top and may include anything.
 #
 # Usage: tests/layers/include_layers.sh [REPO]   (default: the checkout this script is in)
 # Prints every include that runs up a floor, as FILE:LINE: FLOOR includes HEADER (FLOOR'); exit 1
@@ -10,7 +11,7 @@
 set -euo pipefail
 repo=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$repo"
-floors=(common proto agent coordinator)
+floors=(common proto agent coordinator rehearsal ctl)
 
 floor_of() {
   local i
@@ -26,6 +27,7 @@ floor_of() {
 found=0
 checked=0
 for from in "${floors[@]}"; do
+  [[ -d $from ]] || continue
   from_floor=$(floor_of "$from")
   while IFS= read -r hit; do
     # FILE:LINE:#include "TOP/..."

@@ -5,11 +5,14 @@ set -euo pipefail
 script="$(cd "$(dirname "$0")" && pwd)/include_layers.sh"
 tree=$(mktemp -d)
 trap 'rm -rf "$tree"' EXIT
-mkdir -p "$tree/common/base" "$tree/proto/rpc" "$tree/agent/engine" "$tree/coordinator/server"
+mkdir -p "$tree/common/base" "$tree/proto/rpc" "$tree/agent/engine" "$tree/coordinator/server" \
+  "$tree/rehearsal/sandbox" "$tree/ctl"
 echo '#include "common/base/a.h"' >"$tree/proto/rpc/b.h"
 printf '#include <string>\n#include "proto/rpc/b.h"\n#include "common/base/a.h"\n' \
   >"$tree/agent/engine/c.cc"
 echo '#include "agent/engine/c.h"' >"$tree/coordinator/server/d.cc"
+echo '#include "coordinator/server/d.h"' >"$tree/rehearsal/sandbox/f.cc"
+echo '#include "rehearsal/sandbox/f.h"' >"$tree/ctl/g.cc"
 touch "$tree/common/base/a.h"
 
 out=$(bash "$script" "$tree") || { echo "FAIL: a tree with no upward include was refused: $out"; exit 1; }
@@ -17,13 +20,16 @@ echo "$out" | grep -q "none runs up a floor" || { echo "FAIL: unexpected output:
 
 printf '// the engine\n  #include "coordinator/server/d.h"\n' >>"$tree/agent/engine/c.cc"
 echo '#include "proto/rpc/b.h"' >"$tree/common/base/e.cc"
+echo '#include "ctl/g.h"' >>"$tree/rehearsal/sandbox/f.cc"
 status=0
 out=$(bash "$script" "$tree") || status=$?
-[ "$status" -eq 1 ] || { echo "FAIL: exit $status on two upward includes: $out"; exit 1; }
+[ "$status" -eq 1 ] || { echo "FAIL: exit $status on three upward includes: $out"; exit 1; }
 echo "$out" | grep -qx 'agent/engine/c.cc:5: agent includes coordinator/server/d.h (coordinator is above it)' ||
   { echo "FAIL: agent -> coordinator not named: $out"; exit 1; }
 echo "$out" | grep -qx 'common/base/e.cc:1: common includes proto/rpc/b.h (proto is above it)' ||
   { echo "FAIL: common -> proto not named: $out"; exit 1; }
-echo "$out" | grep -q '^include_layers: 2 include(s) run up a floor' ||
+echo "$out" | grep -qx 'rehearsal/sandbox/f.cc:2: rehearsal includes ctl/g.h (ctl is above it)' ||
+  { echo "FAIL: rehearsal -> ctl not named: $out"; exit 1; }
+echo "$out" | grep -q '^include_layers: 3 include(s) run up a floor' ||
   { echo "FAIL: count not reported: $out"; exit 1; }
 echo "include_layers_test: passed"

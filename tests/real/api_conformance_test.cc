@@ -1,8 +1,8 @@
-// The API cases handoff relies on, run against the fake API server (coordinator/fakeapi) and
+// The API cases handoff relies on, run against the fake API server (rehearsal/fakeapi) and
 // against the real kube-apiserver 1.26 alike: the same requests must get the same status codes,
 // the same metav1.Status bodies and the same semantics (optimistic concurrency, label selectors,
 // authorization). Where the fake cannot answer as the real server does, the difference is listed
-// in coordinator/fakeapi/README.md instead of a case here. Cases that need the fake's clock or
+// in rehearsal/fakeapi/README.md instead of a case here. Cases that need the fake's clock or
 // its fault injection stay in tests/coordinator/.
 #include <atomic>
 #include <memory>
@@ -14,15 +14,16 @@
 #include "absl/time/clock.h"
 #include "common/pki/pki.h"
 #include "common/system/clock.h"
-#include "coordinator/fakeapi/api_store.h"
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/http_transport.h"
 #include "coordinator/kube/resource.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "rehearsal/fakeapi/api_store.h"
 #include "tests/coordinator/fake_cluster.h"
 #include "tests/real/real_cluster.h"
+#include "tests/support/fake_clock.h"
 
 namespace handoff {
 namespace {

@@ -1,6 +1,6 @@
 // Finding the real components and building the kubeadm objects: pure parts and file checks, no
 // upstream binaries needed.
-#include "coordinator/sandbox/real/components.h"
+#include "rehearsal/real/components.h"
 
 #include <sys/stat.h>
 
@@ -10,9 +10,9 @@
 
 #include "coordinator/kube/kubeadm_config.h"
 #include "coordinator/kube/nodes.h"
-#include "coordinator/sandbox/real/kubeadm_objects.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rehearsal/real/kubeadm_objects.h"
 #include "tests/coordinator/fake_cluster.h"
 
 namespace handoff::sandbox::real {

@@ -10,8 +10,8 @@
 
 #include "common/fs/file_system.h"
 #include "common/system/clock.h"
-#include "coordinator/ctl/ctl_cli.h"
 #include "coordinator/kube/http_transport.h"
+#include "ctl/ctl_cli.h"
 
 namespace handoff::testing {
 

@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/real/real_cluster.h"
+#include "tests/support/fake_clock.h"
 #include "tests/support/tcp_relay.h"
 
 namespace handoff {

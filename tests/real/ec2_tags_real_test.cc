@@ -11,11 +11,11 @@
 
 #include "agent/cloud/ec2_tags.h"
 #include "common/base/strings.h"
-#include "coordinator/sandbox/real/components.h"
-#include "coordinator/sandbox/real/control_plane.h"
-#include "coordinator/sandbox/real/fake_aws.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rehearsal/real/components.h"
+#include "rehearsal/real/control_plane.h"
+#include "rehearsal/real/fake_aws.h"
 #include "tests/real/require_components.h"
 
 namespace handoff {

@@ -25,12 +25,12 @@
 
 #include "absl/time/clock.h"
 #include "common/base/strings.h"
-#include "coordinator/sandbox/kubeadm/host_changes.h"
-#include "coordinator/sandbox/real/components.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/coordinator/sandbox/run/handoffctl_sandbox.h"
+#include "rehearsal/real/components.h"
+#include "rehearsal/sandbox/kubeadm/host_changes.h"
 #include "tests/real/require_components.h"
+#include "tests/rehearsal/sandbox/run/handoffctl_sandbox.h"
 
 namespace handoff::sandbox {
 namespace {

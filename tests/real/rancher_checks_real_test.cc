@@ -10,9 +10,9 @@
 #include "coordinator/kube/client.h"
 #include "coordinator/kube/cordon.h"
 #include "coordinator/kube/resource.h"
-#include "coordinator/sandbox/real/kubeadm_objects.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rehearsal/real/kubeadm_objects.h"
 #include "tests/real/ctl_runner.h"
 #include "tests/real/real_cluster.h"
 

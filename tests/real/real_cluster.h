@@ -1,4 +1,4 @@
-// Test helper: one real control plane (etcd + kube-apiserver 1.26, coordinator/sandbox/real) per
+// Test helper: one real control plane (etcd + kube-apiserver 1.26, rehearsal/sandbox/real) per
 // test binary, started on first use and stopped when the binary's tests end. Without the real
 // components a test calling HANDOFF_REAL_CLUSTER_OR_SKIP() is skipped with the reason, or fails
 // with it when HANDOFF_REQUIRE_REAL=1 (CI). A control plane that is there but does not start is
@@ -15,9 +15,9 @@
 
 #include "absl/status/statusor.h"
 #include "common/system/clock.h"
-#include "coordinator/sandbox/real/components.h"
-#include "coordinator/sandbox/real/control_plane.h"
 #include "gtest/gtest.h"
+#include "rehearsal/real/components.h"
+#include "rehearsal/real/control_plane.h"
 
 namespace handoff::testing {
 

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "coordinator/sandbox/real/components.h"
 #include "gtest/gtest.h"
+#include "rehearsal/real/components.h"
 
 namespace handoff::sandbox::testing {
 

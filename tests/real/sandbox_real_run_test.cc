@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/sandbox/real/components.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/coordinator/sandbox/run/handoffctl_sandbox.h"
+#include "rehearsal/real/components.h"
 #include "tests/real/require_components.h"
+#include "tests/rehearsal/sandbox/run/handoffctl_sandbox.h"
 
 namespace handoff::sandbox {
 namespace {

@@ -23,7 +23,7 @@ CLUSTER = "fixture-test"
 NODES = {"cp-a": ("127.0.91.1", "us-east-1a"), "cp-b": ("127.0.92.1", "us-east-1b")}
 # These tests take 13 s in all on an idle 2-core machine, moto's start most of it; in CI the
 # kubeadm runs beside them hold both cores at a higher priority, and 60 s was seen too short.
-# The sandbox allows 90 s (coordinator/sandbox/real/fake_aws.h StartFakeAws); a test, running
+# The sandbox allows 90 s (rehearsal/real/fake_aws.h StartFakeAws); a test, running
 # beside more, allows twice that.
 STARTUP_DEADLINE_S = 180
 

@@ -7,11 +7,12 @@
 #include "agent/apply/applier.h"
 #include "agent/engine/classify.h"
 #include "common/base/strings.h"
-#include "common/fs/fault_injection_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/apply/fake_kubelet.h"
 #include "tests/agent/engine/node_fixture.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fault_injection_file_system.h"
 
 namespace handoff {
 namespace {

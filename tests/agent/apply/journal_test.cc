@@ -4,9 +4,9 @@
 
 #include "absl/status/status.h"
 #include "common/base/strings.h"
-#include "common/fs/memory_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/memory_file_system.h"
 
 namespace handoff {
 namespace {

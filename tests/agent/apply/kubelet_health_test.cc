@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "tests/agent/apply/fake_kubelet.h"
 #include "tests/agent/engine/node_fixture.h"
+#include "tests/support/fake_clock.h"
 
 namespace handoff {
 namespace {

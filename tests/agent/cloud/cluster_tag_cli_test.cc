@@ -7,9 +7,9 @@
 #include <iterator>
 #include <map>
 
-#include "coordinator/sandbox/fake_imds.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rehearsal/imds/fake_imds.h"
 #include "tests/agent/cli/run_agent.h"
 
 namespace handoff {

@@ -1,8 +1,8 @@
 #include "agent/cloud/ec2_tags.h"
 
-#include "coordinator/sandbox/fake_imds.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rehearsal/imds/fake_imds.h"
 
 namespace handoff {
 namespace {

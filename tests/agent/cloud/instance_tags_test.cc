@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include "agent/cloud/cluster_tag_step.h"
-#include "coordinator/sandbox/fake_imds.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "rehearsal/imds/fake_imds.h"
 
 namespace handoff {
 namespace {

@@ -17,6 +17,7 @@
 #include "spdlog/sinks/base_sink.h"
 #include "tests/agent/daemon/daemon_fixture.h"
 #include "tests/agent/daemon/fake_coordinator.h"
+#include "tests/support/fake_clock.h"
 
 namespace handoff {
 namespace {
@@ -109,7 +110,7 @@ class AgentClientTest : public DaemonNodeTest {
     options.ca_description = ca;
     logger_ = std::make_shared<spdlog::logger>("test", client_log_);
     client_ = std::make_unique<AgentClient>(rpc::CreateSecureChannel(address, tls), *agent_,
-                                            sleeper_, logger_, options);
+                                            reconnect_clock_, logger_, options);
     runner_ = std::thread([this] {
       absl::Status ended = client_->Run();
       std::lock_guard<std::mutex> lock(mutex_);
@@ -147,7 +148,8 @@ class AgentClientTest : public DaemonNodeTest {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::unique_ptr<NodeAgent> agent_;
-  FakeSleeper sleeper_;
+  // The clock the client waits on between reconnects (apart from the agent's).
+  FakeClock reconnect_clock_;
   std::shared_ptr<CapturingSink> client_log_ = std::make_shared<CapturingSink>();
   std::shared_ptr<spdlog::logger> logger_;
   std::unique_ptr<AgentClient> client_;
@@ -309,8 +311,8 @@ TEST_F(AgentClientTest, AfterTheStreamEndsMidMoveTheNextHelloCarriesTheResult) {
   const v1::CommandResult& result = with_result->hello.recent_results(0);
   EXPECT_EQ(result.outcome(), v1::CommandResult::SUCCEEDED) << result.message();
   // Every turn-away was a stream end, retried after a backoff wait, and logged with the reason.
-  EXPECT_GE(sleeper_.sleeps().size(), 2u);
-  for (absl::Duration wait : sleeper_.sleeps()) {
+  EXPECT_GE(reconnect_clock_.sleeps().size(), 2u);
+  for (absl::Duration wait : reconnect_clock_.sleeps()) {
     EXPECT_GE(wait, absl::Milliseconds(125));
     EXPECT_LE(wait, absl::Seconds(30));
   }
@@ -337,7 +339,7 @@ TEST_F(AgentClientTest, RefusalsAreRetriedWithAGrowingBackoffThatResetsAfterAWel
   coordinator_.EndStream();  // after the welcome: the next wait starts small again
   ASSERT_TRUE(
       coordinator_.WaitFor([](const auto& hellos, const auto&) { return hellos.size() >= 6; }));
-  const std::vector<absl::Duration> sleeps = sleeper_.sleeps();
+  const std::vector<absl::Duration> sleeps = reconnect_clock_.sleeps();
   ASSERT_GE(sleeps.size(), 5u);
   for (size_t i = 1; i < 4; ++i) EXPECT_GT(sleeps[i], sleeps[i - 1]) << i;
   EXPECT_GE(sleeps[3], absl::Seconds(1));
@@ -370,7 +372,7 @@ TEST_F(AgentClientTest, AnIdentityRefusalStopsTheClientWithTheReason) {
     runner_.join();
     client_.reset();
   }
-  EXPECT_THAT(sleeper_.sleeps(), ::testing::IsEmpty());
+  EXPECT_THAT(reconnect_clock_.sleeps(), ::testing::IsEmpty());
 }
 
 TEST_F(AgentClientTest, AFailedCredentialsCheckAfterAFailedHandshakeStopsTheClient) {

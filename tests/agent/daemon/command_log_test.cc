@@ -1,10 +1,10 @@
 #include "agent/daemon/command_log.h"
 
 #include "common/base/strings.h"
-#include "common/fs/fault_injection_file_system.h"
-#include "common/fs/memory_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/fault_injection_file_system.h"
+#include "tests/support/memory_file_system.h"
 
 namespace handoff {
 namespace {

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "tests/common/system/fake_proc_tree.h"
 #include "tests/common/system/local_http_server.h"
+#include "tests/support/fake_clock.h"
 
 namespace handoff {
 namespace {

@@ -11,12 +11,13 @@
 #include <vector>
 
 #include "agent/daemon/node_agent.h"
-#include "common/fs/fault_injection_file_system.h"
 #include "common/system/clock.h"
 #include "gtest/gtest.h"
 #include "handoff/v1/handoff.pb.h"
 #include "tests/agent/apply/fake_kubelet.h"
 #include "tests/agent/engine/node_fixture.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fault_injection_file_system.h"
 
 namespace handoff::testing {
 

@@ -12,6 +12,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "tests/agent/daemon/daemon_fixture.h"
+#include "tests/support/fake_clock.h"
 
 namespace handoff {
 namespace {

@@ -10,8 +10,8 @@
 
 #include "agent/engine/classify.h"
 #include "agent/engine/planner.h"
-#include "common/fs/memory_file_system.h"
 #include "gtest/gtest.h"
+#include "tests/support/memory_file_system.h"
 
 namespace handoff::testing {
 

@@ -7,9 +7,9 @@
 
 #include "agent/engine/settings.h"
 #include "common/fs/file_system.h"
-#include "common/fs/memory_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/memory_file_system.h"
 
 namespace handoff {
 namespace {

@@ -9,9 +9,9 @@
 
 #include "common/base/strings.h"
 #include "common/fs/atomic_file.h"
-#include "common/fs/fault_injection_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/fault_injection_file_system.h"
 
 namespace handoff {
 namespace {

@@ -10,9 +10,9 @@
 #include <memory>
 #include <string>
 
-#include "common/fs/memory_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/memory_file_system.h"
 
 namespace handoff {
 namespace {

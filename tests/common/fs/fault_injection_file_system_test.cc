@@ -1,5 +1,5 @@
 // Each clause of FaultInjectionFileSystem's durability model, and its fault controls.
-#include "common/fs/fault_injection_file_system.h"
+#include "tests/support/fault_injection_file_system.h"
 
 #include <map>
 #include <memory>

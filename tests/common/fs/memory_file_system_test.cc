@@ -1,4 +1,4 @@
-#include "common/fs/memory_file_system.h"
+#include "tests/support/memory_file_system.h"
 
 #include <memory>
 #include <string>

@@ -11,11 +11,11 @@
 #include <memory>
 #include <string>
 
-#include "common/fs/fault_injection_file_system.h"
 #include "common/fs/file_system.h"
-#include "common/fs/memory_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/fault_injection_file_system.h"
+#include "tests/support/memory_file_system.h"
 
 namespace handoff {
 namespace {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "common/base/strings.h"
-#include "common/fs/memory_file_system.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/memory_file_system.h"
 
 namespace handoff::kube {
 namespace {

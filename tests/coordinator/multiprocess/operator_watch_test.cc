@@ -10,13 +10,13 @@
 #include <thread>
 #include <vector>
 
-#include "coordinator/ctl/ctl_cli.h"
+#include "ctl/ctl_cli.h"
 #include "gmock/gmock.h"
 #include "grpcpp/client_context.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/coordinator/ctl/rollout_test_support.h"
 #include "tests/coordinator/multiprocess/loopback_cluster.h"
+#include "tests/ctl/rollout_test_support.h"
 
 namespace handoff::testing {
 namespace {

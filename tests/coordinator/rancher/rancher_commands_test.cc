@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "common/fs/file_system.h"
-#include "coordinator/ctl/ctl_cli.h"
+#include "ctl/ctl_cli.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/coordinator/ctl/rollout_test_support.h"
+#include "tests/ctl/rollout_test_support.h"
 
 namespace handoff::ctl {
 namespace {

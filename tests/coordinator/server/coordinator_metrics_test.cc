@@ -19,6 +19,7 @@
 #include "tests/coordinator/server/controller_fixture.h"
 #include "tests/coordinator/server/coordinator_run_fixture.h"
 #include "tests/coordinator/server/temp_database.h"
+#include "tests/support/fake_clock.h"
 
 namespace handoff::server {
 namespace {

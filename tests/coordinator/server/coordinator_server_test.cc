@@ -21,6 +21,7 @@
 #include "spdlog/spdlog.h"
 #include "tests/coordinator/server/controller_fixture.h"
 #include "tests/coordinator/server/temp_database.h"
+#include "tests/support/fake_clock.h"
 
 namespace handoff::server {
 namespace {
@@ -62,6 +63,10 @@ class CoordinatorServerTest : public ::testing::Test {
     options.nodes = {"cp-1", "cp-2"};
     ASSERT_NO_FATAL_FAILURE(
         testing::OpenController(database_, clock_, options, &store_, &controller_));
+    ASSERT_NO_FATAL_FAILURE(Serve(server_options));
+  }
+  // Serves controller_ with `server_options`.
+  void Serve(const ServerOptions& server_options) {
     absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
         CoordinatorServer::Start(*controller_, server_options);
     ASSERT_TRUE(server.ok()) << server.status();
@@ -642,11 +647,7 @@ class StallingStoreServerTest : public CoordinatorServerTest {
     ServerOptions server_options = TestServerOptions();
     server_options.run_watch = run_watch_.get();
     server_options.controller_thread = thread_.get();
-    absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
-        CoordinatorServer::Start(*controller_, server_options);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    address_ = "127.0.0.1:" + std::to_string(server_->port());
+    ASSERT_NO_FATAL_FAILURE(Serve(server_options));
   }
   void TearDown() override {
     if (gate_ != nullptr) gate_->Open();

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/coordinator/server/temp_database.h"
+#include "tests/support/fake_clock.h"
 
 namespace handoff::server {
 namespace {

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "tests/coordinator/server/controller_fixture.h"
 #include "tests/coordinator/server/temp_database.h"
+#include "tests/support/fake_clock.h"
 
 namespace handoff::server {
 namespace {

@@ -1,3 +1,0 @@
-#include "coordinator/sandbox/standin/standin_main.h"
-
-int main(int argc, char** argv) { return handoff::standin::RunStandin(argc, argv); }

@@ -1,0 +1,22 @@
+// The vocabulary's tables (node_state.cc, phase.cc, strategy.cc, outcome.cc) are arrays of rows
+// of one struct each; this finds a row by one of its columns. Internal to proto/vocabulary.
+#ifndef HANDOFF_PROTO_VOCABULARY_WORD_TABLE_H_
+#define HANDOFF_PROTO_VOCABULARY_WORD_TABLE_H_
+
+#include <array>
+#include <cstddef>
+
+namespace handoff::vocabulary_internal {
+
+// The first row of `words` whose `column` equals `value`; null when none does.
+template <typename Word, size_t N, typename Column, typename Value>
+const Word* FindWord(const std::array<Word, N>& words, Column Word::*column, const Value& value) {
+  for (const Word& word : words) {
+    if (word.*column == value) return &word;
+  }
+  return nullptr;
+}
+
+}  // namespace handoff::vocabulary_internal
+
+#endif  // HANDOFF_PROTO_VOCABULARY_WORD_TABLE_H_

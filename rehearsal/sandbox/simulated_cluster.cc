@@ -1,0 +1,150 @@
+#include "rehearsal/sandbox/simulated_cluster.h"
+
+#include <sys/wait.h>
+
+#include <utility>
+
+#include "common/base/strings.h"
+#include "common/fs/atomic_file.h"
+
+namespace handoff::sandbox {
+
+SimulatedCluster::SimulatedCluster(const ClusterSetup& setup)
+    : setup_(setup), fs_(NewPosixFileSystem("/")) {}
+
+absl::Status SimulatedCluster::WriteFile(const std::string& path, const std::string& content,
+                                         unsigned mode) {
+  return AtomicReplaceCreatingParents(*fs_, path, content, mode);
+}
+
+std::string SimulatedCluster::Kubelet() const {
+  return StrCat(setup_.bin_dir, "/handoff-sandbox-kubelet");
+}
+
+std::optional<std::string> SimulatedCluster::InstanceMetadataOf(const ClusterNode& /*node*/) const {
+  return std::nullopt;
+}
+
+absl::Status SimulatedCluster::Start(const ApiServerCertificates& certificates) {
+  absl::StatusOr<std::string> url = StartApiServer(certificates);
+  if (!url.ok()) return url.status();
+  absl::Status written = WriteFile(StrCat(setup_.dir, "/admin.conf"),
+                                   KubeconfigYaml(*url, certificates.kube_ca.certificate_pem,
+                                                  certificates.admin, "kubernetes-admin"),
+                                   0600);
+  if (!written.ok()) return written;
+  for (const ClusterNode& node : setup_.nodes) {
+    absl::Status made = EnsureDirectory(*fs_, node.root, 0755);
+    if (!made.ok()) return made;
+    LayoutInputs inputs;
+    inputs.api_server_url = *url;
+    inputs.kube_ca_pem = certificates.kube_ca.certificate_pem;
+    inputs.controller_manager_client = certificates.controller_manager;
+    inputs.timing = setup_.timing;
+    absl::Status added = AddLayoutInputs(node, inputs);
+    if (!added.ok()) return added;
+    std::unique_ptr<FileSystem> node_fs = NewPosixFileSystem(node.root);
+    absl::Status laid = WriteNodeLayout(*node_fs, node.spec, inputs);
+    if (!laid.ok()) return laid;
+    if (InstanceMetadataOf(node)) continue;
+    // Each simulated node is an instance with its own metadata, tagged for the cluster as the
+    // AWS procedure asks (kubernetes.io/cluster/<clusterId>=owned); the Node is named after its
+    // instance's private DNS name, as the AWS providers expect.
+    FakeImdsOptions imds;
+    imds.instance_id = node.spec.provider_id.substr(node.spec.provider_id.rfind('/') + 1);
+    imds.local_hostname = node.spec.name;
+    imds.availability_zone = node.spec.zone;
+    imds.tags = std::map<std::string, std::string>{
+        {"Name", node.spec.name}, {"kubernetes.io/cluster/handoff-sandbox", "owned"}};
+    absl::StatusOr<std::unique_ptr<FakeImds>> started = FakeImds::Start(std::move(imds));
+    if (!started.ok()) return started.status();
+    imds_[node.spec.name] = *std::move(started);
+  }
+  written = WriteFile(StrCat(setup_.dir, "/settings.yaml"), RolloutSettingsYaml(setup_.timing));
+  if (!written.ok()) return written;
+  setup_.say(StrCat("API server on ", *url, " (Leases, Roles, Nodes with providerIDs)"));
+
+  kubelets_started_ = true;
+  for (const ClusterNode& node : setup_.nodes) {
+    std::vector<std::string> argv = {Kubelet(),
+                                     "start",
+                                     "--root",
+                                     node.root,
+                                     "--node-name",
+                                     node.spec.name,
+                                     "--healthz-bind-address",
+                                     node.spec.ip,
+                                     "--healthz-port",
+                                     std::to_string(kSimulatedKubeletHealthzPort)};
+    // The real kubelet's retry back-off for a changed pod (10 s), scaled as this cluster scales
+    // the managers' leases (15 s by default), so that a restart takes as long against a lease
+    // here as on a real node.
+    const absl::Duration restart_delay =
+        absl::Seconds(10) * absl::FDivDuration(setup_.timing.lease_duration, absl::Seconds(15));
+    argv.insert(argv.end(), {"--pod-restart-delay", GoDuration(restart_delay)});
+    for (std::string& arg : KubeletArgs(node)) argv.push_back(std::move(arg));
+    const std::string log = StrCat(setup_.dir, "/logs/kubelet-", node.spec.name, ".log");
+    absl::StatusOr<std::unique_ptr<Process>> start = setup_.spawn(argv, log);
+    if (!start.ok()) return start.status();
+    int status = 0;
+    if (!(*start)->WaitFor(absl::Seconds(30), &status) || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+      return absl::UnavailableError(StrCat("the simulated kubelet of ", node.spec.name,
+                                           " did not start (", DescribeWaitStatus(status),
+                                           "); see ", log));
+    }
+  }
+  setup_.say(StrCat(
+      "kubelets running the static pods of ", setup_.nodes.size(),
+      " nodes: kube-apiserver, kube-controller-manager --cloud-provider=aws, kube-scheduler"));
+  return absl::OkStatus();
+}
+
+AgentHost SimulatedCluster::AgentHostOf(const ClusterNode& node) const {
+  AgentHost host;
+  host.files = node.root;
+  host.agent_prefix = node.root;
+  host.root = node.root;
+  host.proc_root = StrCat(node.root, "/run/sandbox-proc");
+  host.kubelet_restart_command = StrCat(Kubelet(), " restart --root ", node.root);
+  host.timeout = AgentTimeout();
+  auto imds = imds_.find(node.spec.name);
+  const std::optional<std::string> served = InstanceMetadataOf(node);
+  // Its kubelet answers on the node's address (each simulated node has its own), and its
+  // instance metadata on a port of its own.
+  // The simulated kubelet takes a static pod's change from its first moment: no settling after
+  // its restart (a real kubelet needs kubelet.settle's default).
+  host.local_settings = StrCat("kubelet:\n  healthzUrl: http://", node.spec.ip, ":",
+                               kSimulatedKubeletHealthzPort, "/healthz\n  settle: 0s\n");
+  if (served || imds != imds_.end()) {
+    StrAppend(&host.local_settings,
+              "instanceMetadata:\n  endpoint: ", served ? *served : imds->second->endpoint(), "\n");
+  }
+  return host;
+}
+
+absl::Status SimulatedCluster::SetCloudControllerManagerUnhealthy(const ClusterNode& node,
+                                                                  bool unhealthy) {
+  const std::string marker =
+      StrCat(node.root, "/etc/handoff-sandbox/unhealthy/cloud-controller-manager");
+  if (!unhealthy) {
+    absl::Status removed = fs_->RemoveFile(marker);
+    return absl::IsNotFound(removed) ? absl::OkStatus() : removed;
+  }
+  return WriteFile(marker,
+                   "the sandbox's cloud-controller-manager on this node never gets healthy\n");
+}
+
+void SimulatedCluster::StopKubelets() {
+  if (!kubelets_started_) return;
+  kubelets_started_ = false;
+  for (const ClusterNode& node : setup_.nodes) {
+    absl::StatusOr<std::unique_ptr<Process>> stop =
+        setup_.spawn({Kubelet(), "stop", "--root", node.root, "--pods"},
+                     StrCat(setup_.dir, "/logs/kubelet-", node.spec.name, ".log"));
+    if (stop.ok()) (*stop)->WaitFor(absl::Seconds(15), nullptr);
+  }
+  imds_.clear();
+}
+
+}  // namespace handoff::sandbox

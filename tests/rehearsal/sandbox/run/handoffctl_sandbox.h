@@ -1,0 +1,116 @@
+// Test helper: `handoffctl sandbox` run as the operator runs it, in a temp directory of the
+// test's; its exit code, everything it printed, and (with HandoffctlSandbox) what the run left in
+// its directory.
+#ifndef HANDOFF_TESTS_REHEARSAL_SANDBOX_RUN_HANDOFFCTL_SANDBOX_H_
+#define HANDOFF_TESTS_REHEARSAL_SANDBOX_RUN_HANDOFFCTL_SANDBOX_H_
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "rehearsal/sandbox/process.h"
+
+namespace handoff::sandbox::testing {
+
+struct SandboxOutcome {
+  int64_t pid = 0;  // handoffctl's
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+inline std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Runs `handoffctl` (a path) `sandbox --keep --dir <temp>/sandbox flags...` in the constructor,
+// so that the test can read what the run leaves behind; the directory goes with the object. A
+// run still going after `timeout` is a test failure and is interrupted (SIGINT: the sandbox
+// tears its processes down).
+class HandoffctlSandbox {
+ public:
+  HandoffctlSandbox(const std::string& handoffctl, const std::vector<std::string>& flags,
+                    absl::Duration timeout) {
+    dir_ = std::filesystem::path(::testing::TempDir()) / "sandbox-run-XXXXXX";
+    EXPECT_NE(mkdtemp(dir_.data()), nullptr);
+    std::vector<std::string> argv = {handoffctl, "sandbox", "--keep", "--dir", sandbox_dir()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    absl::StatusOr<std::unique_ptr<Process>> process = Process::Spawn(argv, dir_ + "/output.log");
+    if (!process.ok()) {
+      ADD_FAILURE() << process.status();
+      return;
+    }
+    run_.pid = (*process)->pid();
+    int status = 0;
+    if (!(*process)->WaitFor(timeout, &status)) {
+      ADD_FAILURE() << "handoffctl sandbox did not finish within " << absl::FormatDuration(timeout);
+      status = (*process)->Stop(SIGINT, absl::Seconds(60));
+    }
+    run_.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    run_.output = ReadText(dir_ + "/output.log");
+    if (run_.exit_code != 0) KeepLogs();
+  }
+  ~HandoffctlSandbox() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  HandoffctlSandbox(const HandoffctlSandbox&) = delete;
+  HandoffctlSandbox& operator=(const HandoffctlSandbox&) = delete;
+
+  const SandboxOutcome& run() const { return run_; }
+  std::string sandbox_dir() const { return dir_ + "/sandbox"; }
+
+ private:
+  // A failed run's logs (the run's own, and every container's the kubelets kept), copied under
+  // $HANDOFF_KEEP_FAILED_RUNS when it is set: the directory itself goes with the object.
+  void KeepLogs() const {
+    const char* keep = getenv("HANDOFF_KEEP_FAILED_RUNS");
+    if (keep == nullptr || *keep == '\0') return;
+    namespace fs = std::filesystem;
+    const fs::path from(dir_);
+    const fs::path to = fs::path(keep) / from.filename();
+    std::error_code walk;
+    for (fs::recursive_directory_iterator
+             it(from, fs::directory_options::skip_permission_denied, walk),
+         end;
+         !walk && it != end; it.increment(walk)) {
+      std::error_code ignored;
+      if (it->is_symlink(ignored) || !it->is_regular_file(ignored) ||
+          it->path().extension() != ".log") {
+        continue;
+      }
+      const fs::path target = to / it->path().lexically_relative(from);
+      fs::create_directories(target.parent_path(), ignored);
+      fs::copy_file(it->path(), target, fs::copy_options::overwrite_existing, ignored);
+    }
+    std::cerr << "handoffctl sandbox failed; its logs are kept in " << to.string() << "\n";
+  }
+
+  std::string dir_;
+  SandboxOutcome run_;
+};
+
+// The outcome only; the directory is removed before it returns.
+inline SandboxOutcome RunHandoffctlSandbox(const std::string& handoffctl,
+                                           const std::vector<std::string>& flags,
+                                           absl::Duration timeout) {
+  return HandoffctlSandbox(handoffctl, flags, timeout).run();
+}
+
+}  // namespace handoff::sandbox::testing
+
+#endif  // HANDOFF_TESTS_REHEARSAL_SANDBOX_RUN_HANDOFFCTL_SANDBOX_H_
