@@ -145,7 +145,7 @@ class RolloutCommandsTest : public ::testing::Test {
   RolloutCommandsTest() {
     environment_.open_files = [] { return NewPosixFileSystem(""); };
     environment_.open_clock = [this] {
-      clock_ = FakeClock(kClockStart);
+      clock_.Advance(kClockStart - clock_.Now());  // each command starts at kClockStart
       return std::make_unique<BorrowedClock>(clock_);
     };
     environment_.get_env = [this](const std::string& name) -> std::optional<std::string> {
