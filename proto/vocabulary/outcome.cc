@@ -7,7 +7,7 @@
 namespace handoff {
 namespace {
 
-using vocabulary_internal::FindWord;
+using vocabulary_internal::ColumnOf;
 
 // Every outcome a move can have, once.
 struct Word {
@@ -26,13 +26,12 @@ constexpr std::array<Word, 5> kWords = {{
 }  // namespace
 
 std::string_view OutcomeName(v1::CommandResult::Outcome outcome) {
-  const Word* word = FindWord(kWords, &Word::outcome, outcome);
-  return word != nullptr ? word->name : "unknown outcome";
+  return ColumnOf(kWords, &Word::outcome, outcome, &Word::name,
+                  std::string_view("unknown outcome"));
 }
 
 std::string_view MoveOutcomeLabel(v1::CommandResult::Outcome outcome) {
-  const Word* word = FindWord(kWords, &Word::outcome, outcome);
-  return word != nullptr ? word->label : "unknown";
+  return ColumnOf(kWords, &Word::outcome, outcome, &Word::label, std::string_view("unknown"));
 }
 
 bool FailedVerification(const v1::CommandResult& result) {

@@ -7,7 +7,7 @@
 namespace handoff {
 namespace {
 
-using vocabulary_internal::FindWord;
+using vocabulary_internal::ColumnOf;
 
 // Every phase, once.
 struct Word {
@@ -35,18 +35,15 @@ constexpr std::array<Word, 13> kWords = {{
 }  // namespace
 
 v1::RolloutStatus::Phase ToProto(Phase phase) {
-  const Word* word = FindWord(kWords, &Word::phase, phase);
-  return word != nullptr ? word->wire : v1::RolloutStatus::PHASE_UNSPECIFIED;
+  return ColumnOf(kWords, &Word::phase, phase, &Word::wire, v1::RolloutStatus::PHASE_UNSPECIFIED);
 }
 
 std::string_view PhaseName(v1::RolloutStatus::Phase phase) {
-  const Word* word = FindWord(kWords, &Word::wire, phase);
-  return word != nullptr ? word->name : "-";
+  return ColumnOf(kWords, &Word::wire, phase, &Word::name, std::string_view("-"));
 }
 
 std::string_view PhaseLabel(v1::RolloutStatus::Phase phase) {
-  const Word* word = FindWord(kWords, &Word::wire, phase);
-  return word != nullptr ? word->label : "";
+  return ColumnOf(kWords, &Word::wire, phase, &Word::label, std::string_view());
 }
 
 }  // namespace handoff

@@ -17,6 +17,14 @@ const Word* FindWord(const std::array<Word, N>& words, Column Word::*column, con
   return nullptr;
 }
 
+// The `column` of the first row whose `key` column equals `value`; `otherwise` when none does.
+template <typename Word, size_t N, typename Key, typename Value, typename Column>
+Column ColumnOf(const std::array<Word, N>& words, Key Word::*key, const Value& value,
+                Column Word::*column, Column otherwise) {
+  const Word* word = FindWord(words, key, value);
+  return word != nullptr ? word->*column : otherwise;
+}
+
 }  // namespace handoff::vocabulary_internal
 
 #endif  // HANDOFF_PROTO_VOCABULARY_WORD_TABLE_H_
