@@ -1,8 +1,10 @@
 // The gRPC server over real mutual TLS on loopback: who may call what.
 #include "coordinator/server/coordinator_server.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -581,10 +583,12 @@ class GatedStore : public store::Store {
       const std::vector<store::HistoryEntry>& history) override {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      ++held_;
-      changed_.notify_all();
-      changed_.wait(lock, [this] { return open_; });
-      --held_;
+      if (!open_ && Names(history, shut_for_)) {
+        ++held_;
+        changed_.notify_all();
+        changed_.wait(lock, [this] { return open_; });
+        --held_;
+      }
     }
     return inner_->Commit(rollout, history);
   }
@@ -596,9 +600,12 @@ class GatedStore : public store::Store {
     return inner_->ForgetHistoryThrough(through);
   }
 
-  void Shut() {
+  // Holds every commit with an entry of `node` until Open(); other nodes' commits go through (a
+  // node's earlier commits may still be on their way when the gate shuts).
+  void ShutFor(const std::string& node) {
     std::lock_guard<std::mutex> lock(mu_);
     open_ = false;
+    shut_for_ = node;
   }
   void Open() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -617,10 +624,16 @@ class GatedStore : public store::Store {
   }
 
  private:
+  static bool Names(const std::vector<store::HistoryEntry>& history, const std::string& node) {
+    return std::any_of(history.begin(), history.end(),
+                       [&](const store::HistoryEntry& entry) { return entry.node == node; });
+  }
+
   const std::unique_ptr<store::Store> inner_;
   std::mutex mu_;
   std::condition_variable changed_;
   bool open_ = true;
+  std::string shut_for_;
   int held_ = 0;
 };
 
@@ -678,14 +691,15 @@ class StallingStoreServerTest : public CoordinatorServerTest {
 
 // The reactors hand the controller its work and return: while cp-1's hello waits on a commit that
 // does not end, cp-2's stream still delivers its samples to the double-run detector, and `status`
-// still answers, showing them. Only once the commit ends is cp-1 welcomed.
+// still answers, showing them. Once the gate opens, cp-1's connect is committed.
 TEST_F(StallingStoreServerTest, ACommitThatDoesNotEndDelaysNeitherAnotherAgentsStreamNorStatus) {
   OpenStream cp2(address_, "agent-of-cp-2", "cp-2");
   ASSERT_TRUE(cp2.welcomed());
 
-  gate_->Shut();
+  // cp-2's own "connect" entry is committed after its welcome: the gate lets that one through.
+  gate_->ShutFor("cp-1");
   OpenStream cp1(address_, "agent-of-cp-1", "cp-1", OpenStream::Welcome::kLater);
-  // Its "connect" entry is committed before it is welcomed: that commit is held.
+  // Its "connect" entry is committed on the controller's thread: that commit is held.
   ASSERT_TRUE(gate_->AwaitHeldCommit(absl::Seconds(10)));
 
   pb::AgentMessage samples;
@@ -714,6 +728,15 @@ TEST_F(StallingStoreServerTest, ACommitThatDoesNotEndDelaysNeitherAnotherAgentsS
 
   gate_->Open();
   EXPECT_TRUE(cp1.AwaitWelcome());
+  // The thread runs its work in order: once this has run, cp-1's hello has been handled.
+  std::promise<void> drained;
+  thread_->Post([&drained] { drained.set_value(); });
+  ASSERT_EQ(drained.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  absl::StatusOr<std::vector<store::HistoryEntry>> history = store_->History(0, 100);
+  ASSERT_TRUE(history.ok()) << history.status();
+  EXPECT_TRUE(std::any_of(history->begin(), history->end(), [](const store::HistoryEntry& entry) {
+    return entry.kind == "connect" && entry.node == "cp-1";
+  }));
 }
 
 }  // namespace
