@@ -9,6 +9,7 @@ namespace handoff {
 namespace {
 
 using vocabulary_internal::FindWord;
+using vocabulary_internal::OptionalColumnOf;
 
 // Every state, once: its name, its wire value, and how many steps from in-tree it lies along its
 // path (-1: on none).
@@ -63,8 +64,7 @@ std::string_view NodeStateName(NodeState state) { return WordOf(state).name; }
 v1::NodeState ToProto(NodeState state) { return WordOf(state).wire; }
 
 std::optional<NodeState> FromProto(v1::NodeState state) {
-  const Word* word = FindWord(kWords, &Word::wire, state);
-  return word != nullptr ? std::optional<NodeState>(word->state) : std::nullopt;
+  return OptionalColumnOf(kWords, &Word::wire, state, &Word::state);
 }
 
 std::string_view WireStateName(v1::NodeState state, std::string_view otherwise) {
@@ -73,8 +73,7 @@ std::string_view WireStateName(v1::NodeState state, std::string_view otherwise) 
 }
 
 std::optional<NodeState> NodeStateNamed(std::string_view name) {
-  const Word* word = FindWord(kWords, &Word::name, name);
-  return word != nullptr ? std::optional<NodeState>(word->state) : std::nullopt;
+  return OptionalColumnOf(kWords, &Word::name, name, &Word::state);
 }
 
 absl::StatusOr<NodeState> ParseTargetState(std::string_view name) {

@@ -8,6 +8,7 @@ namespace handoff {
 namespace {
 
 using vocabulary_internal::FindWord;
+using vocabulary_internal::OptionalColumnOf;
 
 // Every strategy, once.
 struct Word {
@@ -31,15 +32,13 @@ const Word& WordOf(Strategy strategy) {
 std::string_view StrategyName(Strategy strategy) { return WordOf(strategy).name; }
 
 std::optional<Strategy> StrategyNamed(std::string_view name) {
-  const Word* word = FindWord(kWords, &Word::name, name);
-  return word != nullptr ? std::optional<Strategy>(word->strategy) : std::nullopt;
+  return OptionalColumnOf(kWords, &Word::name, name, &Word::strategy);
 }
 
 v1::Strategy ToProto(Strategy strategy) { return WordOf(strategy).wire; }
 
 std::optional<Strategy> FromProto(v1::Strategy strategy) {
-  const Word* word = FindWord(kWords, &Word::wire, strategy);
-  return word != nullptr ? std::optional<Strategy>(word->strategy) : std::nullopt;
+  return OptionalColumnOf(kWords, &Word::wire, strategy, &Word::strategy);
 }
 
 Strategy PathOf(Strategy strategy) {

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstddef>
+#include <optional>
 
 namespace handoff::vocabulary_internal {
 
@@ -23,6 +24,15 @@ Column ColumnOf(const std::array<Word, N>& words, Key Word::*key, const Value& v
                 Column Word::*column, Column otherwise) {
   const Word* word = FindWord(words, key, value);
   return word != nullptr ? word->*column : otherwise;
+}
+
+// The `column` of the first row whose `key` column equals `value`; nullopt when none does.
+template <typename Word, size_t N, typename Key, typename Value, typename Column>
+std::optional<Column> OptionalColumnOf(const std::array<Word, N>& words, Key Word::*key,
+                                       const Value& value, Column Word::*column) {
+  const Word* word = FindWord(words, key, value);
+  if (word == nullptr) return std::nullopt;
+  return word->*column;
 }
 
 }  // namespace handoff::vocabulary_internal

@@ -203,12 +203,14 @@ std::string NodeName(int network, int last) {
   return StrCat("ip-172-31-", network, "-", last, ".ec2.internal");
 }
 
-// `handoffctl sandbox --cluster kubeadm --network 172.31.<network>.0/24 flags...`.
-KubeadmOutcome Sandbox(int network, const std::vector<std::string>& flags, absl::Duration timeout) {
+// `handoffctl sandbox --cluster kubeadm --network 172.31.<network>.0/24 flags...`, expected to exit
+// `expected_exit_code` (another keeps its logs, HandoffctlSandbox).
+KubeadmOutcome Sandbox(int network, const std::vector<std::string>& flags, absl::Duration timeout,
+                       int expected_exit_code = 0) {
   std::vector<std::string> all = {"--cluster", "kubeadm", "--network",
                                   StrCat("172.31.", network, ".0/24")};
   all.insert(all.end(), flags.begin(), flags.end());
-  testing::HandoffctlSandbox sandbox(HANDOFFCTL_BIN, all, timeout);
+  testing::HandoffctlSandbox sandbox(HANDOFFCTL_BIN, all, timeout, expected_exit_code);
   KubeadmOutcome outcome;
   static_cast<testing::SandboxOutcome&>(outcome) = sandbox.run();
   outcome.processes_left = ProcessesOfRun(sandbox.sandbox_dir());
@@ -404,7 +406,7 @@ TEST(KubeadmRunTest, TheUnsafeOrderIsCaughtOnTheRealNode) {
   if (!CanRunKubeadmCluster()) return;
   const HostSnapshot before = Capture();
   KubeadmOutcome run =
-      Sandbox(254, {"--nodes", "2", "--unsafe-order-for-tests"}, absl::Minutes(15));
+      Sandbox(254, {"--nodes", "2", "--unsafe-order-for-tests"}, absl::Minutes(15), 1);
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("unsafe order forced: "));
   EXPECT_THAT(run.output, HasSubstr("coordinator halted the rollout: double run: "));

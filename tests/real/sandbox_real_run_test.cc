@@ -26,10 +26,11 @@ bool CanRunRealCluster() {
       "the real cluster");
 }
 
-testing::SandboxOutcome Sandbox(const std::vector<std::string>& flags) {
+// A run expected to exit `expected_exit_code` (another keeps its logs, HandoffctlSandbox).
+testing::SandboxOutcome Sandbox(const std::vector<std::string>& flags, int expected_exit_code = 0) {
   std::vector<std::string> all = {"--cluster", "real"};
   all.insert(all.end(), flags.begin(), flags.end());
-  return testing::RunHandoffctlSandbox(HANDOFFCTL_BIN, all, absl::Minutes(8));
+  return testing::RunHandoffctlSandbox(HANDOFFCTL_BIN, all, absl::Minutes(8), expected_exit_code);
 }
 
 TEST(SandboxRealRunTest, ThreeNodesMoveToTheRealCloudControllerManagerAndBack) {
@@ -97,7 +98,7 @@ TEST(SandboxRealRunTest, TheDowntimeStrategyOnTheRealManagers) {
 
 TEST(SandboxRealRunTest, TheMonitorCatchesTheUnsafeOrderOnRealManagers) {
   if (!CanRunRealCluster()) return;
-  testing::SandboxOutcome run = Sandbox({"--unsafe-order-for-tests"});
+  testing::SandboxOutcome run = Sandbox({"--unsafe-order-for-tests"}, 1);
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("INVARIANT BROKEN: service ran in "));
   // The two at once are the in-tree kube-controller-manager (no Leader Migration) and the real

@@ -40,11 +40,12 @@ inline std::string ReadText(const std::string& path) {
 // Runs `handoffctl` (a path) `sandbox --keep --dir <temp>/sandbox flags...` in the constructor,
 // so that the test can read what the run leaves behind; the directory goes with the object. A
 // run still going after `timeout` is a test failure and is interrupted (SIGINT: the sandbox
-// tears its processes down).
+// tears its processes down). A run that exits otherwise than the test expects
+// (`expected_exit_code`) keeps its logs (KeepLogs).
 class HandoffctlSandbox {
  public:
   HandoffctlSandbox(const std::string& handoffctl, const std::vector<std::string>& flags,
-                    absl::Duration timeout) {
+                    absl::Duration timeout, int expected_exit_code = 0) {
     dir_ = std::filesystem::path(::testing::TempDir()) / "sandbox-run-XXXXXX";
     EXPECT_NE(mkdtemp(dir_.data()), nullptr);
     std::vector<std::string> argv = {handoffctl, "sandbox", "--keep", "--dir", sandbox_dir()};
@@ -62,7 +63,7 @@ class HandoffctlSandbox {
     }
     run_.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     run_.output = ReadText(dir_ + "/output.log");
-    if (run_.exit_code != 0) KeepLogs();
+    if (run_.exit_code != expected_exit_code) KeepLogs();
   }
   ~HandoffctlSandbox() {
     std::error_code ignored;
@@ -75,8 +76,9 @@ class HandoffctlSandbox {
   std::string sandbox_dir() const { return dir_ + "/sandbox"; }
 
  private:
-  // A failed run's logs (the run's own, and every container's the kubelets kept), copied under
-  // $HANDOFF_KEEP_FAILED_RUNS when it is set: the directory itself goes with the object.
+  // The logs of a run that failed unexpectedly (the run's own, and every container's the kubelets
+  // kept), copied under $HANDOFF_KEEP_FAILED_RUNS when it is set: the directory itself goes with
+  // the object.
   void KeepLogs() const {
     const char* keep = getenv("HANDOFF_KEEP_FAILED_RUNS");
     if (keep == nullptr || *keep == '\0') return;
@@ -97,7 +99,8 @@ class HandoffctlSandbox {
       fs::create_directories(target.parent_path(), ignored);
       fs::copy_file(it->path(), target, fs::copy_options::overwrite_existing, ignored);
     }
-    std::cerr << "handoffctl sandbox failed; its logs are kept in " << to.string() << "\n";
+    std::cerr << "handoffctl sandbox exited " << run_.exit_code << "; its logs are kept in "
+              << to.string() << "\n";
   }
 
   std::string dir_;
@@ -107,8 +110,8 @@ class HandoffctlSandbox {
 // The outcome only; the directory is removed before it returns.
 inline SandboxOutcome RunHandoffctlSandbox(const std::string& handoffctl,
                                            const std::vector<std::string>& flags,
-                                           absl::Duration timeout) {
-  return HandoffctlSandbox(handoffctl, flags, timeout).run();
+                                           absl::Duration timeout, int expected_exit_code = 0) {
+  return HandoffctlSandbox(handoffctl, flags, timeout, expected_exit_code).run();
 }
 
 }  // namespace handoff::sandbox::testing

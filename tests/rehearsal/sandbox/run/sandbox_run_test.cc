@@ -18,8 +18,9 @@ using ::testing::Not;
 
 using testing::SandboxOutcome;
 
-SandboxOutcome Sandbox(const std::vector<std::string>& flags) {
-  return testing::RunHandoffctlSandbox(HANDOFFCTL_BIN, flags, absl::Minutes(4));
+// A run expected to exit `expected_exit_code` (another keeps its logs, HandoffctlSandbox).
+SandboxOutcome Sandbox(const std::vector<std::string>& flags, int expected_exit_code = 0) {
+  return testing::RunHandoffctlSandbox(HANDOFFCTL_BIN, flags, absl::Minutes(4), expected_exit_code);
 }
 
 using testing::ReadText;
@@ -27,8 +28,8 @@ using testing::ReadText;
 // A run whose directory the test reads (the timeline).
 class KeptSandbox : public testing::HandoffctlSandbox {
  public:
-  explicit KeptSandbox(const std::vector<std::string>& flags)
-      : HandoffctlSandbox(HANDOFFCTL_BIN, flags, absl::Minutes(4)) {}
+  explicit KeptSandbox(const std::vector<std::string>& flags, int expected_exit_code = 0)
+      : HandoffctlSandbox(HANDOFFCTL_BIN, flags, absl::Minutes(4), expected_exit_code) {}
 };
 
 // Seconds from "2.3s".
@@ -214,7 +215,7 @@ TEST(SandboxRunTest, TheDowntimeStrategyStopsEverythingSwitchesThenStartsAndRepo
 }
 
 TEST(SandboxRunTest, AnUnknownStrategyIsRefused) {
-  SandboxOutcome run = Sandbox({"--strategy", "fast"});
+  SandboxOutcome run = Sandbox({"--strategy", "fast"}, 2);
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr("--strategy"));
 }
@@ -264,7 +265,7 @@ TEST(SandboxRunTest, AStrayBackupFileStopsTheRolloutUntilItIsRemoved) {
 
 // The monitor is proven able to fail: the order the coordinator forbids breaks the invariant.
 TEST(SandboxRunTest, TheMonitorCatchesTheUnsafeOrder) {
-  KeptSandbox sandbox({"--unsafe-order-for-tests"});
+  KeptSandbox sandbox({"--unsafe-order-for-tests"}, 1);
   const SandboxOutcome& run = sandbox.run();
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("INVARIANT BROKEN"));
@@ -289,34 +290,34 @@ TEST(SandboxRunTest, TheMonitorCatchesTheUnsafeOrder) {
 }
 
 TEST(SandboxRunTest, AnUnknownClusterIsRefused) {
-  SandboxOutcome run = Sandbox({"--cluster", "minikube"});
+  SandboxOutcome run = Sandbox({"--cluster", "minikube"}, 2);
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("--cluster \"minikube\" is not one of model, real"));
 }
 
 TEST(SandboxRunTest, AnUnknownLeaseReleaseIsRefused) {
-  SandboxOutcome run = Sandbox({"--lease-release", "maybe"});
+  SandboxOutcome run = Sandbox({"--lease-release", "maybe"}, 2);
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("--lease-release \"maybe\" is not one of on, off"));
 }
 
 // Both join and reset machines with the real kubeadm: nothing to run them on elsewhere.
 TEST(SandboxRunTest, KubeadmUpgradeAndReplaceNeedTheKubeadmCluster) {
-  SandboxOutcome run = Sandbox({"--kubeadm-upgrade"});
+  SandboxOutcome run = Sandbox({"--kubeadm-upgrade"}, 2);
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("--kubeadm-upgrade runs the real kubeadm after the move to "
                                     "migrated: it needs --cluster kubeadm"));
-  run = Sandbox({"--strategy", "replace"});
+  run = Sandbox({"--strategy", "replace"}, 2);
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("--strategy replace joins and resets machines with the real "
                                     "kubeadm: it needs --cluster kubeadm"));
-  run = Sandbox({"--cluster", "kubeadm", "--strategy", "replace", "--fault", "agent-kill"});
+  run = Sandbox({"--cluster", "kubeadm", "--strategy", "replace", "--fault", "agent-kill"}, 2);
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("and no --fault"));
 }
 
 TEST(SandboxRunTest, AnUnknownFaultIsRefused) {
-  SandboxOutcome run = Sandbox({"--fault", "meteor"});
+  SandboxOutcome run = Sandbox({"--fault", "meteor"}, 2);
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("--fault \"meteor\" is not a list of distinct faults of"));
 }
