@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <fstream>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -729,9 +730,9 @@ TEST_F(StallingStoreServerTest, ACommitThatDoesNotEndDelaysNeitherAnotherAgentsS
   gate_->Open();
   EXPECT_TRUE(cp1.AwaitWelcome());
   // The thread runs its work in order: once this has run, cp-1's hello has been handled.
-  std::promise<void> drained;
-  thread_->Post([&drained] { drained.set_value(); });
-  ASSERT_EQ(drained.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  auto drained = std::make_shared<std::promise<void>>();
+  thread_->Post([drained] { drained->set_value(); });
+  ASSERT_EQ(drained->get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
   absl::StatusOr<std::vector<store::HistoryEntry>> history = store_->History(0, 100);
   ASSERT_TRUE(history.ok()) << history.status();
   EXPECT_TRUE(std::any_of(history->begin(), history->end(), [](const store::HistoryEntry& entry) {
