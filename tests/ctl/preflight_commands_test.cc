@@ -264,7 +264,9 @@ TEST_F(PreflightCommandTest, ANodeInconsistentOnlyForItsStrayFilesIsLeftToStrayF
   EXPECT_THAT(result.out, HasSubstr("ip-10-0-1-10.ec2.internal: inconsistent only for its stray "
                                     "manifest files (see stray-files)"));
   for (const auto& [check, verdict] : verdicts) {
-    if (check != "stray-files" && check != "agents") EXPECT_EQ(verdict, "ok") << check;
+    if (check != "stray-files" && check != "agents") {
+      EXPECT_EQ(verdict, "ok") << check;
+    }
   }
 
   // Inconsistent for another reason as well: the agents check fails too.
