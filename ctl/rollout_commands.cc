@@ -271,6 +271,12 @@ std::string StatusText(const v1::RolloutStatus& status) {
               status.halt_reason().empty() ? "(no reason given)" : status.halt_reason(), "\n");
   }
   StrAppend(&text, "next:       ", OrDash(status.next()), "\n");
+  if (status.next_since_unix_ms() != 0) {
+    // How long it has said so: each change of it is a "waiting" or "stuck" history entry.
+    StrAppend(&text, "            (so since ", TimeText(status.next_since_unix_ms()), ", ",
+              Seconds(std::max<int64_t>(0, status.updated_unix_ms() - status.next_since_unix_ms())),
+              "; handoffctl history shows each earlier reason)\n");
+  }
   StrAppend(&text, "cluster:    ", FactsText(status), "\n");
   if (status.has_in_flight()) {
     const v1::InFlightMove& move = status.in_flight();

@@ -21,6 +21,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash packaging/install-deps.sh
+# A whole-system or kubeadm run that fails keeps what it left (its logs, the coordinator's last
+# status, the timeline) here, and prints that status and its logs' last lines into this log
+# (tests/rehearsal/sandbox/run/handoffctl_sandbox.h KeepFailedRun).
+export HANDOFF_KEEP_FAILED_RUNS="${HANDOFF_KEEP_FAILED_RUNS:-$PWD/build/failed-runs}"
 export CCACHE_DIR="${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/handoff/ccache}"
 # Depend mode: a miss hashes the compiler's own -MD output instead of running the preprocessor
 # first (0.4 s per source here, some 4 core-minutes over a cold run's two builds).

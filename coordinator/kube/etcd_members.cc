@@ -65,46 +65,56 @@ absl::StatusOr<std::vector<EtcdMember>> ListEtcdMembers(HttpTransport& transport
 EtcdMemberLister::EtcdMemberLister(std::vector<std::string> endpoints, TransportFactory factory)
     : given_(std::move(endpoints)), factory_(std::move(factory)) {}
 
-std::vector<std::string> EtcdMemberLister::Endpoints() const {
+std::vector<std::string> EtcdMemberLister::Endpoints(const std::string& last) const {
+  std::vector<std::string> deferred;  // the client URLs of the member named `last`
+  for (const EtcdMember& member : learned_) {
+    if (!last.empty() && member.name == last) {
+      deferred.insert(deferred.end(), member.client_urls.begin(), member.client_urls.end());
+    }
+  }
   std::vector<std::string> order;
-  const auto add = [&order](const std::string& endpoint) {
-    if (!endpoint.empty() && std::find(order.begin(), order.end(), endpoint) == order.end()) {
+  const auto add = [&](const std::string& endpoint, bool deferred_pass) {
+    const bool is_deferred =
+        std::find(deferred.begin(), deferred.end(), endpoint) != deferred.end();
+    if (!endpoint.empty() && is_deferred == deferred_pass &&
+        std::find(order.begin(), order.end(), endpoint) == order.end()) {
       order.push_back(endpoint);
     }
   };
-  add(last_good_);
-  for (const std::string& endpoint : learned_) add(endpoint);
-  for (const std::string& endpoint : given_) add(endpoint);
+  for (bool deferred_pass : {false, true}) {
+    add(last_good_, deferred_pass);
+    for (const EtcdMember& member : learned_) {
+      for (const std::string& url : member.client_urls) add(url, deferred_pass);
+    }
+    for (const std::string& endpoint : given_) add(endpoint, deferred_pass);
+  }
   return order;
 }
 
-absl::StatusOr<std::vector<EtcdMember>> EtcdMemberLister::List() {
-  const std::vector<std::string> order = Endpoints();
-  absl::Status last = absl::FailedPreconditionError("no etcd endpoint");
+absl::StatusOr<std::vector<EtcdMember>> EtcdMemberLister::List(const std::string& last) {
+  const std::vector<std::string> order = Endpoints(last);
+  absl::Status failed = absl::FailedPreconditionError("no etcd endpoint");
   for (const std::string& endpoint : order) {
     std::unique_ptr<HttpTransport>& transport = transports_[endpoint];
     if (transport == nullptr) {
       absl::StatusOr<std::unique_ptr<HttpTransport>> made = factory_(endpoint);
       if (!made.ok()) {
-        last = made.status();
+        failed = made.status();
         continue;
       }
       transport = *std::move(made);
     }
     absl::StatusOr<std::vector<EtcdMember>> members = ListEtcdMembers(*transport);
     if (!members.ok()) {
-      last = members.status();
+      failed = members.status();
       continue;
     }
     last_good_ = endpoint;
-    learned_.clear();
-    for (const EtcdMember& member : *members) {
-      for (const std::string& url : member.client_urls) learned_.push_back(url);
-    }
+    learned_ = *members;
     return members;
   }
-  return absl::Status(last.code(), StrCat("no etcd endpoint answered (", StrJoin(order, ", "),
-                                          "); the last: ", last.message()));
+  return absl::Status(failed.code(), StrCat("no etcd endpoint answered (", StrJoin(order, ", "),
+                                            "); the last: ", failed.message()));
 }
 
 absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(std::string_view list) {

@@ -47,14 +47,18 @@ class EtcdMemberLister {
   EtcdMemberLister(std::vector<std::string> endpoints, TransportFactory factory);
 
   // ListEtcdMembers from the first endpoint, in the order above, that answers; the last error,
-  // naming every endpoint tried, when none does.
-  absl::StatusOr<std::vector<EtcdMember>> List();
-  // In the order the next List tries them.
-  std::vector<std::string> Endpoints() const;
+  // naming every endpoint tried, when none does. The client URLs of the member named `last`
+  // (in the last answer) are tried after every other endpoint: a node being removed is asked
+  // about, and its own etcd, until it stops, answers from its own view of the cluster.
+  absl::StatusOr<std::vector<EtcdMember>> List(const std::string& last = "");
+  // In the order the next List(`last`) tries them.
+  std::vector<std::string> Endpoints(const std::string& last = "") const;
+  // The endpoint that answered the last List; "" before any did.
+  const std::string& LastAnswered() const { return last_good_; }
 
  private:
   std::vector<std::string> given_;
-  std::vector<std::string> learned_;  // the client URLs of the last answer
+  std::vector<EtcdMember> learned_;  // the members of the last answer
   std::string last_good_;
   TransportFactory factory_;
   std::map<std::string, std::unique_ptr<HttpTransport>> transports_;

@@ -73,6 +73,21 @@ std::optional<ReplacementStep> MoveFirst(const std::vector<NodeStatus>& nodes, N
   return step;
 }
 
+// The removal of nodes[index], `others_left` members of the replaced version staying after it.
+ReplacementStep LeaveStep(const std::vector<NodeStatus>& nodes, std::size_t index, bool forward,
+                          std::size_t others_left) {
+  ReplacementStep step;
+  step.kind = Kind::kLeave;
+  step.node = nodes[index].name;
+  step.reason = StrCat("node ", step.node, " (", NodeStateName(nodes[index].state), ", ",
+                       forward ? "version N" : "version N+1",
+                       ") is replaced: reset its machine, remove its etcd member and its Node; "
+                       "the replacement goes on once its agent is gone and neither the API server "
+                       "nor etcd lists it (",
+                       others_left, " more of the ", forward ? "old" : "new", " version after it)");
+  return step;
+}
+
 }  // namespace
 
 bool IsOldNode(NodeState state, NodeState target) {
@@ -95,6 +110,19 @@ ReplacementStep NextReplacementStep(const std::vector<NodeStatus>& nodes,
                                      NodeStateName(goal.target)));
   }
   if (goal.size == 0) return Step(Kind::kStuck, "the replacement's control-plane size is unknown");
+  // A node asked to leave leaves first, whatever it reports now (replacement.h); a halt still
+  // stops everything.
+  if (!goal.leaving.empty()) {
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes[i].name != goal.leaving) continue;
+      if (control.halted) return FromDecision(*GeneralObstacle(nodes, control));
+      std::size_t others_left = 0;
+      for (std::size_t j = 0; j < nodes.size(); ++j) {
+        others_left += j != i && IsOldNode(nodes[j].state, goal.target) ? 1 : 0;
+      }
+      return LeaveStep(nodes, i, forward, others_left);
+    }
+  }
   std::string awaiting;
   for (const NodeStatus& n : nodes) {
     if (n.awaiting_hello) StrAppend(&awaiting, awaiting.empty() ? "" : ", ", n.name);
@@ -146,17 +174,7 @@ ReplacementStep NextReplacementStep(const std::vector<NodeStatus>& nodes,
       std::optional<std::size_t> leaving = First(nodes, facts.holders, [&](const NodeStatus& n) {
         return IsOldNode(n.state, goal.target);
       });
-      ReplacementStep step;
-      step.kind = Kind::kLeave;
-      step.node = nodes[*leaving].name;
-      step.reason =
-          StrCat("node ", step.node, " (", NodeStateName(nodes[*leaving].state), ", ",
-                 forward ? "version N" : "version N+1",
-                 ") is replaced: reset its machine, remove its etcd member and its Node; the "
-                 "replacement goes on once its agent is gone and the API server and etcd no longer "
-                 "list it (",
-                 old_nodes - 1, " more of the ", forward ? "old" : "new", " version after it)");
-      return step;
+      return LeaveStep(nodes, *leaving, forward, old_nodes - 1);
     }
     ReplacementStep step;
     step.kind = Kind::kJoin;

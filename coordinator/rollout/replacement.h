@@ -29,6 +29,15 @@
 //   3. to in-tree: every node prepared → in-tree, in place; done when every member is at the goal.
 // One node joins, is verified healthy and brought to its state before a node leaves, so the
 // control plane (and etcd's quorum) never shrinks below `size`.
+//
+// Once a removal is asked for, the node asked to leave (ReplacementGoal::leaving) is the next
+// step until it has left, whatever else is true of it: from that moment its machine may be reset
+// at any time, so its agent reports it unhealthy or inconsistent as its static pods go, then goes
+// away for good (and never says hello to a coordinator started since), and the leases it held
+// move to other nodes. None of that may make the planner pick another node to leave, or judge
+// the rollout on what the leaving node last said: leaving never makes a set of states unsafe
+// (membership.h), and the node is out once its agent is gone and neither the API server nor etcd
+// lists it. Only a halt (R5) comes before it.
 #ifndef HANDOFF_COORDINATOR_ROLLOUT_REPLACEMENT_H_
 #define HANDOFF_COORDINATOR_ROLLOUT_REPLACEMENT_H_
 
@@ -46,6 +55,8 @@ struct ReplacementGoal {
   // How many members the control plane keeps: the members when the replacement began. It has one
   // more while a replacement is under way.
   std::size_t size = 0;
+  // The member asked to leave that has not left yet; "" when none (see the header's comment).
+  std::string leaving{};
 };
 
 struct ReplacementStep {
@@ -66,9 +77,10 @@ struct ReplacementStep {
 // Whether a node in `state` runs the version a replacement towards `target` replaces.
 bool IsOldNode(NodeState state, NodeState target);
 
-// The next step (see the header's comment). First, as NextStep: a node awaiting its agent's hello
-// → kWait; then the engine's general obstacles (halted, paused, in transition, inconsistent,
-// unhealthy) for every kind of step, a kMove's own ones from TryMove.
+// The next step (see the header's comment). First a halt → kStuck, then goal.leaving, when it is
+// a member → kLeave of it. Otherwise, as NextStep: a node awaiting its agent's hello → kWait; then
+// the engine's general obstacles (paused, in transition, inconsistent, unhealthy) for every kind
+// of step, a kMove's own ones from TryMove.
 ReplacementStep NextReplacementStep(const std::vector<NodeStatus>& nodes,
                                     const ReplacementGoal& goal, const ClusterFacts& facts,
                                     const Control& control);

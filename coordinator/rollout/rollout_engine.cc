@@ -111,6 +111,15 @@ std::optional<Refusal> GeneralRefusal(const std::vector<NodeStatus>& nodes,
     return Refusal{false,
                    "paused: the operator paused the rollout; nothing moves until it resumes"};
   }
+  // Passes by itself (a successor takes the lease), so a wait, not a halt: an overloaded
+  // control plane, etcd without quorum while a member joins, can leave every manager restarting
+  // for a minute without anything being wrong with the move.
+  if (!control.no_runner.empty()) {
+    return Refusal{false, Text("no-runner: no manager has run ", control.no_runner,
+                               ", longer than the gap limit (the live double-run detector); the "
+                               "next move waits until one does, or an operator's start, rollback "
+                               "or resume goes on without")};
+  }
   // R4: one node at a time. A node in transition has not reported its result: its state may be
   // the old one or the new one, so no other node's move can be judged until it answers.
   if (std::string moving = Subject(

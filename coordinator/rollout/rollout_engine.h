@@ -15,7 +15,8 @@
 //     operator resumes it.
 //
 // How they are read (rollout_engine.cc says why at each check):
-//  - every move needs: not halted (R5); not paused; no node in transition (R4); every node
+//  - every move needs: not halted (R5); not paused; no long gap of the cloud controllers
+//    (Control::no_runner); no node in transition (R4); every node
 //    consistent (an inconsistent node's state is unknown, so no rule can be judged); every node
 //    verified healthy (R4); the moving node's agent connected; and one step along the chain;
 //  - R1 governs every move to migrated, finalized → migrated included (it re-enables Leader
@@ -88,6 +89,11 @@ struct Control {
   bool paused = false;  // operator paused: finish nothing new
   bool halted = false;  // a move failed (R5) or the operator aborted
   std::string halt_reason;
+  // The live double-run detector's long gap while it lasts: the cloud controllers no manager has
+  // run for longer than its limit, and since when ("service since 01:10:31 UTC"); "" when none.
+  // No move starts until a manager runs them again (kWait): a move restarts managers, and none
+  // is to restart while none runs them. (A double run halts instead: R5.)
+  std::string no_runner{};
 };
 
 struct Decision {
@@ -147,7 +153,8 @@ struct Decision {
 // First of all: while any node awaits its agent's hello → kWait, naming those nodes (their states
 // may be stale, so not even kDone can be judged).
 // kDone: every node is at the goal and none is in transition (even when halted or paused).
-// Otherwise, first: halted → kStuck; paused → kWait; a node in transition → kWait; an
+// Otherwise, first: halted → kStuck; paused → kWait; a long gap (Control::no_runner) → kWait; a
+// node in transition → kWait; an
 // inconsistent or unhealthy node → kStuck. Then the planned move's obstacles: kStuck when any
 // needs the operator (missing RBAC, a node in the way of R1–R3), listing those; else kWait (an
 // agent disconnected, the lease without a healthy holder), listing those. `node` and `to` are set
@@ -166,10 +173,10 @@ Decision NextStep(const std::vector<NodeStatus>& nodes, const Goal& goal, const 
 absl::Status CheckMove(const std::vector<NodeStatus>& nodes, const std::string& node, NodeState to,
                        const ClusterFacts& facts, const Control& control);
 
-// The conditions every move needs, whichever node moves (halted, paused, a node in transition,
-// an inconsistent or unhealthy node): kStuck or kWait saying which fails first; nullopt when
-// they hold. What NextStep checks before it plans; the replacement planner (replacement.h)
-// checks it before asking for a join or a removal too.
+// The conditions every move needs, whichever node moves (halted, paused, a long gap, a node in
+// transition, an inconsistent or unhealthy node): kStuck or kWait saying which fails first;
+// nullopt when they hold. What NextStep checks before it plans; the replacement planner
+// (replacement.h) checks it before asking for a join or a removal too.
 std::optional<Decision> GeneralObstacle(const std::vector<NodeStatus>& nodes,
                                         const Control& control);
 

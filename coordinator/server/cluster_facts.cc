@@ -96,10 +96,12 @@ FactsReport KubeFactsSource::Check(const std::vector<std::string>& leaving) {
   if (!leaving.empty() && etcd_ == nullptr) {
     report.etcd_members_detail = "the coordinator has no --etcd-endpoint";
   } else if (!leaving.empty()) {
-    absl::StatusOr<std::vector<kube::EtcdMember>> members = etcd_->List();
+    // Not from the leaving node's own etcd while another member answers (EtcdMemberLister::List).
+    absl::StatusOr<std::vector<kube::EtcdMember>> members = etcd_->List(leaving.front());
     if (members.ok()) {
       report.etcd_members.emplace();
       for (const kube::EtcdMember& member : *members) report.etcd_members->push_back(member.name);
+      report.etcd_members_source = etcd_->LastAnswered();
     } else {
       report.etcd_members_detail = StrCat("not read: ", members.status().message());
     }

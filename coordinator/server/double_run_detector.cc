@@ -291,6 +291,14 @@ std::optional<Finding> DoubleRunDetector::CheckGap(const std::string& controller
   return finding;
 }
 
+std::map<std::string, int64_t> DoubleRunDetector::OngoingLongGaps() const {
+  std::map<std::string, int64_t> ongoing;
+  for (const auto& [controller, gap] : gaps_) {
+    if (gap.reported && gap.none_since_ms) ongoing[controller] = *gap.none_since_ms;
+  }
+  return ongoing;
+}
+
 std::vector<v1::CloudControllerView> DoubleRunDetector::View() const {
   std::vector<v1::CloudControllerView> views;
   if (!sampled_) return views;  // no agent samples its managers: nothing to show

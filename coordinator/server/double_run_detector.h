@@ -104,6 +104,9 @@ class DoubleRunDetector {
 
   // Who runs each watched controller now, the current and last gap; empty before any sample.
   std::vector<v1::CloudControllerView> View() const;
+  // The long gaps reported and not yet over (no run of the controller seen since): each
+  // controller's name and since when it has run nowhere (coordinator clock, unix ms).
+  std::map<std::string, int64_t> OngoingLongGaps() const;
 
   // For the cost's tests: runs kept (all controllers), and pairs of runs compared so far.
   size_t RunsKept() const;

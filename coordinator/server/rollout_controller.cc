@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <iterator>
+#include <map>
 #include <random>
 #include <utility>
 
@@ -9,6 +11,7 @@
 #include "agent/engine/settings.h"
 #include "common/base/strings.h"
 #include "coordinator/rollout/membership.h"
+#include "coordinator/rollout/rollout_progress.h"
 #include "coordinator/server/bounded_text.h"
 #include "coordinator/server/rollout_controller_internal.h"
 #include "google/protobuf/util/json_util.h"
@@ -45,6 +48,17 @@ std::string FormatMs(int64_t ms) {
   if (ms < 0) ms = 0;
   if (ms < 60'000) return StrCat(ms / 1000, ".", (ms % 1000) / 100, " s");
   return StrCat(ms / 60'000, " min ", (ms % 60'000) / 1000, " s");
+}
+
+std::vector<std::string> KeysOf(const std::map<std::string, int64_t>& map) {
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : map) keys.push_back(key);
+  return keys;
+}
+
+// "21:47:10": a time of day, UTC, as the status and the history show it.
+std::string ClockTime(int64_t unix_ms) {
+  return absl::FormatTime("%H:%M:%S", absl::FromUnixMillis(unix_ms), absl::UTCTimeZone());
 }
 
 std::string ToJson(const google::protobuf::Message& message) {
@@ -239,29 +253,38 @@ void RolloutController::ForgetOldHistory(int64_t newest) {
   history_forgotten_through_ = through;
 }
 
-bool RolloutController::AdmitAgentEntry(Node& node, store::HistoryEntry& entry) {
-  const int64_t now = NowMs();
-  const double burst = std::max(1, options_.agent_entry_burst);
-  const double interval_ms =
-      std::max<double>(1, absl::ToDoubleMilliseconds(options_.agent_entry_interval));
-  if (node.entry_tokens < 0) {
-    node.entry_tokens = burst;
-  } else {
-    node.entry_tokens =
-        std::min(burst, node.entry_tokens + (now - node.entry_tokens_ms) / interval_ms);
-  }
-  node.entry_tokens_ms = now;
-  if (node.entry_tokens < 1) {
-    ++node.entries_not_written;
+bool EntryBudget::Admit(int64_t now_ms, int burst, absl::Duration interval) {
+  const double most = std::max(1, burst);
+  const double interval_ms = std::max<double>(1, absl::ToDoubleMilliseconds(interval));
+  tokens_ = tokens_ < 0 ? most : std::min(most, tokens_ + (now_ms - tokens_ms_) / interval_ms);
+  tokens_ms_ = now_ms;
+  if (tokens_ < 1) {
+    ++not_written_;
     return false;
   }
-  node.entry_tokens -= 1;
-  if (node.entries_not_written > 0) {
-    StrAppend(&entry.message, " (and ", node.entries_not_written, " earlier ",
-              node.entries_not_written == 1 ? "entry" : "entries", " of ", node.name,
-              "'s agent not written: more than ", options_.agent_entry_burst,
-              " at once, or one every ", absl::FormatDuration(options_.agent_entry_interval), ")");
-    node.entries_not_written = 0;
+  tokens_ -= 1;
+  return true;
+}
+
+int64_t EntryBudget::TakeNotWritten() {
+  const int64_t count = not_written_;
+  not_written_ = 0;
+  return count;
+}
+
+// "(and 3 earlier entries of cp-1's agent not written: ...)"
+std::string RolloutController::NotWrittenNote(int64_t count, const std::string& whose) const {
+  return StrCat(" (and ", count, " earlier ", count == 1 ? "entry" : "entries", " of ", whose,
+                " not written: more than ", options_.agent_entry_burst, " at once, or one every ",
+                absl::FormatDuration(options_.agent_entry_interval), ")");
+}
+
+bool RolloutController::AdmitAgentEntry(Node& node, store::HistoryEntry& entry) {
+  if (!node.entries.Admit(NowMs(), options_.agent_entry_burst, options_.agent_entry_interval)) {
+    return false;
+  }
+  if (const int64_t not_written = node.entries.TakeNotWritten(); not_written > 0) {
+    entry.message += NotWrittenNote(not_written, StrCat(node.name, "'s agent"));
   }
   return true;
 }
@@ -418,9 +441,7 @@ std::string RolloutController::SecondAgentText(const Node& node) {
   return StrCat(
       "a second agent with this node's certificate, from ", second.peer, ", refused ",
       second.refusals, second.refusals == 1 ? " time" : " times", " from ",
-      absl::FormatTime("%H:%M:%S", absl::FromUnixMillis(second.first_unix_ms), absl::UTCTimeZone()),
-      " to ",
-      absl::FormatTime("%H:%M:%S", absl::FromUnixMillis(second.last_unix_ms), absl::UTCTimeZone()),
+      ClockTime(second.first_unix_ms), " to ", ClockTime(second.last_unix_ms),
       " UTC while the first is connected from ",
       node.link ? node.link->Peer() : std::string("(gone)"));
 }
@@ -664,6 +685,16 @@ void RolloutController::AgentDisconnected(const std::string& name, const AgentLi
   RunDeferred(deferred);
 }
 
+void RolloutController::SetLongGaps(const std::map<std::string, int64_t>& gaps) {
+  std::lock_guard<std::mutex> lock(mu_);
+  long_gaps_ = gaps;
+  // A gap that ended is not held against the next one.
+  for (auto it = long_gaps_acknowledged_.begin(); it != long_gaps_acknowledged_.end();) {
+    it = long_gaps_.count(it->first) == 0 ? long_gaps_acknowledged_.erase(it) : std::next(it);
+  }
+  Advance();
+}
+
 void RolloutController::SetFacts(const FactsReport& facts) {
   std::lock_guard<std::mutex> lock(mu_);
   facts_ = facts;
@@ -674,7 +705,10 @@ void RolloutController::SetFacts(const FactsReport& facts) {
 
 bool RolloutController::WantsFacts() {
   std::lock_guard<std::mutex> lock(mu_);
-  return FactsStale();
+  // A node just asked to leave is looked up at once, not at the next read.
+  const std::string leaving = LeavingMember();
+  return FactsStale() || (!leaving.empty() && facts_.node_objects.count(leaving) == 0 &&
+                          facts_.node_objects_detail.empty());
 }
 
 void RolloutController::CandidateChanged() {
@@ -689,8 +723,19 @@ void RolloutController::CandidateChanged() {
 
 std::vector<std::string> RolloutController::LeavingNodes() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!replacement_ || replacement_->waiting() != pb::Replacement::LEAVE) return {};
-  return {replacement_->node()};
+  // Asked about from the moment the removal is asked for until the node has left, whatever the
+  // rollout waits for meanwhile: what it waits for is read again at every facts read.
+  const std::string leaving = LeavingMember();
+  if (leaving.empty()) return {};
+  return {leaving};
+}
+
+std::string RolloutController::LeavingMember() const {
+  if (rollout_.strategy != Strategy::kReplace || rollout_.replace_leaving.empty()) return "";
+  for (const Node& node : nodes_) {
+    if (node.name == rollout_.replace_leaving) return node.name;
+  }
+  return "";
 }
 
 bool RolloutController::FactsStale() const {
@@ -783,6 +828,21 @@ rollout::Control RolloutController::EngineControl() const {
   control.paused = rollout_.paused;
   control.halted = rollout_.halted;
   control.halt_reason = rollout_.halt_reason;
+  if (rollout_.strategy != Strategy::kDowntime) {
+    std::vector<std::string> names;
+    int64_t since = 0;
+    for (const auto& [name, none_since] : long_gaps_) {
+      const auto acknowledged = long_gaps_acknowledged_.find(name);
+      if (acknowledged != long_gaps_acknowledged_.end() && acknowledged->second == none_since) {
+        continue;
+      }
+      names.push_back(name);
+      since = since == 0 ? none_since : std::min(since, none_since);
+    }
+    if (!names.empty()) {
+      control.no_runner = StrCat(StrJoin(names, ", "), " since ", ClockTime(since), " UTC");
+    }
+  }
   return control;
 }
 
@@ -810,26 +870,56 @@ pb::Command RolloutController::MoveCommand(const store::InFlight& move) const {
 
 void RolloutController::Advance() {
   EngineView view = View();
+  const bool routine = DecideAndSend(view);
+  RecordWhyItWaits(routine);
+  Notify(view);
+}
+
+void RolloutController::RecordWhyItWaits(bool routine) {
+  using Kind = rollout::Decision::Kind;
+  const bool blocked =
+      rollout_.goal.has_value() && (next_.kind == Kind::kWait || next_.kind == Kind::kStuck);
+  // A pause and a halt have entries of their own.
+  routine = routine || rollout_.paused || rollout_.halted;
+  const std::string reason = blocked ? rollout::DescribeNext(next_, rollout_.goal) : "";
+  const std::string kind = !blocked ? "" : next_.kind == Kind::kStuck ? "stuck" : "waiting";
+  if (kind == why_kind_ && reason == why_reason_) return;
+  why_kind_ = kind;
+  why_reason_ = reason;
+  why_since_ms_ = blocked ? NowMs() : 0;
+  // The waits every move passes through (its result, the facts read after it) are the command's
+  // and the result's entries already; a wait or a stuck rollout of any other reason is recorded
+  // each time that reason changes.
+  if (!blocked || routine) return;
+  // A reason that flaps (an agent reconnecting without end) is bounded as that agent's entries.
+  if (!why_entries_.Admit(NowMs(), options_.agent_entry_burst, options_.agent_entry_interval)) {
+    return;
+  }
+  store::HistoryEntry entry = Entry("coordinator", kind, next_.node, reason);
+  if (const int64_t not_written = why_entries_.TakeNotWritten(); not_written > 0) {
+    entry.message += NotWrittenNote(not_written, "the rollout's waiting reasons");
+  }
+  if (absl::Status committed = Commit({std::move(entry)}); !committed.ok()) {
+    spdlog::error("cannot record why the rollout {}: {}", kind, std::string(committed.message()));
+  }
+}
+
+bool RolloutController::DecideAndSend(EngineView& view) {
   if (!rollout_.goal) {
     next_ = rollout::Decision{};
     next_.kind = rollout::Decision::Kind::kWait;
     next_.reason = "no rollout yet: `handoffctl start` begins one";
-    Notify(view);
-    return;
+    return true;
   }
   next_ = Decide(view);
-  if (next_.kind != rollout::Decision::Kind::kMove) {
-    Notify(view);
-    return;
-  }
+  if (next_.kind != rollout::Decision::Kind::kMove) return rollout_.in_flight.has_value();
   if (FactsStale()) {
     // Which node to move next depends on who holds the leases (holders last), and the last move
     // may have changed that: decide on the leases as it left them.
     next_.kind = rollout::Decision::Kind::kWait;
     next_.reason = StrCat("reading the leases as the last move left them, then ", next_.node,
                           " → ", Name(next_.to));
-    Notify(view);
-    return;
+    return true;
   }
   absl::Status allowed =
       rollout::CheckMove(view.nodes, next_.node, next_.to, view.facts, view.control);
@@ -840,8 +930,7 @@ void RolloutController::Advance() {
                   std::string(allowed.message()));
     next_.kind = rollout::Decision::Kind::kWait;
     next_.reason = StrCat("move of ", next_.node, " refused: ", allowed.message());
-    Notify(view);
-    return;
+    return false;
   }
   store::InFlight move;
   move.command_id = NewCommandId();
@@ -856,7 +945,7 @@ void RolloutController::Advance() {
   }
   view.control = EngineControl();
   next_ = Decide(view);
-  Notify(view);
+  return rollout_.in_flight.has_value();
 }
 
 rollout::Decision RolloutController::Decide(EngineView& view) {
@@ -868,11 +957,12 @@ rollout::Decision RolloutController::Decide(EngineView& view) {
 
 rollout::Decision RolloutController::DecideReplacement(EngineView& view) {
   using Kind = rollout::ReplacementStep::Kind;
-  const rollout::ReplacementGoal goal{*rollout_.goal, rollout_.replace_size};
+  rollout::ReplacementGoal goal{*rollout_.goal, rollout_.replace_size};
   rollout::Decision decision;
   // Each round may take a node in or out, and then decides again on the new membership; a
   // replacement changes it at most twice before it must wait for a move.
   for (int round = 0; round < 3; ++round) {
+    goal.leaving = LeavingMember();
     rollout::ReplacementStep step =
         rollout::NextReplacementStep(view.nodes, goal, view.facts, view.control);
     decision.node = step.node;
@@ -923,8 +1013,15 @@ rollout::Decision RolloutController::DecideReplacement(EngineView& view) {
         return decision;
       }
       case Kind::kLeave: {
+        if (rollout_.replace_leaving != step.node) {
+          if (absl::Status asked = AskToLeave(step); !asked.ok()) {
+            decision.kind = rollout::Decision::Kind::kStuck;
+            decision.reason = rollout_.halt_reason;
+            return decision;
+          }
+        }
         const Node* leaving = FindNode(step.node);
-        std::vector<std::string> pending = StillPresent(*leaving);
+        std::vector<Presence> pending = StillPresent(*leaving);
         if (pending.empty() &&
             LeaveMember("coordinator", step.node,
                         "the replacement removed it: its agent is gone, and neither the API "
@@ -936,11 +1033,16 @@ rollout::Decision RolloutController::DecideReplacement(EngineView& view) {
         pb::Replacement replacement;
         replacement.set_waiting(pb::Replacement::LEAVE);
         replacement.set_node(step.node);
-        for (const std::string& item : pending) replacement.add_pending(item);
+        std::vector<std::string> what;
+        for (const Presence& item : pending) {
+          replacement.add_pending(
+              item.evidence.empty() ? item.what : StrCat(item.what, " (", item.evidence, ")"));
+          what.push_back(item.what);
+        }
         ReplacementCommands(step, replacement);
         replacement_ = std::move(replacement);
         decision.kind = rollout::Decision::Kind::kWait;
-        decision.reason = StrCat(step.reason, "; waiting: ", StrJoin(pending, "; "));
+        decision.reason = StrCat("M3: ", step.reason, "; waiting: ", StrJoin(what, "; "));
         return decision;
       }
     }
@@ -1001,29 +1103,47 @@ void RolloutController::ReplacementCommands(const rollout::ReplacementStep& step
   }
 }
 
-std::vector<std::string> RolloutController::StillPresent(const Node& node) const {
-  std::vector<std::string> pending;
-  if (node.link) pending.push_back(StrCat("its agent is connected (", node.link->Peer(), ")"));
+std::vector<RolloutController::Presence> RolloutController::StillPresent(const Node& node) const {
+  std::vector<Presence> pending;
+  const std::string read_at =
+      facts_read_ms_ == 0 ? std::string() : StrCat(" at ", ClockTime(facts_read_ms_), " UTC");
+  if (node.link) {
+    pending.push_back({"its agent is connected",
+                       StrCat("from ", node.link->Peer(), ", last heard ",
+                              ClockTime(node.last_seen_unix_ms), " UTC")});
+  }
   const auto object = facts_.node_objects.find(node.name);
   if (object == facts_.node_objects.end()) {
-    pending.push_back(
-        StrCat("its Node object is not read yet", facts_.node_objects_detail.empty() ? "" : " (",
-               facts_.node_objects_detail, facts_.node_objects_detail.empty() ? "" : ")"));
+    pending.push_back({"its Node object is not read yet", facts_.node_objects_detail});
   } else if (object->second) {
-    pending.push_back(StrCat("the API server has Node ", node.name));
+    pending.push_back({StrCat("the API server has Node ", node.name), StrCat("read", read_at)});
   }
   if (!facts_.etcd_members) {
     pending.push_back(
-        StrCat("etcd's member list is not read", facts_.etcd_members_detail.empty() ? "" : " (",
-               facts_.etcd_members_detail, facts_.etcd_members_detail.empty() ? "" : ")",
-               ": once etcdctl member list no longer shows it, handoffctl nodes "
-               "remove ",
-               node.name));
+        {"etcd's member list is not read",
+         StrCat(facts_.etcd_members_detail, facts_.etcd_members_detail.empty() ? "" : ": ",
+                "once etcdctl member list no longer shows it, handoffctl nodes remove ",
+                node.name)});
   } else if (std::find(facts_.etcd_members->begin(), facts_.etcd_members->end(), node.name) !=
              facts_.etcd_members->end()) {
-    pending.push_back(StrCat("etcd lists member ", node.name));
+    pending.push_back({StrCat("etcd lists member ", node.name),
+                       StrCat("member list from ",
+                              facts_.etcd_members_source.empty() ? std::string("etcd")
+                                                                 : facts_.etcd_members_source,
+                              read_at)});
   }
   return pending;
+}
+
+absl::Status RolloutController::AskToLeave(const rollout::ReplacementStep& step) {
+  const std::string before = rollout_.replace_leaving;
+  rollout_.replace_leaving = step.node;
+  // Remembered before anyone is told: from now on the node's machine may be reset at any moment,
+  // so the replacement waits for this node, and no other, to leave (replacement.h).
+  absl::Status committed =
+      Commit({Entry("coordinator", "leave-requested", step.node, step.reason)});
+  if (!committed.ok()) rollout_.replace_leaving = before;
+  return committed;
 }
 
 bool RolloutController::SendMove(const store::InFlight& move, Node& node) {
@@ -1067,6 +1187,20 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::SetGoal(const std::string& 
   }
   if (rollout_.halted) StrAppend(&message, "; clears the halt (", rollout_.halt_reason, ")");
   if (rollout_.paused) StrAppend(&message, "; clears the pause");
+  if (rollout_.strategy != Strategy::kReplace && !rollout_.replace_leaving.empty()) {
+    // In place, nothing waits for the node the replacement asked to leave: if its machine is
+    // reset, the rollout stops on its last report until the operator takes it out.
+    StrAppend(&message, "; no longer waits for ", rollout_.replace_leaving,
+              " to leave (the replacement asked for it): once its machine is reset, handoffctl "
+              "nodes remove ",
+              rollout_.replace_leaving);
+    rollout_.replace_leaving.clear();
+  }
+  if (!long_gaps_.empty()) {
+    StrAppend(&message, "; goes on without a runner of ", StrJoin(KeysOf(long_gaps_), ", "),
+              " (the long gap going on)");
+    long_gaps_acknowledged_ = long_gaps_;
+  }
   rollout_.goal = goal;
   rollout_.paused = false;
   rollout_.halted = false;
@@ -1372,10 +1506,13 @@ absl::Status RolloutController::LeaveMember(const std::string& actor, const std:
   if (!reason.empty()) StrAppend(&message, ": ", reason);
   Node left = std::move(*it);
   nodes_.erase(it);
+  const std::string leaving_before = rollout_.replace_leaving;
+  if (rollout_.replace_leaving == name) rollout_.replace_leaving.clear();
   if (absl::Status committed = Commit({Entry(actor, "node-removed", name, message)});
       !committed.ok()) {
     nodes_.insert(nodes_.begin() + position, std::move(left));
     rollout_.launch_nodes = launch_before;
+    rollout_.replace_leaving = leaving_before;
     return committed;
   }
   return absl::OkStatus();
@@ -1386,9 +1523,14 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Resume(const std::string& a
   if (!rollout_.goal) {
     return absl::FailedPreconditionError("no rollout has started: `handoffctl start` begins one");
   }
-  if (rollout_.paused || rollout_.halted) {
+  if (rollout_.paused || rollout_.halted || long_gaps_acknowledged_ != long_gaps_) {
     std::string message = "resumed";
     if (rollout_.halted) StrAppend(&message, " after the halt (", rollout_.halt_reason, ")");
+    if (long_gaps_acknowledged_ != long_gaps_) {
+      StrAppend(&message, "; goes on without a runner of ", StrJoin(KeysOf(long_gaps_), ", "),
+                " (the long gap going on)");
+      long_gaps_acknowledged_ = long_gaps_;
+    }
     rollout_.paused = false;
     rollout_.halted = false;
     rollout_.halt_reason.clear();

@@ -90,6 +90,7 @@ struct FactsReport {
   std::string node_objects_detail;
   std::optional<std::vector<std::string>> etcd_members;
   std::string etcd_members_detail;
+  std::string etcd_members_source;  // the endpoint whose member list it is
   // Unix ms when the read began; 0: when the controller received the report.
   int64_t read_unix_ms = 0;
   // What the preflight's cluster checks read (coordinator/preflight/cluster_checks.h), at most
@@ -144,6 +145,22 @@ struct ControllerOptions {
   std::function<std::shared_ptr<const preflight::ClusterView>()> read_cluster_view;
 };
 
+// A bucket of history entries: `burst` at most at once, refilled by one every `interval`; an
+// entry beyond it is counted, not written (ControllerOptions::agent_entry_burst). Not
+// thread-safe: the controller's mutex guards it.
+class EntryBudget {
+ public:
+  // Whether an entry may be written at `now_ms`; one more not written when not.
+  bool Admit(int64_t now_ms, int burst, absl::Duration interval);
+  // The entries refused since the last admitted one, then none.
+  int64_t TakeNotWritten();
+
+ private:
+  double tokens_ = -1;  // -1: full, not yet used
+  int64_t tokens_ms_ = 0;
+  int64_t not_written_ = 0;
+};
+
 // PlanRollout's answer arrives later (the agents compute the diffs); `done` is called once,
 // from some thread, without the controller's mutex held.
 using PlanCallback = std::function<void(absl::StatusOr<pb::PlanRolloutResponse>)>;
@@ -179,9 +196,11 @@ class RolloutController {
 
   // --- the cluster ---
   void SetFacts(const FactsReport& facts);
-  // True while the next move waits for facts read after the last move's result.
+  // True while the next move waits for facts read after the last move's result, and while the
+  // node a replacement asked to leave has not been looked up yet.
   bool WantsFacts();
-  // The nodes a replacement waits to see gone: the facts say whether their Node objects remain.
+  // The nodes a replacement waits to see gone, from the moment it asks until they have left: the
+  // facts say whether their Node objects remain, and etcd's members.
   std::vector<std::string> LeavingNodes();
   // Adds an entry to the audit history (the lease release's decisions); `kind` names it.
   void RecordAudit(const std::string& kind, const std::string& node, const std::string& message,
@@ -192,6 +211,11 @@ class RolloutController {
   // detector): history entry `kind` with `detail_json` (the evidence). Returns false, recording
   // nothing, when no rollout is moving (none started, done, or already halted).
   bool Halt(const std::string& kind, const std::string& reason, const std::string& detail_json);
+  // The live double-run detector's long gaps going on: each cloud controller no manager has run
+  // for longer than its limit, and since when (unix ms); empty once each runs again. While one
+  // lasts no move starts (rollout::Control::no_runner; not on the downtime strategy, whose outage
+  // it is), unless the operator set a goal or resumed since it began.
+  void SetLongGaps(const std::map<std::string, int64_t>& gaps);
   // Whether a time with no manager running the cloud controllers is the operator's choice now:
   // a rollout by the downtime strategy is under way (not done). The detector's long gaps are then
   // recorded, not halting.
@@ -206,8 +230,9 @@ class RolloutController {
   // replacing nodes, rollout/replacement.h) takes only the goal migrated, and keeps the control
   // plane at the members it has now: a candidate in the state the replacement asks for joins by
   // itself
-  // ("node-added" by the coordinator), and a node it asked to leave is taken out once its agent
-  // is gone and neither the API server nor etcd lists it ("node-removed").
+  // ("node-added" by the coordinator), and a node it asked to leave ("leave-requested", stored:
+  // the one it waits for until it has left, whatever it reports meanwhile) is taken out once its
+  // agent is gone and neither the API server nor etcd lists it ("node-removed").
   absl::StatusOr<pb::RolloutStatus> Start(const std::string& actor, NodeState goal,
                                           const std::vector<std::string>& ignore_preflight = {},
                                           Strategy strategy = Strategy::kLeaderMigration,
@@ -275,9 +300,7 @@ class RolloutController {
     };
     std::optional<SecondAgent> second_agent;
     // What its agent may still add to the history (ControllerOptions::agent_entry_burst).
-    double entry_tokens = -1;  // -1: full, not yet used
-    int64_t entry_tokens_ms = 0;
-    int64_t entries_not_written = 0;
+    EntryBudget entries;
     // From its last report, for the preflight.
     std::string kube_controller_manager_version;
     std::vector<std::string> unfinished_transactions;
@@ -311,6 +334,8 @@ class RolloutController {
   // Whether `node`'s agent may add `entry` to the history now (its bucket); when it may and
   // earlier ones were not written, says so in `entry`.
   bool AdmitAgentEntry(Node& node, store::HistoryEntry& entry);
+  // What the next entry admitted says of the `count` a budget refused before it.
+  std::string NotWrittenNote(int64_t count, const std::string& whose) const;
   // Deletes the entries older than options_.history_keep before `newest`, in batches.
   void ForgetOldHistory(int64_t newest);
   // Counts a second agent's refused stream from `peer` and says why, for the stream's end.
@@ -352,8 +377,16 @@ class RolloutController {
   rollout::ClusterFacts EngineFacts(const std::vector<rollout::NodeStatus>& nodes) const;
   rollout::Control EngineControl() const;
   EngineView View() const;
-  // Sends the next safe move, if any; refreshes `next_` and notifies watchers.
+  // Sends the next safe move, if any; refreshes `next_`, records why the rollout waits and
+  // notifies watchers.
   void Advance();
+  // Advance's decision: sets next_ and sends the move it names. True when what it leaves in
+  // next_ is a wait every move passes through (for a move's result, for facts read after it).
+  bool DecideAndSend(EngineView& view);
+  // A history entry ("waiting" or "stuck") when why the rollout waits changed since the last
+  // call, unless `routine` (or paused, or halted: those have entries of their own); keeps
+  // why_since_ms_.
+  void RecordWhyItWaits(bool routine);
   // A candidate connected, reported or left (may make it a member: its Node* is then stale).
   void CandidateChanged();
   // The next step of the rollout as the engine (or, for the replace strategy, the replacement
@@ -368,8 +401,19 @@ class RolloutController {
   absl::Status LeaveMember(const std::string& actor, const std::string& name,
                            const std::string& reason);
   // What is not yet true of `node` leaving in a replacement (its agent connected, listed by the
-  // API server or by etcd); empty once it has left.
-  std::vector<std::string> StillPresent(const Node& node) const;
+  // API server or by etcd), each with what shows it (where and when it was read); empty once it
+  // has left. `what` is the same from one read to the next, so the reason it goes into changes
+  // only when the node's presence does.
+  struct Presence {
+    std::string what;
+    std::string evidence;
+  };
+  std::vector<Presence> StillPresent(const Node& node) const;
+  // Remembers `step`'s node as the one asked to leave (rollout_.replace_leaving), committed with
+  // a "leave-requested" entry; on failure (the rollout then halts) nothing is remembered.
+  absl::Status AskToLeave(const rollout::ReplacementStep& step);
+  // The member the replacement asked to leave; "" when none (or not the replace strategy).
+  std::string LeavingMember() const;
   // The replacement's size, what is left to replace and the commands for `step` (a join or a
   // removal).
   void ReplacementCommands(const rollout::ReplacementStep& step,
@@ -417,6 +461,14 @@ class RolloutController {
   int64_t history_forgotten_through_ = 0;  // entries up to this sequence deleted (history_keep)
   bool FactsStale() const;
   rollout::Decision next_;
+  // Why the rollout waits ("waiting" or "stuck", and the reason), since when; "" while it moves.
+  std::string why_kind_;
+  std::string why_reason_;
+  int64_t why_since_ms_ = 0;
+  EntryBudget why_entries_;  // the "waiting" and "stuck" entries, bounded as an agent's are
+  std::map<std::string, int64_t> long_gaps_;  // SetLongGaps: controller → none since (unix ms)
+  // The long gaps an operator's start, rollback, finalize or resume went on without.
+  std::map<std::string, int64_t> long_gaps_acknowledged_;
   std::optional<pb::Replacement> replacement_;  // what a replacement waits for, when it does
   std::string last_notified_;  // the last status sent to watchers, serialized without revision
   // The status feed: the last status built and the watchers, under status_mu_ (taken after mu_

@@ -119,6 +119,7 @@ pb::RolloutStatus RolloutController::BuildStatus(const EngineView& view) const {
     *status.mutable_downtime() = *downtime;
   }
   status.set_next(rollout::DescribeNext(next_, rollout_.goal));
+  status.set_next_since_unix_ms(why_since_ms_);
 
   for (const Node& node : nodes_) {
     pb::NodeProgress* progress = status.add_nodes();

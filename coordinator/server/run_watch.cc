@@ -1,6 +1,8 @@
 #include "coordinator/server/run_watch.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -22,6 +24,13 @@ void Judge(RolloutController& controller, const Finding& finding) {
     return;
   }
   spdlog::error("{}", summary);
+  if (finding.kind == Finding::Kind::kLongGap) {
+    // No move starts while it lasts (SetLongGaps): the next one waits for a runner, or for the
+    // operator.
+    controller.RecordAudit(kind, "", summary + "; the next move waits until a manager runs it",
+                           finding.EvidenceJson());
+    return;
+  }
   // A rollout that is moving halts (R5); otherwise the finding still goes to the history.
   if (!controller.Halt(kind, summary, finding.EvidenceJson())) {
     controller.RecordAudit(kind, "", summary, finding.EvidenceJson());
@@ -50,9 +59,15 @@ void RunWatch::Observe(const std::string& node, const pb::ControllerSample& samp
                        std::optional<int64_t> received_unix_ms) {
   std::vector<Finding> findings;
   std::vector<std::pair<std::string, absl::Duration>> gaps;
+  std::optional<std::map<std::string, int64_t>> long_gaps;  // set when they changed
   {
     std::lock_guard<std::mutex> lock(mu_);
     findings = detector_.Observe(node, sample, received_unix_ms);
+    if (std::map<std::string, int64_t> ongoing = detector_.OngoingLongGaps();
+        ongoing != long_gaps_told_) {
+      long_gaps_told_ = ongoing;
+      long_gaps = std::move(ongoing);
+    }
     // A gap ends when a run is seen again: it shows as a new last gap in the detector's view.
     if (events_ != nullptr) {
       for (const pb::CloudControllerView& view : detector_.View()) {
@@ -69,6 +84,15 @@ void RunWatch::Observe(const std::string& node, const pb::ControllerSample& samp
     }
   }
   for (const auto& [controller, gap] : gaps) events_->HandoverGapMeasured(controller, gap);
+  // Before the findings: the finding's entry is written with its gap holding the moves back.
+  if (long_gaps) {
+    if (thread_ == nullptr) {
+      controller_.SetLongGaps(*long_gaps);
+    } else {
+      thread_->Post(
+          [&controller = controller_, gaps = *long_gaps] { controller.SetLongGaps(gaps); });
+    }
+  }
   for (const Finding& finding : findings) {
     if (events_ != nullptr) {
       if (finding.kind == Finding::Kind::kDoubleRun) {

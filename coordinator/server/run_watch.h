@@ -1,7 +1,8 @@
 // The live double-run detector in the coordinator: takes each agent's ControllerSample (who runs
 // which cloud controller on its node, as the managers say), runs DoubleRunDetector over them,
-// halts the rollout under way (R5) on a double run or a gap past the limit with the evidence in
-// the history, and adds who runs what to every status the operators see.
+// halts the rollout under way (R5) on a double run with the evidence in the history, holds the
+// next move back while a gap lasts past the limit (RolloutController::SetLongGaps; the finding
+// in the history too), and adds who runs what to every status the operators see.
 //
 // Each handover gap the detector measures (a controller that ran nowhere, then ran again) and
 // each finding also go to the coordinator's events (its metrics), when given.
@@ -57,6 +58,8 @@ class RunWatch {
   DoubleRunDetector detector_;
   // Per controller, the last gap told to events_ (start, end; unix ms).
   std::map<std::string, std::pair<int64_t, int64_t>> gaps_told_;
+  // The long gaps going on, as last told to the controller.
+  std::map<std::string, int64_t> long_gaps_told_;
   std::vector<std::string> members_;  // as last told to the detector
   int watch_token_ = 0;
 };

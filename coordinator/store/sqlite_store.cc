@@ -23,12 +23,13 @@ namespace handoff::store {
 namespace {
 
 // A file written by a newer coordinator is refused outright: only its writer knows whether this
-// code could read it without losing anything. An older one is upgraded on open (kUpgradeFrom1,
-// kUpgradeFrom2). Version 1: the released coordinator's schema. Version 2: the rollout's strategy
-// and the downtime strategy's measured outage. Version 3: the nodes the membership began as
-// (launch_nodes), once operators can add and remove nodes. Version 4: the control-plane size a
-// replacement keeps (replace_size), with the strategy 'replace'.
-constexpr int64_t kSchemaVersion = 4;
+// code could read it without losing anything. An older one is upgraded on open (kUpgradeFrom1
+// to kUpgradeFrom4). Version 1: the released coordinator's schema. Version 2: the rollout's
+// strategy and the downtime strategy's measured outage. Version 3: the nodes the membership began
+// as (launch_nodes), once operators can add and remove nodes. Version 4: the control-plane size a
+// replacement keeps (replace_size), with the strategy 'replace'. Version 5: the node a
+// replacement asked to leave (replace_leaving).
+constexpr int64_t kSchemaVersion = 5;
 constexpr int64_t kOldestSchemaVersion = 1;
 
 // Constant SQL only; every value goes in through a bound parameter.
@@ -57,7 +58,8 @@ CREATE TABLE rollout (
   downtime_controller_manager_back_unix_ms INTEGER NOT NULL DEFAULT 0,
   downtime_cloud_controllers_back_unix_ms INTEGER NOT NULL DEFAULT 0,
   launch_nodes TEXT NOT NULL DEFAULT '',
-  replace_size INTEGER NOT NULL DEFAULT 0
+  replace_size INTEGER NOT NULL DEFAULT 0,
+  replace_leaving TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE nodes (
   position INTEGER PRIMARY KEY NOT NULL,
@@ -100,6 +102,13 @@ UPDATE meta SET value = 3 WHERE key = 'schema_version';
 constexpr char kUpgradeFrom3[] = R"sql(
 ALTER TABLE rollout ADD COLUMN replace_size INTEGER NOT NULL DEFAULT 0;
 UPDATE meta SET value = 4 WHERE key = 'schema_version';
+)sql";
+
+// Version 4 to 5, likewise. A version 4 replacement that asked a node to leave asks again (its
+// planner picks the node again from the states, as that coordinator did).
+constexpr char kUpgradeFrom4[] = R"sql(
+ALTER TABLE rollout ADD COLUMN replace_leaving TEXT NOT NULL DEFAULT '';
+UPDATE meta SET value = 5 WHERE key = 'schema_version';
 )sql";
 
 struct DatabaseCloser {
@@ -386,7 +395,7 @@ class SqliteStore : public Store {
   // Decodes every stored row as Load and History would, and checks what History's readers need:
   // kDataLoss naming the first row that does not decode.
   absl::Status VerifyRows() const;
-  // Upgrades a version 1, 2 or 3 database to kSchemaVersion and verifies its rows, in one
+  // Upgrades a version 1 to 4 database to kSchemaVersion and verifies its rows, in one
   // transaction: on any error nothing of the upgrade stays. Nothing to do when another process
   // upgraded the file since `CheckSchema` read its version.
   absl::Status Upgrade() const;
@@ -426,7 +435,7 @@ absl::Status SqliteStore::ReadRollout(std::optional<StoredRollout>& out) const {
       "in_flight_node, in_flight_from, in_flight_to, in_flight_sent_unix_ms, "
       "next_command_sequence, revision, settings_yaml, strategy, downtime_all_stopped_unix_ms, "
       "downtime_controller_manager_back_unix_ms, downtime_cloud_controllers_back_unix_ms, "
-      "launch_nodes, replace_size FROM rollout WHERE id = 1",
+      "launch_nodes, replace_size, replace_leaving FROM rollout WHERE id = 1",
       "load the rollout");
   if (!select.ok()) return select.status();
   absl::StatusOr<bool> row = select->Step();
@@ -483,6 +492,7 @@ absl::Status SqliteStore::ReadRollout(std::optional<StoredRollout>& out) const {
     return Damaged(StrCat("the replacement's size (column replace_size) is ", select->Int(18)));
   }
   rollout.replace_size = static_cast<size_t>(select->Int(18));
+  rollout.replace_leaving = select->Text(19);
 
   absl::StatusOr<Statement> nodes = connection_.Prepare(
       "SELECT name, state, goal_start, last_result FROM nodes ORDER BY position", "load the nodes");
@@ -532,8 +542,8 @@ absl::Status SqliteStore::WriteRollout(const StoredRollout& rollout) const {
       "in_flight_command_id, in_flight_node, in_flight_from, in_flight_to, "
       "in_flight_sent_unix_ms, next_command_sequence, revision, settings_yaml, strategy, "
       "downtime_all_stopped_unix_ms, downtime_controller_manager_back_unix_ms, "
-      "downtime_cloud_controllers_back_unix_ms, launch_nodes, replace_size) "
-      "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "downtime_cloud_controllers_back_unix_ms, launch_nodes, replace_size, replace_leaving) "
+      "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       "commit: write the rollout");
   if (!insert.ok()) return insert.status();
   insert->BindText(rollout.rollout_id);
@@ -562,7 +572,8 @@ absl::Status SqliteStore::WriteRollout(const StoredRollout& rollout) const {
       .BindInt(rollout.downtime.controller_manager_back_unix_ms)
       .BindInt(rollout.downtime.cloud_controllers_back_unix_ms)
       .BindText(StrJoin(rollout.launch_nodes, "\n"))
-      .BindInt(static_cast<int64_t>(rollout.replace_size));
+      .BindInt(static_cast<int64_t>(rollout.replace_size))
+      .BindText(rollout.replace_leaving);
   if (absl::Status status = insert->Run(); !status.ok()) return status;
 
   if (absl::Status status = connection_.Execute("DELETE FROM nodes", "commit: clear the nodes");
@@ -752,6 +763,13 @@ absl::Status SqliteStore::Upgrade() const {
         if (*version <= 3) {
           if (absl::Status status =
                   connection_.Execute(kUpgradeFrom3, "upgrade the schema from version 3");
+              !status.ok()) {
+            return status;
+          }
+        }
+        if (*version <= 4) {
+          if (absl::Status status =
+                  connection_.Execute(kUpgradeFrom4, "upgrade the schema from version 4");
               !status.ok()) {
             return status;
           }

@@ -73,6 +73,9 @@ struct StoredRollout {
   std::vector<std::string> launch_nodes;
   // The replace strategy's control-plane size (the members when its goal was set); 0 otherwise.
   size_t replace_size = 0;
+  // The member the replace strategy asked to leave, until it has left; "" when none
+  // (rollout/replacement.h: it is the replacement's next step whatever its agent reports).
+  std::string replace_leaving;
 };
 
 struct HistoryEntry {
@@ -114,13 +117,14 @@ class Store {
   // both versions). A write-ahead log <path>-wal without the database is refused with kDataLoss
   // too: a new database beside it would take the old log's pages for its own.
   //
-  // A database of an older schema version is upgraded in place to version 4 once the checks of
+  // A database of an older schema version is upgraded in place to version 5 once the checks of
   // its file and schema pass: version 1 (a coordinator that knew only Leader Migration) gains the
   // strategy (leader-migration) and the downtime marks (0), versions 1 and 2 the launch nodes
   // (none: their membership never changed), versions 1 to 3 the replacement's size (0: none
-  // replaced nodes); the schema version becomes 4 and the rows are decoded, all in one SQLite
-  // transaction, so that a crash or a row that does not decode leaves the database as it was. A
-  // version 4 database is not touched.
+  // replaced nodes), versions 1 to 4 the node a replacement asked to leave (none); the schema
+  // version becomes 5 and the rows are decoded, all in one SQLite transaction, so that a crash or
+  // a row that does not decode leaves the database as it was. A version 5 database is not
+  // touched.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
                                                      const StoreOptions& options);

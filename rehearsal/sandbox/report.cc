@@ -64,6 +64,12 @@ std::string ProgressLine(const v1::RolloutStatus& status) {
     }
     if (!node.connected()) StrAppend(&line, " (agent away)");
   }
+  // Why it waits, or what it needs: the coordinator's own words, as `handoffctl status` shows.
+  if ((status.phase() == v1::RolloutStatus::WAITING ||
+       status.phase() == v1::RolloutStatus::STUCK) &&
+      !status.next().empty()) {
+    StrAppend(&line, "  — ", status.next());
+  }
   return line;
 }
 

@@ -97,6 +97,11 @@ std::vector<std::string> SandboxRun::ScrapeMetrics() {
 }
 
 int SandboxRun::Summarise(bool completed, const std::string& outcome) {
+  // A run that did not complete says where the coordinator stood, in its own words, before the
+  // summary (and keeps it in logs/handoffctl-status.txt).
+  if (!completed && !operator_status_shown_ && coordinator_ && coordinator_->running()) {
+    ShowOperatorStatus();
+  }
   SummaryInputs inputs;
   inputs.outcome = outcome;
   inputs.components = cluster_->ComponentLines();

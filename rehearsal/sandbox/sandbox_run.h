@@ -233,6 +233,7 @@ class SandboxRun {
   // The downtime strategy's outage, as the coordinator reported it when the rollout was done.
   std::string downtime_;
   std::string last_progress_;
+  bool operator_status_shown_ = false;  // ShowOperatorStatus ran (a failed run shows it once)
   bool torn_down_ = false;
   std::mutex owned_mu_;
   std::set<pid_t> owned_;

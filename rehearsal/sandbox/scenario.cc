@@ -557,6 +557,7 @@ int SandboxRun::RunUnsafeOrder() {
 }
 
 void SandboxRun::ShowOperatorStatus() {
+  operator_status_shown_ = true;
   // What an operator sees, from the CLI itself: this program.
   const std::string log = Path("logs/handoffctl-status.txt");
   absl::StatusOr<std::unique_ptr<Process>> shown =

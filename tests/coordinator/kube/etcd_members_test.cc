@@ -126,18 +126,20 @@ class ScriptedEtcdTransport : public HttpTransport {
   ScriptedEtcd& etcd_;
 };
 
+// The gateway's answer naming `names`, each member's client URL https://<name>:2379.
+std::string MemberList(const std::vector<std::string>& names) {
+  std::string members;
+  for (const std::string& name : names) {
+    StrAppend(&members, members.empty() ? "" : ",", R"({"ID":"1","name":")", name,
+              R"(","clientURLs":["https://)", name, R"(:2379"]})");
+  }
+  return StrCat(R"({"members":[)", members, "]}");
+}
+
 // A control plane replaced node by node: the lister follows the members etcd names, so the list
 // is still read once every endpoint it was given is gone.
 TEST(EtcdMembersTest, TheListerFollowsTheMembersOnceTheGivenEndpointsAreGone) {
   std::map<std::string, ScriptedEtcd> etcds;
-  const auto answer = [](const std::vector<std::string>& names) {
-    std::string members;
-    for (const std::string& name : names) {
-      StrAppend(&members, members.empty() ? "" : ",", R"({"ID":"1","name":")", name,
-                R"(","clientURLs":["https://)", name, R"(:2379"]})");
-    }
-    return StrCat(R"({"members":[)", members, "]}");
-  };
   std::vector<std::string> made;
   EtcdMemberLister lister(
       {"https://old-1:2379", "https://old-2:2379"},
@@ -146,7 +148,7 @@ TEST(EtcdMembersTest, TheListerFollowsTheMembersOnceTheGivenEndpointsAreGone) {
         return std::make_unique<ScriptedEtcdTransport>(etcds[endpoint]);
       });
   for (const char* name : {"old-1", "old-2", "new-1"}) {
-    etcds[StrCat("https://", name, ":2379")].body = answer({"old-1", "old-2", "new-1"});
+    etcds[StrCat("https://", name, ":2379")].body = MemberList({"old-1", "old-2", "new-1"});
   }
   absl::StatusOr<std::vector<EtcdMember>> members = lister.List();
   ASSERT_TRUE(members.ok()) << members.status();
@@ -157,7 +159,7 @@ TEST(EtcdMembersTest, TheListerFollowsTheMembersOnceTheGivenEndpointsAreGone) {
   // old-1 is removed: old-2 answers, and is asked first from then on.
   etcds["https://old-1:2379"].down = true;
   for (const char* name : {"old-2", "new-1", "new-2"}) {
-    etcds[StrCat("https://", name, ":2379")].body = answer({"old-2", "new-1", "new-2"});
+    etcds[StrCat("https://", name, ":2379")].body = MemberList({"old-2", "new-1", "new-2"});
   }
   members = lister.List();
   ASSERT_TRUE(members.ok()) << members.status();
@@ -168,7 +170,7 @@ TEST(EtcdMembersTest, TheListerFollowsTheMembersOnceTheGivenEndpointsAreGone) {
   // Both given endpoints gone: the members learned answer.
   etcds["https://old-2:2379"].down = true;
   for (const char* name : {"new-1", "new-2"}) {
-    etcds[StrCat("https://", name, ":2379")].body = answer({"new-1", "new-2"});
+    etcds[StrCat("https://", name, ":2379")].body = MemberList({"new-1", "new-2"});
   }
   members = lister.List();
   ASSERT_TRUE(members.ok()) << members.status();
@@ -185,6 +187,41 @@ TEST(EtcdMembersTest, TheListerFollowsTheMembersOnceTheGivenEndpointsAreGone) {
   EXPECT_THAT(std::string(members.status().message()),
               HasSubstr("no etcd endpoint answered (https://new-1:2379, https://new-2:2379, "
                         "https://old-1:2379, https://old-2:2379)"));
+}
+
+// A node being removed: its own etcd, until it stops, answers from its own view of the cluster
+// (it may still name itself), so the member list is asked of the others first, and of it only
+// when no other answers.
+TEST(EtcdMembersTest, TheLeavingMembersOwnEtcdIsAskedLast) {
+  std::map<std::string, ScriptedEtcd> etcds;
+  EtcdMemberLister lister(
+      {"https://a:2379"},
+      [&](const std::string& endpoint) -> absl::StatusOr<std::unique_ptr<HttpTransport>> {
+        return std::make_unique<ScriptedEtcdTransport>(etcds[endpoint]);
+      });
+  for (const char* name : {"a", "b", "c"}) {
+    etcds[StrCat("https://", name, ":2379")].body = MemberList({"a", "b", "c"});
+  }
+  ASSERT_TRUE(lister.List().ok());
+  EXPECT_EQ(lister.LastAnswered(), "https://a:2379");
+  // a leaves: its etcd still names it, the others no longer do.
+  etcds["https://b:2379"].body = MemberList({"b", "c"});
+  etcds["https://c:2379"].body = MemberList({"b", "c"});
+  EXPECT_THAT(lister.Endpoints("a"),
+              ElementsAre("https://b:2379", "https://c:2379", "https://a:2379"));
+  absl::StatusOr<std::vector<EtcdMember>> members = lister.List("a");
+  ASSERT_TRUE(members.ok()) << members.status();
+  ASSERT_EQ(members->size(), 2u);
+  EXPECT_EQ((*members)[0].name, "b");
+  EXPECT_EQ(lister.LastAnswered(), "https://b:2379");
+  EXPECT_EQ(etcds["https://a:2379"].asked, 1);
+  // Only a answers: its own view is all there is.
+  ASSERT_TRUE(lister.List().ok());  // learns b and c's answer again
+  etcds["https://b:2379"].down = true;
+  etcds["https://c:2379"].down = true;
+  members = lister.List("b");
+  EXPECT_EQ(members.status().code(), absl::StatusCode::kOk) << members.status();
+  EXPECT_EQ(lister.LastAnswered(), "https://a:2379");
 }
 
 }  // namespace

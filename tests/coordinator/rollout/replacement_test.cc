@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <string>
@@ -25,6 +26,7 @@ using ::testing::ElementsAre;
 using testing::GoodFacts;
 using ::testing::HasSubstr;
 using testing::kFinalized;
+using testing::kInconsistent;
 using testing::kInTree;
 using testing::kMigrated;
 using testing::kPrepared;
@@ -159,6 +161,53 @@ TEST(ReplacementTest, NothingJoinsOrLeavesWhileANodeIsUnhealthyInTransitionOrUnh
   paused.paused = true;
   EXPECT_EQ(NextReplacementStep(nodes, {kMigrated, 3}, GoodFacts(), paused).kind,
             ReplacementStep::Kind::kWait);
+}
+
+// Once asked to leave, a node is the next step until it has left, whatever its reset shows of it
+// and whoever holds the leases; only a halt comes first.
+TEST(ReplacementTest, ANodeAskedToLeaveIsTheNextStepWhateverItReports) {
+  const std::vector<NodeStatus> members = Nodes({kPrepared, kPrepared, kPrepared, kMigrated});
+  const ReplacementGoal goal{kMigrated, 3, "a"};
+  const std::vector<std::function<void(NodeStatus&)>> resets = {
+      [](NodeStatus& a) { a.healthy = false; },  // its static pods stopped
+      [](NodeStatus& a) { a.state = kInconsistent; },  // its manifests removed
+      [](NodeStatus& a) { a.connected = false; },  // its agent stopped
+      [](NodeStatus& a) { a.awaiting_hello = true; },  // unheard since a restart
+  };
+  for (std::size_t i = 0; i < resets.size(); ++i) {
+    std::vector<NodeStatus> nodes = members;
+    for (std::size_t j = 0; j <= i; ++j) resets[j](nodes[0]);
+    SCOPED_TRACE(i);
+    ReplacementStep step = NextReplacementStep(nodes, goal, GoodFacts(), Control{});
+    EXPECT_EQ(step.kind, ReplacementStep::Kind::kLeave) << step.reason;
+    EXPECT_EQ(step.node, "a");
+    EXPECT_THAT(step.reason, HasSubstr("2 more of the old version after it"));
+    // Without the request remembered, the planner would have stopped on what a reports.
+    const ReplacementGoal forgotten{kMigrated, 3};
+    EXPECT_NE(NextReplacementStep(nodes, forgotten, GoodFacts(), Control{}).kind,
+              ReplacementStep::Kind::kLeave);
+  }
+  // The leases moved (a now the holder the planner would keep for last): still a.
+  ClusterFacts facts = GoodFacts();
+  facts.holders.migration = "a";
+  EXPECT_EQ(NextReplacementStep(members, goal, facts, Control{}).node, "a");
+  EXPECT_EQ(NextReplacementStep(members, {kMigrated, 3}, facts, Control{}).node, "b");
+  // Paused: the bookkeeping of a machine being reset goes on; halted: nothing.
+  Control paused;
+  paused.paused = true;
+  EXPECT_EQ(NextReplacementStep(members, goal, GoodFacts(), paused).kind,
+            ReplacementStep::Kind::kLeave);
+  Control halted;
+  halted.halted = true;
+  EXPECT_THAT(NextReplacementStep(members, goal, GoodFacts(), halted).reason,
+              StartsWith("R5: the rollout is halted"));
+  // A node asked to leave that is not a member (it has left) changes nothing.
+  const ReplacementGoal gone{kMigrated, 3, "z"};
+  EXPECT_EQ(NextReplacementStep(members, gone, GoodFacts(), Control{}).node, "a");
+  EXPECT_EQ(NextReplacementStep(Nodes({kPrepared, kPrepared, kMigrated}), gone, GoodFacts(),
+                                Control{})
+                .kind,
+            ReplacementStep::Kind::kJoin);
 }
 
 TEST(ReplacementTest, ANewNodeWaitsForTheMigrationRbacLikeAnyMigration) {

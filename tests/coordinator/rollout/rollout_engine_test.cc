@@ -380,6 +380,22 @@ TEST(NextStepTest, WaitsWhilePaused) {
   EXPECT_THAT(decision.node, IsEmpty());
 }
 
+// A long gap of the cloud controllers passes by itself: a wait, after a halt or a pause.
+TEST(NextStepTest, WaitsWhileNoManagerRunsTheCloudControllers) {
+  Control control;
+  control.no_runner = "service since 01:10:31 UTC";
+  const std::vector<NodeStatus> nodes = Nodes({kPrepared, kPrepared, kPrepared});
+  Decision decision = NextStep(nodes, Goal{kMigrated}, GoodFacts(), control);
+  EXPECT_EQ(decision.kind, Kind::kWait);
+  EXPECT_THAT(decision.reason,
+              StartsWith("no-runner: no manager has run service since 01:10:31 UTC"));
+  EXPECT_FALSE(CheckMove(nodes, "a", kMigrated, GoodFacts(), control).ok());
+  control.paused = true;
+  EXPECT_THAT(NextStep(nodes, Goal{kMigrated}, GoodFacts(), control).reason, StartsWith("paused"));
+  control.halted = true;
+  EXPECT_EQ(NextStep(nodes, Goal{kMigrated}, GoodFacts(), control).kind, Kind::kStuck);
+}
+
 TEST(NextStepTest, WaitsForTheNodeInTransitionNamingIt) {
   std::vector<NodeStatus> nodes = Nodes({kMigrated, kPrepared, kPrepared});
   nodes[1].in_transition = true;

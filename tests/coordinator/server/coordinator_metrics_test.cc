@@ -179,25 +179,8 @@ TEST(CoordinatorMetricsTest, EachEventCountsInItsOwnSeries) {
   }
 }
 
-class RecordingLink : public AgentLink {
- public:
-  void Send(const pb::CoordinatorMessage& message) override {
-    if (message.has_command()) commands.push_back(message.command());
-  }
-  void Close(const absl::Status&) override {}
-  std::string Peer() const override { return "test"; }
-  std::vector<pb::Command> commands;
-};
-
-pb::AgentHello Hello(const std::string& node, pb::NodeState state) {
-  pb::AgentHello hello;
-  hello.set_node_name(node);
-  hello.mutable_report()->set_state(state);
-  hello.mutable_report()->set_healthy(true);
-  hello.mutable_report()->set_kube_controller_manager_version("v1.26.9");
-  hello.set_instance_id("agent-of-" + node);  // one agent process per node
-  return hello;
-}
+using testing::Hello;
+using testing::RecordingLink;
 
 // The controller and the run watch tell the metrics as they work: a move's time on the
 // controller's clock, a reconnect, an operator's rollback, a handover gap.
@@ -217,7 +200,7 @@ class CoordinatorEventsTest : public ::testing::Test {
 
   std::shared_ptr<RecordingLink> Connect(const std::string& node) {
     auto link = std::make_shared<RecordingLink>();
-    EXPECT_TRUE(controller_->AgentConnected(node, Hello(node, pb::NODE_STATE_IN_TREE), link).ok());
+    EXPECT_TRUE(controller_->AgentConnected(node, Hello(node, NodeState::kInTree), link).ok());
     return link;
   }
 
@@ -235,8 +218,8 @@ TEST_F(CoordinatorEventsTest, TheControllerTellsMovesReconnectsAndRollbacks) {
   std::shared_ptr<RecordingLink> cp1 = Connect("cp-1");
   Connect("cp-2");
   ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
-  ASSERT_EQ(cp1->commands.size(), 1u);
-  const pb::Command& move = cp1->commands.front();
+  ASSERT_EQ(cp1->Commands().size(), 1u);
+  const pb::Command move = cp1->Commands().front();
   clock_.Advance(absl::Seconds(7));
   pb::AgentMessage message;
   message.mutable_result()->set_command_id(move.id());

@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/coordinator/server/controller_fixture.h"
 #include "tests/coordinator/server/temp_database.h"
 #include "tests/support/fake_clock.h"
 
@@ -24,50 +25,13 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::SizeIs;
-
-class RecordingLink : public AgentLink {
- public:
-  void Send(const pb::CoordinatorMessage& message) override { sent.push_back(message); }
-  void Close(const absl::Status& status) override { closed = status; }
-  std::string Peer() const override { return "ipv4:127.0.0.1:5555"; }
-
-  std::vector<pb::Command> Commands() const {
-    std::vector<pb::Command> commands;
-    for (const pb::CoordinatorMessage& message : sent) {
-      if (message.has_command()) commands.push_back(message.command());
-    }
-    return commands;
-  }
-
-  std::vector<pb::CoordinatorMessage> sent;
-  std::optional<absl::Status> closed;
-};
-
-// The settings every test's rollout carries.
-constexpr char kSettings[] =
-    "kubernetesVersion: v1.27.4\n"
-    "cloudControllerManager:\n"
-    "  image: registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.1\n";
-
-pb::NodeReport Report(NodeState state, bool healthy = true) {
-  pb::NodeReport report;
-  report.set_state(ToProto(state));
-  report.set_healthy(healthy);
-  // The kube-controller-manager is 1.26 until the node is migrated.
-  const bool upgraded = state == NodeState::kMigrated || state == NodeState::kFinalized ||
-                        state == NodeState::kExternal;
-  report.set_kube_controller_manager_version(upgraded ? "v1.27.4" : "v1.26.9");
-  return report;
-}
-
-pb::AgentHello Hello(const std::string& node, NodeState state) {
-  pb::AgentHello hello;
-  hello.set_node_name(node);
-  hello.set_agent_version("test");
-  *hello.mutable_report() = Report(state);
-  hello.set_instance_id("agent-of-" + node);  // one agent process per node
-  return hello;
-}
+using testing::AllHistory;
+using testing::Hello;
+using testing::kSettings;
+using testing::LastOfKind;
+using testing::NodeNames;
+using testing::RecordingLink;
+using testing::Report;
 
 class RolloutControllerTest : public ::testing::Test {
  protected:
@@ -831,20 +795,6 @@ TEST_F(RolloutControllerTest, AHelloWithoutAnInstanceIdNeverReplacesALiveStream)
   EXPECT_FALSE(links_["cp-2"]->closed);
 }
 
-// Every entry of the history, page by page.
-std::vector<pb::HistoryEntry> AllHistory(RolloutController& controller) {
-  std::vector<pb::HistoryEntry> all;
-  int64_t after = 0;
-  while (true) {
-    absl::StatusOr<pb::HistoryResponse> page = controller.History(after, 0);
-    EXPECT_TRUE(page.ok()) << page.status();
-    if (!page.ok() || page->entries().empty()) break;
-    all.insert(all.end(), page->entries().begin(), page->entries().end());
-    after = page->entries(page->entries_size() - 1).sequence();
-  }
-  return all;
-}
-
 // The probe's case: hundreds of reconnects a second wrote history without end. One agent gets a
 // bucket of 30 entries, refilled by one every 2 s; what it was refused is counted and said.
 TEST_F(RolloutControllerTest, AnAgentReconnectingWithoutEndIsRecordedWithinItsBudget) {
@@ -931,21 +881,6 @@ std::vector<std::string> HistoryKinds(RolloutController& controller) {
   std::vector<std::string> kinds;
   for (const pb::HistoryEntry& entry : AllHistory(controller)) kinds.push_back(entry.kind());
   return kinds;
-}
-
-const pb::HistoryEntry* LastOfKind(const std::vector<pb::HistoryEntry>& history,
-                                   const std::string& kind) {
-  const pb::HistoryEntry* last = nullptr;
-  for (const pb::HistoryEntry& entry : history) {
-    if (entry.kind() == kind) last = &entry;
-  }
-  return last;
-}
-
-std::vector<std::string> NodeNames(const pb::RolloutStatus& status) {
-  std::vector<std::string> names;
-  for (const pb::NodeProgress& node : status.nodes()) names.push_back(node.name());
-  return names;
 }
 
 TEST_F(RolloutControllerTest, AnUnknownNodeWaitsAsACandidateAndJoinsWhenAdded) {
@@ -1116,7 +1051,8 @@ TEST_F(RolloutControllerTest, TheReplaceStrategyReplacesEachNodeAndResumesAfterA
   controller_->AgentDisconnected("cp-1", links_["cp-1"].get());
   controller_->SetFacts(FactsAfterLeaving("cp-1", {"cp-1", "cp-2", "cp-3", "cp-4"}, true));
   EXPECT_THAT(controller_->Status().replacement().pending(),
-              ElementsAre("the API server has Node cp-1", "etcd lists member cp-1"));
+              ElementsAre(HasSubstr("the API server has Node cp-1 (read at "),
+                          HasSubstr("etcd lists member cp-1 (member list from ")));
   EXPECT_THAT(NodeNames(controller_->Status()), ElementsAre("cp-1", "cp-2", "cp-3", "cp-4"));
   controller_->SetFacts(FactsAfterLeaving("cp-1", {"cp-2", "cp-3", "cp-4"}, false));
   status = controller_->Status();

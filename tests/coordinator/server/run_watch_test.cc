@@ -3,6 +3,7 @@
 // double_run_detector_test.cc.
 #include "coordinator/server/run_watch.h"
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -38,7 +39,8 @@ class RunWatchTest : public ::testing::Test {
       hello.mutable_report()->set_state(pb::NODE_STATE_IN_TREE);
       hello.mutable_report()->set_healthy(true);
       hello.mutable_report()->set_kube_controller_manager_version("v1.26.9");
-      ASSERT_TRUE(controller_->AgentConnected(node, hello, std::make_shared<NullLink>()).ok());
+      links_[node] = std::make_shared<NullLink>();
+      ASSERT_TRUE(controller_->AgentConnected(node, hello, links_[node]).ok());
     }
     DetectorOptions detector;
     detector.nodes = {"cp-1", "cp-2"};
@@ -67,6 +69,23 @@ class RunWatchTest : public ::testing::Test {
     return found;
   }
 
+  // Answers the move in flight with success; false when none is.
+  bool AnswerMove() {
+    const pb::RolloutStatus status = controller_->Status();
+    if (!status.has_in_flight()) return false;
+    pb::AgentMessage message;
+    pb::CommandResult* result = message.mutable_result();
+    result->set_command_id(status.in_flight().command_id());
+    result->set_outcome(pb::CommandResult::SUCCEEDED);
+    result->mutable_report()->set_state(status.in_flight().to());
+    result->mutable_report()->set_healthy(true);
+    result->mutable_report()->set_kube_controller_manager_version("v1.26.9");
+    const std::string node = status.in_flight().node();
+    controller_->AgentMessage(node, links_[node].get(), message);
+    return true;
+  }
+
+  std::map<std::string, std::shared_ptr<NullLink>> links_;
   testing::TempDatabase database_{"run-watch"};
   FakeClock clock_{absl::FromUnixSeconds(1800000000)};
   std::unique_ptr<store::Store> store_;
@@ -110,11 +129,44 @@ void GapUntil(RunWatch& watch, int64_t back_ms) {
   }
 }
 
-TEST_F(RunWatchTest, ALongGapHaltsALeaderMigrationRollout) {
+// A long gap holds the next move back while it lasts, and the rollout goes on by itself once a
+// manager runs the controller again: it passes (a successor takes the lease), so it is a wait,
+// never a halt. The move under way finishes.
+TEST_F(RunWatchTest, ALongGapHoldsTheNextMoveUntilAManagerRunsTheControllerAgain) {
   ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
-  GapUntil(*watch_, 70'000);
-  EXPECT_EQ(controller_->Status().phase(), pb::RolloutStatus::HALTED);
-  EXPECT_THAT(controller_->Status().halt_reason(), HasSubstr("service"));
+  ASSERT_TRUE(controller_->Status().has_in_flight());
+  for (int64_t t = 0; t <= 70'000; t += 1000) {
+    watch_->Observe("cp-1", Sample(t, "kube-controller-manager", 11, t <= 1000));
+    watch_->Observe("cp-2", Sample(t + 100, "cloud-controller-manager", 22, false));
+  }
+  ASSERT_TRUE(AnswerMove());
+  pb::RolloutStatus status = controller_->Status();
+  EXPECT_EQ(status.phase(), pb::RolloutStatus::WAITING) << status.next();
+  EXPECT_FALSE(status.halted());
+  EXPECT_FALSE(status.has_in_flight());
+  EXPECT_THAT(status.next(), HasSubstr("no-runner: no manager has run service since 00:00:01 UTC"));
+  std::vector<pb::HistoryEntry> gaps = EntriesOfKind("no-runner");
+  ASSERT_THAT(gaps, SizeIs(1));
+  EXPECT_THAT(gaps[0].message(), HasSubstr("the next move waits until a manager runs it"));
+  // cp-2's manager runs it: the next move goes out.
+  watch_->Observe("cp-2", Sample(71'100, "cloud-controller-manager", 22, true));
+  status = controller_->Status();
+  EXPECT_TRUE(status.has_in_flight()) << status.next();
+
+  // Another gap that does not end: the operator's resume goes on without a runner.
+  for (int64_t t = 72'000; t <= 140'000; t += 1000) {
+    watch_->Observe("cp-1", Sample(t, "kube-controller-manager", 11, false));
+    watch_->Observe("cp-2", Sample(t + 100, "cloud-controller-manager", 22, false));
+  }
+  ASSERT_TRUE(AnswerMove());  // the move under way meanwhile finishes; no other starts
+  status = controller_->Status();
+  EXPECT_THAT(status.next(), HasSubstr("no-runner: no manager has run service since 00:01:11"));
+  EXPECT_FALSE(status.has_in_flight());
+  ASSERT_TRUE(controller_->Resume("alice").ok());
+  status = controller_->Status();
+  EXPECT_TRUE(status.has_in_flight()) << status.next();
+  EXPECT_THAT(EntriesOfKind("resume").back().message(),
+              HasSubstr("goes on without a runner of service"));
 }
 
 TEST_F(RunWatchTest, TheDowntimeStrategysOutageIsRecordedNotHaltingAndMeasuredFromTheSamples) {

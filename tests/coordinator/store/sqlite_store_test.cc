@@ -67,6 +67,7 @@ void ExpectSameRollout(const StoredRollout& actual, const StoredRollout& expecte
   EXPECT_EQ(actual.settings_yaml, expected.settings_yaml);
   EXPECT_EQ(actual.launch_nodes, expected.launch_nodes);
   EXPECT_EQ(actual.replace_size, expected.replace_size);
+  EXPECT_EQ(actual.replace_leaving, expected.replace_leaving);
   ASSERT_EQ(actual.nodes.size(), expected.nodes.size());
   for (size_t i = 0; i < expected.nodes.size(); ++i) {
     EXPECT_EQ(Fields(actual.nodes[i]), Fields(expected.nodes[i])) << "node " << i;
@@ -107,6 +108,7 @@ StoredRollout FullRollout() {
       {"cp-6", NodeState::kExternal, NodeState::kStopped, ""},
   };
   rollout.launch_nodes = {"cp-1", "cp-2", "cp-9"};
+  rollout.replace_leaving = "cp-4";
   return rollout;
 }
 
@@ -472,7 +474,7 @@ TEST_F(SqliteStoreTest, UsesWalJournalMode) {
   ASSERT_NE(OpenStore(), nullptr);
   RawDatabase raw(path_);
   EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "4");
+  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "5");
 }
 
 TEST_F(SqliteStoreTest, CommitAppendsHistoryWithIncreasingSequences) {
@@ -608,12 +610,12 @@ TEST_F(SqliteStoreTest, CommitFailingPartWayStoresNothing) {
 
 TEST_F(SqliteStoreTest, RefusesANewerSchemaVersion) {
   ASSERT_NE(OpenStore(), nullptr);
-  for (int version : {5, 99}) {
+  for (int version : {6, 99}) {
     ASSERT_NO_FATAL_FAILURE(Tamper("UPDATE meta SET value = " + std::to_string(version) +
                                    " WHERE key = 'schema_version'"));
     SCOPED_TRACE(version);
     ExpectOpenRefused(absl::StatusCode::kFailedPrecondition,
-                      {"schema version " + std::to_string(version), "reads schema version 4"});
+                      {"schema version " + std::to_string(version), "reads schema version 5"});
   }
 }
 
@@ -710,7 +712,7 @@ TEST_F(SqliteStoreTest, CreatesTheDatabaseWholeAndLeavesNoTemporaryFile) {
   ASSERT_EQ(::stat(path_.c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0600u);
   RawDatabase raw(path_);
-  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "4");
+  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "5");
 }
 
 TEST_F(SqliteStoreTest, StoresHistoryTextAsUtf8) {
@@ -867,7 +869,7 @@ TEST_F(SqliteStoreTest, UpgradesAVersion1DatabaseKeepingEveryValue) {
             std::make_tuple(2, 1714567890123, "coordinator", "command", "cp-2", "r-20240501-a-4",
                             "prepared -> migrated", R"({"from":"prepared","to":"migrated"})"));
   EXPECT_EQ(history[0].actor, "CN=alice");
-  EXPECT_EQ(SchemaVersion(), "4");
+  EXPECT_EQ(SchemaVersion(), "5");
 
   // The upgraded file has the shape of a new one (the columns, their types and defaults).
   const std::string upgraded_columns = RolloutColumns();
@@ -879,7 +881,8 @@ TEST_F(SqliteStoreTest, UpgradesAVersion1DatabaseKeepingEveryValue) {
                     HasSubstr("downtime_all_stopped_unix_ms INTEGER 1 0"),
                     HasSubstr("downtime_controller_manager_back_unix_ms INTEGER 1 0"),
                     HasSubstr("downtime_cloud_controllers_back_unix_ms INTEGER 1 0"),
-                    HasSubstr("launch_nodes TEXT 1 ''"), HasSubstr("replace_size INTEGER 1 0")));
+                    HasSubstr("launch_nodes TEXT 1 ''"), HasSubstr("replace_size INTEGER 1 0"),
+                    HasSubstr("replace_leaving TEXT 1 ''")));
 }
 
 // A version 2 database (before operators could change the membership) is upgraded too: its
@@ -900,7 +903,7 @@ TEST_F(SqliteStoreTest, UpgradesAVersion2DatabaseKeepingEveryValue) {
     ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
     EXPECT_THAT(AllHistory(*store), SizeIs(2));
   }
-  EXPECT_EQ(SchemaVersion(), "4");
+  EXPECT_EQ(SchemaVersion(), "5");
   EXPECT_THAT(RolloutColumns(), HasSubstr("launch_nodes TEXT 1 ''"));
 }
 
@@ -923,7 +926,34 @@ TEST_F(SqliteStoreTest, UpgradesAVersion3DatabaseAndKeepsAReplacement) {
     expected.replace_size = 3;
     ASSERT_TRUE(store->Commit(expected, {}).ok());
   }
-  EXPECT_EQ(SchemaVersion(), "4");
+  EXPECT_EQ(SchemaVersion(), "5");
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
+}
+
+// A version 4 database (before a replacement remembered the node it asked to leave) gains
+// replace_leaving, '' (the planner asks again); a node asked to leave then round-trips.
+TEST_F(SqliteStoreTest, UpgradesAVersion4DatabaseAndKeepsTheLeavingNode) {
+  WriteVersion1Database();
+  ASSERT_NO_FATAL_FAILURE(
+      Tamper(std::string(kVersion2Columns) +
+             "ALTER TABLE rollout ADD COLUMN launch_nodes TEXT NOT NULL DEFAULT '';"
+             "ALTER TABLE rollout ADD COLUMN replace_size INTEGER NOT NULL DEFAULT 0;"
+             "UPDATE rollout SET strategy = 'replace', replace_size = 3;"
+             "UPDATE meta SET value = 4 WHERE key = 'schema_version';"));
+  StoredRollout expected = Version1Rollout();
+  expected.strategy = Strategy::kReplace;
+  expected.replace_size = 3;
+  {
+    std::unique_ptr<Store> store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
+    expected.replace_leaving = "cp-2";
+    ASSERT_TRUE(store->Commit(expected, {}).ok());
+  }
+  EXPECT_EQ(SchemaVersion(), "5");
+  EXPECT_THAT(RolloutColumns(), HasSubstr("replace_leaving TEXT 1 ''"));
   std::unique_ptr<Store> store = OpenStore();
   ASSERT_NE(store, nullptr);
   ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
@@ -936,7 +966,7 @@ TEST_F(SqliteStoreTest, UpgradesAnEmptyVersion1Database) {
   absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_FALSE(loaded->has_value());
-  EXPECT_EQ(SchemaVersion(), "4");
+  EXPECT_EQ(SchemaVersion(), "5");
 }
 
 TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
@@ -945,7 +975,7 @@ TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
   const std::string columns = RolloutColumns();
   StoredRollout rollout = Version1Rollout();
   {
-    // Opened again: already version 4, nothing to add (a second ALTER would fail).
+    // Opened again: already version 5, nothing to add (a second ALTER would fail).
     std::unique_ptr<Store> store = OpenStore();
     ASSERT_NE(store, nullptr);
     ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, rollout));
@@ -961,7 +991,7 @@ TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
   std::unique_ptr<Store> store = OpenStore();
   ASSERT_NE(store, nullptr);
   ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, rollout));
-  EXPECT_EQ(SchemaVersion(), "4");
+  EXPECT_EQ(SchemaVersion(), "5");
 }
 
 // The upgrade is one transaction: the columns added before the schema version's update fails

@@ -8,11 +8,14 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -35,6 +38,66 @@ inline std::string ReadText(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// The last `lines` lines of the file at `path`, under a heading naming it, into `out`.
+inline void PrintTail(const std::filesystem::path& path, size_t lines, std::ostream& out) {
+  std::deque<std::string> kept;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    kept.push_back(std::move(line));
+    if (kept.size() > lines) kept.pop_front();
+  }
+  out << "== the last " << kept.size() << " lines of " << path.string() << " ==\n";
+  for (const std::string& line : kept) out << line << "\n";
+}
+
+// What the run in `run_dir` (its sandbox in run_dir/sandbox) left, copied into
+// `keep_root`/<run_dir's name>: the run's logs and every container's the kubelets kept, the
+// coordinator's last status (logs/handoffctl-status.txt), the timeline, the monitor's records;
+// nothing else (the nodes' file systems, the database). Into `out`, for a CI log that has nothing
+// else: that status, the last lines of the coordinator's log and of each agent's, and where the
+// rest is. Returns the directory it kept them in.
+inline std::filesystem::path KeepFailedRun(const std::string& run_dir, const std::string& keep_root,
+                                           int exit_code, std::ostream& out) {
+  namespace fs = std::filesystem;
+  const fs::path from(run_dir);
+  const fs::path to = fs::path(keep_root) / from.filename();
+  std::error_code walk;
+  for (fs::recursive_directory_iterator
+           it(from, fs::directory_options::skip_permission_denied, walk),
+       end;
+       !walk && it != end; it.increment(walk)) {
+    std::error_code ignored;
+    const std::string extension = it->path().extension().string();
+    if (it->is_symlink(ignored) || !it->is_regular_file(ignored) ||
+        (extension != ".log" && extension != ".txt" && extension != ".svg" &&
+         extension != ".jsonl")) {
+      continue;
+    }
+    const fs::path target = to / it->path().lexically_relative(from);
+    fs::create_directories(target.parent_path(), ignored);
+    fs::copy_file(it->path(), target, fs::copy_options::overwrite_existing, ignored);
+  }
+  const fs::path logs = to / "sandbox" / "logs";
+  out << "handoffctl sandbox exited " << exit_code << "; what it left is kept in " << to.string()
+      << "\n";
+  const std::string status = ReadText((logs / "handoffctl-status.txt").string());
+  out << "== the coordinator's last status (handoffctl status) ==\n"
+      << (status.empty() ? std::string("(none: the coordinator was not running)\n") : status);
+  PrintTail(logs / "coordinator.log", 60, out);
+  std::vector<fs::path> agents;
+  std::error_code listed;
+  for (const auto& entry : fs::directory_iterator(logs, listed)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("agent-", 0) == 0 && entry.path().extension() == ".log") {
+      agents.push_back(entry.path());
+    }
+  }
+  std::sort(agents.begin(), agents.end());
+  for (const fs::path& agent : agents) PrintTail(agent, 25, out);
+  out << "timeline: " << (to / "sandbox" / "timeline.svg").string() << "\n";
+  return to;
 }
 
 // Runs `handoffctl` (a path) `sandbox --keep --dir <temp>/sandbox flags...` in the constructor,
@@ -76,31 +139,11 @@ class HandoffctlSandbox {
   std::string sandbox_dir() const { return dir_ + "/sandbox"; }
 
  private:
-  // The logs of a run that failed unexpectedly (the run's own, and every container's the kubelets
-  // kept), copied under $HANDOFF_KEEP_FAILED_RUNS when it is set: the directory itself goes with
-  // the object.
+  // A run that failed unexpectedly is kept under $HANDOFF_KEEP_FAILED_RUNS, when it is set.
   void KeepLogs() const {
     const char* keep = getenv("HANDOFF_KEEP_FAILED_RUNS");
     if (keep == nullptr || *keep == '\0') return;
-    namespace fs = std::filesystem;
-    const fs::path from(dir_);
-    const fs::path to = fs::path(keep) / from.filename();
-    std::error_code walk;
-    for (fs::recursive_directory_iterator
-             it(from, fs::directory_options::skip_permission_denied, walk),
-         end;
-         !walk && it != end; it.increment(walk)) {
-      std::error_code ignored;
-      if (it->is_symlink(ignored) || !it->is_regular_file(ignored) ||
-          it->path().extension() != ".log") {
-        continue;
-      }
-      const fs::path target = to / it->path().lexically_relative(from);
-      fs::create_directories(target.parent_path(), ignored);
-      fs::copy_file(it->path(), target, fs::copy_options::overwrite_existing, ignored);
-    }
-    std::cerr << "handoffctl sandbox exited " << run_.exit_code << "; its logs are kept in "
-              << to.string() << "\n";
+    KeepFailedRun(dir_, keep, run_.exit_code, std::cerr);
   }
 
   std::string dir_;

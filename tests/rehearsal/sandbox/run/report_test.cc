@@ -7,6 +7,7 @@
 namespace handoff::sandbox {
 namespace {
 
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -51,6 +52,14 @@ TEST(ReportTest, TheProgressLineShowsEachNodesStateMoveAndAgent) {
   EXPECT_EQ(ProgressLine(status),
             "MIGRATING:  cp-1 migrated  cp-2 prepared→migrated (agent away)  cp-3 unknown (agent "
             "away)");
+  // While it moves, the move is the news; while it waits or is stuck, the line says why.
+  status.set_next("R4: node cp-2 is in transition; the next move waits for its verified result");
+  EXPECT_THAT(ProgressLine(status), Not(HasSubstr("R4")));
+  status.set_phase(v1::RolloutStatus::STUCK);
+  status.set_next("R4: node cp-3 is not verified healthy; check it before any other node moves");
+  EXPECT_THAT(ProgressLine(status),
+              EndsWith("cp-3 unknown (agent away)  — R4: node cp-3 is not verified healthy; check "
+                       "it before any other node moves"));
 }
 
 TEST(ReportTest, TheSummaryCountsStepsPerNodeFromTheHistoryAndShowsEveryHandover) {
