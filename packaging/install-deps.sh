@@ -25,6 +25,9 @@ packages=(
   # prometheus) checks the exposition in the tests.
   prometheus-cpp-dev prometheus
   libgtest-dev libgmock-dev
+  # systemd-analyze: tests/common/systemd checks handoff's reading of the kubelet's unit files
+  # against the real systemd's.
+  systemd
   # The Debian package (packaging/package.cmake, tests/packaging): man pages from --help,
   # dpkg-shlibdeps for its Depends, lintian to check it, man to render the pages in the test.
   help2man dpkg-dev lintian man-db

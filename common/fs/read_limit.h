@@ -33,6 +33,10 @@ inline constexpr ReadLimit kStaticPodManifestRead{"static pod manifest", 1 * kMi
 // kubeadm-flags.env: one line of flags, read by systemd as an EnvironmentFile, which takes lines
 // up to LONG_LINE_MAX (1 MiB) only.
 inline constexpr ReadLimit kKubeletFlagsRead{"kubelet flags file", 1 * kMiB};
+// A systemd unit file or drop-in, and an environment file it names: systemd reads lines of up to
+// LONG_LINE_MAX (1 MiB); kubeadm's packages install files of under 1 KiB.
+inline constexpr ReadLimit kUnitFileRead{"systemd unit file", 1 * kMiB};
+inline constexpr ReadLimit kEnvironmentFileRead{"environment file", 1 * kMiB};
 // handoff's settings, written by hand: a few KiB.
 inline constexpr ReadLimit kSettingsRead{"settings file", 1 * kMiB};
 // A LeaderMigrationConfiguration: a few hundred bytes naming a handful of controllers.

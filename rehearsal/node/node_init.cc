@@ -28,7 +28,9 @@
 #include "absl/time/clock.h"
 #include "common/base/strings.h"
 #include "common/base/unique_fd.h"
+#include "common/fs/file_system.h"
 #include "rehearsal/node/first_process.h"
+#include "rehearsal/node/kubelet_unit.h"
 #include "rehearsal/node/text_file.h"
 
 namespace handoff::sandbox::node {
@@ -145,6 +147,7 @@ class NodeInit {
   absl::Status Listen();
   // Starts `service` when it is due and may start; true when it runs afterwards.
   void MaybeStart(Service& service);
+  absl::Status InstallKubeletUnit();
   std::optional<std::vector<std::string>> ArgvOf(const Service& service);
   void Reap();
   void Accept();
@@ -154,12 +157,28 @@ class NodeInit {
   void StopAll();
 
   const BootSpec& spec_;
+  // The node's own file system, from inside its mount namespace.
+  std::unique_ptr<FileSystem> fs_ = NewPosixFileSystem("/");
   Service containerd_;
   Service kubelet_;
   UniqueFd signals_;
   UniqueFd listener_;
   bool stopping_ = false;
 };
+
+// The kubelet's unit files as the package installs them, unless the node has its own already
+// (a node booted again keeps what was written to it).
+absl::Status NodeInit::InstallKubeletUnit() {
+  for (const auto& [path, text] : KubeletPackageFiles(spec_.kubelet)) {
+    if (std::filesystem::exists(path)) continue;
+    if (absl::Status made = MakeDirs(std::filesystem::path(path).parent_path().string());
+        !made.ok()) {
+      return made;
+    }
+    if (absl::Status written = WriteText(path, text); !written.ok()) return written;
+  }
+  return absl::OkStatus();
+}
 
 std::optional<std::vector<std::string>> NodeInit::ArgvOf(const Service& service) {
   if (&service == &containerd_) {
@@ -169,9 +188,7 @@ std::optional<std::vector<std::string>> NodeInit::ArgvOf(const Service& service)
   // then systemd's kubelet fails and is restarted every 10 s. Starting it once the file exists
   // is what that comes to.
   if (!std::filesystem::exists(kKubeletConfig)) return std::nullopt;
-  absl::StatusOr<std::vector<std::string>> argv =
-      KubeletCommand(spec_.kubelet, ReadText(kKubeadmFlagsFile).value_or(""),
-                     ReadText(kKubeletDefaultsFile).value_or(""));
+  absl::StatusOr<std::vector<std::string>> argv = KubeletArgv(*fs_, spec_.name);
   if (!argv.ok()) {
     Log(StrCat("kubelet not started: ", argv.status().message()));
     return std::nullopt;
@@ -352,6 +369,7 @@ int NodeInit::Run() {
     return 1;
   }
   absl::Status ready = SetUpNode(spec_);
+  if (ready.ok() && spec_.services) ready = InstallKubeletUnit();
   if (ready.ok()) ready = Listen();
   if (ready.ok()) ready = WriteText(ReadyFile(spec_), "ready\n");
   if (!ready.ok()) {

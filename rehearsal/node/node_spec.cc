@@ -2,7 +2,6 @@
 
 #include <map>
 
-#include "agent/manifest/kubelet_flags.h"
 #include "common/base/strings.h"
 
 namespace handoff::sandbox::node {
@@ -25,11 +24,6 @@ bool IsHostname(std::string_view name) {
     if (!ok) return false;
   }
   return true;
-}
-
-// Splits an unquoted $VAR expansion on white space, as systemd does for ExecStart.
-void AppendWords(std::string_view value, std::vector<std::string>& argv) {
-  for (std::string_view word : StrSplit(value, " \t\n", true)) argv.emplace_back(word);
 }
 
 }  // namespace
@@ -147,58 +141,6 @@ absl::StatusOr<BootSpec> ParseBootArgs(const std::vector<std::string>& args) {
   }
   if (have_path && spec.path.empty()) return absl::InvalidArgumentError("--path is empty");
   return spec;
-}
-
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseEnvironmentFile(
-    std::string_view text, std::string_view source) {
-  std::vector<std::pair<std::string, std::string>> assignments;
-  int number = 0;
-  for (std::string_view line : StrSplit(text, "\n")) {
-    ++number;
-    line = StripWhitespace(line);
-    if (line.empty() || line.front() == '#' || line.front() == ';') continue;
-    const size_t equals = line.find('=');
-    if (equals == std::string_view::npos || equals == 0) {
-      return absl::InvalidArgumentError(
-          StrCat(source, " line ", number, ": not an assignment KEY=VALUE"));
-    }
-    std::string key(StripWhitespace(line.substr(0, equals)));
-    std::string_view raw = StripWhitespace(line.substr(equals + 1));
-    std::string value;
-    if (raw.size() >= 2 && (raw.front() == '"' || raw.front() == '\'') &&
-        raw.back() == raw.front()) {
-      const char quote = raw.front();
-      raw = raw.substr(1, raw.size() - 2);
-      for (size_t i = 0; i < raw.size(); ++i) {
-        if (quote == '"' && raw[i] == '\\' && i + 1 < raw.size()) ++i;
-        value.push_back(raw[i]);
-      }
-    } else {
-      value = std::string(raw);
-    }
-    assignments.emplace_back(std::move(key), std::move(value));
-  }
-  return assignments;
-}
-
-absl::StatusOr<std::vector<std::string>> KubeletCommand(const std::string& kubelet,
-                                                        std::string_view kubeadm_flags,
-                                                        std::string_view kubelet_defaults) {
-  std::vector<std::string> argv = {
-      kubelet, "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
-      "--kubeconfig=/etc/kubernetes/kubelet.conf", StrCat("--config=", kKubeletConfig)};
-  std::map<std::string, std::string> environment;
-  for (const auto& [text, source] : {std::pair{kubeadm_flags, kKubeadmFlagsFile},
-                                     std::pair{kubelet_defaults, kKubeletDefaultsFile}}) {
-    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> parsed =
-        ParseEnvironmentFile(text, source);
-    if (!parsed.ok()) return parsed.status();
-    // A later assignment wins, as systemd reads the files in order.
-    for (auto& [key, value] : *parsed) environment[key] = std::move(value);
-  }
-  AppendWords(environment[std::string(kKubeletArgsVariable)], argv);
-  AppendWords(environment["KUBELET_EXTRA_ARGS"], argv);
-  return argv;
 }
 
 }  // namespace handoff::sandbox::node

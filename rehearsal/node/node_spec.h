@@ -1,6 +1,6 @@
 // A node of the kubeadm sandbox as its own machine, and what the node's first process needs to
-// know to become it. Pure: parsing and formatting of `handoff-sandbox-node boot` arguments, the
-// node's mounts, and the kubelet's command line as kubeadm's systemd drop-in builds it.
+// know to become it. Pure: parsing and formatting of `handoff-sandbox-node boot` arguments and
+// the node's mounts. The kubelet's command line: kubelet_unit.h.
 //
 // A node is a set of namespaces (mount, UTS, network, IPC, PID) around a first process, PID 1 of
 // its PID namespace (node_init.h). Inside, every component finds its standard paths:
@@ -37,10 +37,8 @@ inline constexpr std::string_view kBoundPaths[] = {"/var/lib/kubelet", "/var/lib
 
 // The node's control socket, inside the node (its /run is the node's own).
 inline constexpr char kControlSocket[] = "/run/handoff-sandbox-node/control.sock";
-// Inside the node: where kubeadm's drop-in finds the kubelet's flags and configuration.
+// Inside the node: the kubelet's configuration, which kubeadm's kubelet-start phase writes.
 inline constexpr char kKubeletConfig[] = "/var/lib/kubelet/config.yaml";
-inline constexpr char kKubeadmFlagsFile[] = "/var/lib/kubelet/kubeadm-flags.env";
-inline constexpr char kKubeletDefaultsFile[] = "/etc/default/kubelet";
 inline constexpr char kContainerdConfig[] = "/etc/containerd/config.toml";
 
 struct BootSpec {
@@ -85,24 +83,6 @@ std::vector<std::string> BootArgs(const BootSpec& spec);
 // Errors name the argument that is missing or wrong (a relative path, an unknown flag, a bad
 // duration, a name that is not a hostname).
 absl::StatusOr<BootSpec> ParseBootArgs(const std::vector<std::string>& args);
-
-// The KEY=VALUE assignments of a systemd EnvironmentFile (systemd.exec(5)): blank lines and lines
-// starting with # or ; are skipped; a value in double or single quotes loses them (a backslash
-// escapes the next character inside double quotes); leading and trailing white space of an
-// unquoted value is dropped. A line without '=' is an error naming `source` and the line.
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseEnvironmentFile(
-    std::string_view text, std::string_view source);
-
-// The kubelet's argv as kubeadm's drop-in (10-kubeadm.conf) starts it:
-//   kubelet --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf
-//           --kubeconfig=/etc/kubernetes/kubelet.conf --config=/var/lib/kubelet/config.yaml
-//           $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS
-// from the texts of kubeadm-flags.env and /etc/default/kubelet ("" when absent); an unquoted
-// $VAR expands to its value split on white space, as systemd does. argv[0] is `kubelet`. Errors
-// name the file that does not parse.
-absl::StatusOr<std::vector<std::string>> KubeletCommand(const std::string& kubelet,
-                                                        std::string_view kubeadm_flags,
-                                                        std::string_view kubelet_defaults);
 
 }  // namespace handoff::sandbox::node
 

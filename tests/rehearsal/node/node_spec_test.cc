@@ -93,47 +93,5 @@ TEST(NodeSpecTest, MountsOverlayTheHostThenBindTheNodesOwnDirectories) {
   EXPECT_EQ(dirs.back(), Spec().dir + "/var/log/containers");
 }
 
-TEST(NodeSpecTest, EnvironmentFilesReadAsSystemdReadsThem) {
-  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> parsed = ParseEnvironmentFile(
-      "# kubeadm writes one line\n"
-      "KUBELET_KUBEADM_ARGS=\"--a=1 --b=\\\"x y\\\"\"\n"
-      "\n"
-      "; a comment too\n"
-      "PLAIN =  value with spaces  \n"
-      "SINGLE='--c'\n",
-      "/var/lib/kubelet/kubeadm-flags.env");
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_THAT(
-      *parsed,
-      ElementsAre(std::pair<std::string, std::string>{"KUBELET_KUBEADM_ARGS", "--a=1 --b=\"x y\""},
-                  std::pair<std::string, std::string>{"PLAIN", "value with spaces"},
-                  std::pair<std::string, std::string>{"SINGLE", "--c"}));
-  EXPECT_THAT(
-      ParseEnvironmentFile("KEY=1\nnot an assignment\n", "/etc/default/kubelet").status().message(),
-      HasSubstr("/etc/default/kubelet line 2: not an assignment"));
-}
-
-TEST(NodeSpecTest, TheKubeletRunsAsKubeadmsDropInStartsIt) {
-  absl::StatusOr<std::vector<std::string>> argv = KubeletCommand(
-      "/c/bin/kubelet",
-      "KUBELET_KUBEADM_ARGS=\"--container-runtime-endpoint=unix:///run/containerd/containerd.sock "
-      "--cloud-provider=aws  --node-ip=172.31.250.10\"\n",
-      "KUBELET_EXTRA_ARGS=--v=2\n");
-  ASSERT_TRUE(argv.ok()) << argv.status();
-  EXPECT_THAT(
-      *argv,
-      ElementsAre("/c/bin/kubelet", "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
-                  "--kubeconfig=/etc/kubernetes/kubelet.conf",
-                  "--config=/var/lib/kubelet/config.yaml",
-                  "--container-runtime-endpoint=unix:///run/containerd/containerd.sock",
-                  "--cloud-provider=aws", "--node-ip=172.31.250.10", "--v=2"));
-  // Neither file: the drop-in's own flags only.
-  argv = KubeletCommand("/c/bin/kubelet", "", "");
-  ASSERT_TRUE(argv.ok());
-  EXPECT_EQ(argv->size(), 4u);
-  EXPECT_THAT(KubeletCommand("/k", "garbage\n", "").status().message(),
-              HasSubstr("/var/lib/kubelet/kubeadm-flags.env line 1"));
-}
-
 }  // namespace
 }  // namespace handoff::sandbox::node
