@@ -87,7 +87,7 @@ class Classifier {
       if (*component) CheckManager(**component);
     }
     const std::string provider = kcm->Flag("cloud-provider").value_or("");
-    const std::optional<std::string> kubelet_provider = KubeletCloudProvider();
+    const std::optional<KubeletProvider> kubelet_provider = KubeletCloudProvider();
     const std::string apiserver_provider =
         result_.view.apiserver ? result_.view.apiserver->Flag("cloud-provider").value_or("") : "";
 
@@ -104,8 +104,8 @@ class Classifier {
                        "kube-controller-manager still runs the in-tree provider (a half-done "
                        "move; run `handoff-agent recover` or restore the backup)"));
       }
-      if (kubelet_provider == std::optional<std::string>("external")) {
-        Problem(StrCat(snapshot_.paths.kubelet_flags_file,
+      if (kubelet_provider && kubelet_provider->value == "external") {
+        Problem(StrCat(kubelet_provider->where,
                        ": the kubelet has --cloud-provider=external while "
                        "kube-controller-manager still runs the in-tree provider"));
       }
@@ -130,11 +130,11 @@ class Classifier {
                        "kube-controller-manager is external (it has ",
                        apiserver_provider.empty() ? "none" : apiserver_provider, ")"));
       }
-      if (kubelet_provider && *kubelet_provider != "external") {
-        Problem(StrCat(snapshot_.paths.kubelet_flags_file,
+      if (kubelet_provider && kubelet_provider->value != "external") {
+        Problem(StrCat(kubelet_provider->where,
                        ": the kubelet must have --cloud-provider=external once "
                        "kube-controller-manager is external (it has ",
-                       kubelet_provider->empty() ? "none" : *kubelet_provider, ")"));
+                       kubelet_provider->value.empty() ? "none" : kubelet_provider->value, ")"));
       }
       if (!ccm) {
         // The downtime path's middle step: everything external, the cloud-controller-manager
@@ -225,8 +225,9 @@ class Classifier {
                      "kube-controller-manager is parked at ",
                      path, " (a half-done move; run `handoff-agent recover`)"));
     }
-    if (KubeletCloudProvider() == std::optional<std::string>("external")) {
-      Problem(StrCat(snapshot_.paths.kubelet_flags_file,
+    if (const std::optional<KubeletProvider> kubelet = KubeletCloudProvider();
+        kubelet && kubelet->value == "external") {
+      Problem(StrCat(kubelet->where,
                      ": the kubelet has --cloud-provider=external while the in-tree "
                      "kube-controller-manager is parked at ",
                      path));
@@ -271,7 +272,32 @@ class Classifier {
     return false;
   }
 
-  std::optional<std::string> KubeletCloudProvider() {
+  // The kubelet's --cloud-provider ("" for none) as it runs with it, and where that is written;
+  // nullopt when the kubelet's flags are not managed here or cannot be read (a problem, then).
+  struct KubeletProvider {
+    std::string value;
+    std::string where;
+  };
+  std::optional<KubeletProvider> KubeletCloudProvider() {
+    if (!snapshot_.kubelet_unit_error.empty()) {
+      Problem(StrCat(snapshot_.kubelet_unit_error,
+                     " (the kubelet's unit: handoff cannot tell what the kubelet runs with)"));
+      return std::nullopt;
+    }
+    if (snapshot_.kubelet_unit) {
+      // What systemd starts: the unit, its drop-ins and every environment file they name.
+      absl::StatusOr<EffectiveKubelet> kubelet = ReadEffectiveKubelet(*snapshot_.kubelet_unit);
+      if (!kubelet.ok()) {
+        Problem(std::string(kubelet.status().message()));
+        return std::nullopt;
+      }
+      const KubeletFlag* provider = kubelet->flags.Effective("cloud-provider");
+      if (provider == nullptr) {
+        return KubeletProvider{"", StrCat("the kubelet's command line (",
+                                          kubelet->command.fragment, " and its drop-ins)")};
+      }
+      return KubeletProvider{provider->value.value_or(""), DescribeFlag(*provider)};
+    }
     if (!snapshot_.kubelet_flags) return std::nullopt;
     absl::StatusOr<KubeletFlagsFile> flags =
         KubeletFlagsFile::Parse(*snapshot_.kubelet_flags, snapshot_.paths.kubelet_flags_file);
@@ -279,7 +305,8 @@ class Classifier {
       Problem(std::string(flags.status().message()));
       return std::nullopt;
     }
-    return flags->flags().Get("cloud-provider").value_or("");
+    return KubeletProvider{flags->flags().Get("cloud-provider").value_or(""),
+                           snapshot_.paths.kubelet_flags_file};
   }
 
   // The Leader Migration rules that hold for either manager, whatever the node's state.

@@ -19,6 +19,44 @@ absl::StatusOr<std::optional<std::string>> ReadOptional(const FileSystem& fs,
   return content.status();
 }
 
+// The kubelet's unit, drop-ins and environment files into `snapshot`. A node without a
+// kubelet.service leaves kubelet_unit empty; one whose unit cannot be merged records why in
+// kubelet_unit_error. Errors only for a file that cannot be read.
+absl::Status ReadKubeletUnit(const FileSystem& fs, NodeSnapshot& snapshot) {
+  absl::StatusOr<std::vector<systemd::UnitFileText>> files =
+      systemd::FindUnitFiles(fs, "kubelet.service");
+  if (absl::IsNotFound(files.status())) return absl::OkStatus();
+  if (absl::IsFailedPrecondition(files.status())) {
+    snapshot.kubelet_unit_error = std::string(files.status().message());
+    return absl::OkStatus();
+  }
+  if (!files.ok()) return files.status();
+  KubeletUnit unit;
+  unit.unit_files = *std::move(files);
+  unit.specifiers.unit_name = "kubelet.service";
+  // %H is the kernel's host name, which systemd sets from /etc/hostname at boot.
+  absl::StatusOr<std::optional<std::string>> hostname =
+      ReadOptional(fs, "/etc/hostname", kUnitFileRead);
+  if (!hostname.ok()) return hostname.status();
+  if (*hostname) {
+    std::string_view name = **hostname;
+    while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.remove_suffix(1);
+    unit.specifiers.host_name = std::string(name);
+  }
+  absl::StatusOr<systemd::ServiceCommand> command =
+      systemd::MergeServiceCommand(unit.unit_files, unit.specifiers);
+  if (!command.ok()) {
+    snapshot.kubelet_unit_error = std::string(command.status().message());
+  } else {
+    absl::StatusOr<std::map<std::string, std::string>> environment =
+        systemd::ReadEnvironmentFiles(fs, *command);
+    if (!environment.ok()) return environment.status();
+    unit.environment = *std::move(environment);
+  }
+  snapshot.kubelet_unit = std::move(unit);
+  return absl::OkStatus();
+}
+
 std::string JoinPath(std::string_view dir, std::string_view name) {
   return EndsWith(dir, "/") ? StrCat(dir, name) : StrCat(dir, "/", name);
 }
@@ -161,6 +199,8 @@ absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const FileSystem& fs, const NodePa
         ReadOptional(fs, paths.kubelet_flags_file, kKubeletFlagsRead);
     if (!flags.ok()) return flags.status();
     snapshot.kubelet_flags = *std::move(flags);
+    absl::Status unit = ReadKubeletUnit(fs, snapshot);
+    if (!unit.ok()) return unit;
   }
   absl::StatusOr<std::optional<std::string>> config =
       ReadOptional(fs, paths.leader_migration_config, kLeaderMigrationConfigRead);

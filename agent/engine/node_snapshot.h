@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/engine/settings.h"
+#include "agent/kubelet/kubelet_command_line.h"
 #include "agent/manifest/static_pod.h"
 #include "common/fs/file_system.h"
 
@@ -38,6 +39,13 @@ struct NodeSnapshot {
   // kubelet applies no extension filter: pkg/kubelet/config/file.go), sorted by name.
   std::vector<ManifestFile> manifests;
   std::optional<std::string> kubelet_flags;            // when managed and present
+  // When managed: the kubelet's unit as systemd starts it (kubelet.service, its drop-ins and the
+  // environment files they name), nullopt on a node without a kubelet.service (kubelet_flags is
+  // then read as kubeadm's drop-in reads it). What the kubelet runs with: ReadEffectiveKubelet.
+  std::optional<KubeletUnit> kubelet_unit;
+  // Why the unit cannot be read (masked, a drop-in that does not parse), naming the file; "" when
+  // it can or when there is none.
+  std::string kubelet_unit_error;
   std::optional<std::string> leader_migration_config;  // paths.leader_migration_config
   std::optional<std::string> migration_record;         // MigrationRecordPath(paths)
   // The in-tree kube-controller-manager's manifest as the downtime path parks it

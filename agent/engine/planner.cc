@@ -31,6 +31,11 @@ std::map<std::string, std::optional<std::string>> KnownFiles(const NodeSnapshot&
   files[MigrationRecordPath(snapshot.paths)] = snapshot.migration_record;
   files[ParkedControllerManagerPath(snapshot.paths)] = snapshot.parked_controller_manager;
   for (const auto& [path, content] : snapshot.referenced_files) files[path] = content;
+  if (snapshot.kubelet_unit) {
+    for (const auto& [path, text] : snapshot.kubelet_unit->environment) {
+      if (!files.count(path)) files[path] = text;
+    }
+  }
   return files;
 }
 
@@ -62,6 +67,23 @@ NodeSnapshot SnapshotAfter(const NodeSnapshot& snapshot, const Plan& plan) {
   }
   if (!snapshot.paths.kubelet_flags_file.empty()) {
     after.kubelet_flags = files[snapshot.paths.kubelet_flags_file];
+  }
+  after.kubelet_unit = snapshot.kubelet_unit;
+  after.kubelet_unit_error = snapshot.kubelet_unit_error;
+  if (after.kubelet_unit) {
+    // The environment files as the plan leaves them: those the unit read, and the flags file.
+    std::vector<std::string> paths;
+    for (const auto& [path, text] : after.kubelet_unit->environment) paths.push_back(path);
+    if (!snapshot.paths.kubelet_flags_file.empty()) {
+      paths.push_back(snapshot.paths.kubelet_flags_file);
+    }
+    for (const std::string& path : paths) {
+      if (const std::optional<std::string>& content = files[path]) {
+        after.kubelet_unit->environment[path] = *content;
+      } else {
+        after.kubelet_unit->environment.erase(path);
+      }
+    }
   }
   after.leader_migration_config = files[snapshot.paths.leader_migration_config];
   after.migration_record = files[MigrationRecordPath(snapshot.paths)];
@@ -381,7 +403,40 @@ class Planner {
                                  "--cloud-provider=external; set paths.kubeletFlagsFile (or "
                                  "\"\" to manage the kubelet yourself)"));
     }
-    return KubeletExternal();
+    absl::StatusOr<std::optional<std::string>> flags = KubeletExternal();
+    if (!flags.ok() || !*flags || !snapshot_.kubelet_unit) return flags;
+    absl::Status effect = TakesEffect(**flags);
+    if (!effect.ok()) return effect;
+    return flags;
+  }
+
+  // Whether the kubelet, as its unit starts it, runs --cloud-provider=external without
+  // --cloud-config once the flags file holds `flags`: a flag given again in a file read later
+  // (KUBELET_EXTRA_ARGS in /etc/default/kubelet, a drop-in's ExecStart) would override it.
+  absl::Status TakesEffect(const std::string& flags) const {
+    const std::string& path = settings_.paths.kubelet_flags_file;
+    KubeletUnit unit = *snapshot_.kubelet_unit;
+    unit.environment[path] = flags;
+    absl::StatusOr<EffectiveKubelet> kubelet = ReadEffectiveKubelet(unit);
+    if (!kubelet.ok()) return Precondition(std::string(kubelet.status().message()));
+    const KubeletFlag* provider = kubelet->flags.Effective("cloud-provider");
+    if (provider == nullptr) {
+      return Precondition(StrCat("the kubelet's unit (", kubelet->command.fragment,
+                                 " and its drop-ins) does not start the kubelet with ", path,
+                                 "'s flags, so writing --cloud-provider=external there changes "
+                                 "nothing; set paths.kubeletFlagsFile to the file it reads"));
+    }
+    if (provider->value != std::optional<std::string>("external")) {
+      return Precondition(StrCat(
+          DescribeFlag(*provider), " overrides ", path, ": the kubelet would still run "
+          "--cloud-provider=", provider->value.value_or(""), " after the move. handoff writes the "
+          "kubelet's flags in ", path, ": remove the flag where it is, or give it there"));
+    }
+    if (const KubeletFlag* config = kubelet->flags.Effective("cloud-config")) {
+      return Precondition(StrCat(DescribeFlag(*config), ": an external kubelet takes no "
+                                 "--cloud-config; remove it there"));
+    }
+    return absl::OkStatus();
   }
 
   // The migration record of the node as `view` shows it (the managers before they go external),

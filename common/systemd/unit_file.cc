@@ -87,10 +87,13 @@ absl::StatusOr<std::string> ResolveSpecifiers(std::string_view value, const Spec
         out.push_back('%');
         break;
       case 'H':
-        out += specifiers.host_name;
-        break;
       case 'l':
-        out += specifiers.host_name.substr(0, specifiers.host_name.find('.'));
+        if (specifiers.host_name.empty()) {
+          return Invalid(origin, StrCat("the specifier %", specifier,
+                                        " stands for the host name, which is unknown here"));
+        }
+        out += specifier == 'H' ? specifiers.host_name
+                                : specifiers.host_name.substr(0, specifiers.host_name.find('.'));
         break;
       case 'n':
         out += specifiers.unit_name;
