@@ -218,7 +218,7 @@ KubeadmOutcome Sandbox(int network, const std::vector<std::string>& flags, absl:
 }
 
 TEST(KubeadmRunTest, ThreeNodesMoveToTheCloudControllerManagerAndBackOnRealKubelets) {
-  if (!CanRunKubeadmCluster()) return;
+  if (!CanRunKubeadmCluster()) GTEST_SKIP() << "the kubeadm cluster cannot run here (why: above)";
   const HostSnapshot before = Capture();
   KubeadmOutcome run = Sandbox(250, {}, absl::Minutes(25));
   EXPECT_EQ(run.exit_code, 0) << run.output;
@@ -259,7 +259,7 @@ TEST(KubeadmRunTest, ThreeNodesMoveToTheCloudControllerManagerAndBackOnRealKubel
 }
 
 TEST(KubeadmRunTest, EveryFaultOnTwoNodesEndsWithTheInvariantHeld) {
-  if (!CanRunKubeadmCluster()) return;
+  if (!CanRunKubeadmCluster()) GTEST_SKIP() << "the kubeadm cluster cannot run here (why: above)";
   const HostSnapshot before = Capture();
   KubeadmOutcome run =
       Sandbox(251,
@@ -302,7 +302,7 @@ TEST(KubeadmRunTest, EveryFaultOnTwoNodesEndsWithTheInvariantHeld) {
 // Three nodes: `kubeadm upgrade node` restarts a joined node's etcd (it rewrites
 // --initial-cluster), which two etcd members would not survive with a quorum.
 TEST(KubeadmRunTest, AfterTheMoveKubeadmUpgradesAndJoinsAndEveryNodeStaysExternal) {
-  if (!CanRunKubeadmCluster()) return;
+  if (!CanRunKubeadmCluster()) GTEST_SKIP() << "the kubeadm cluster cannot run here (why: above)";
   const HostSnapshot before = Capture();
   KubeadmOutcome run = Sandbox(252, {"--kubeadm-upgrade"}, absl::Minutes(25));
   EXPECT_EQ(run.exit_code, 0) << run.output;
@@ -368,7 +368,7 @@ std::vector<std::set<std::string>> MembersAfterEachReplacement(const std::string
 // with Leader Migration. The coordinator takes each in and out itself, reading etcd's member list
 // from whichever member answers (the nodes it was first pointed at are gone by the end).
 TEST(KubeadmRunTest, ThreeNodesAreReplacedAtOneTwentySevenAndBackAtOneTwentySix) {
-  if (!CanRunKubeadmCluster()) return;
+  if (!CanRunKubeadmCluster()) GTEST_SKIP() << "the kubeadm cluster cannot run here (why: above)";
   const HostSnapshot before = Capture();
   KubeadmOutcome run = Sandbox(253, {"--nodes", "3", "--strategy", "replace"}, absl::Minutes(25));
   EXPECT_EQ(run.exit_code, 0) << run.output;
@@ -403,7 +403,7 @@ TEST(KubeadmRunTest, ThreeNodesAreReplacedAtOneTwentySevenAndBackAtOneTwentySix)
 }
 
 TEST(KubeadmRunTest, TheUnsafeOrderIsCaughtOnTheRealNode) {
-  if (!CanRunKubeadmCluster()) return;
+  if (!CanRunKubeadmCluster()) GTEST_SKIP() << "the kubeadm cluster cannot run here (why: above)";
   const HostSnapshot before = Capture();
   KubeadmOutcome run =
       Sandbox(254, {"--nodes", "2", "--unsafe-order-for-tests"}, absl::Minutes(15), 1);
@@ -418,7 +418,7 @@ TEST(KubeadmRunTest, TheUnsafeOrderIsCaughtOnTheRealNode) {
 // A run killed with SIGKILL leaves its nodes to the kernel (each dies with the sandbox) and the
 // rest to the next run; one interrupted with SIGINT undoes everything itself.
 TEST(KubeadmRunTest, AKilledRunIsCleanedUpByTheNextAndAnInterruptedOneCleansUpItself) {
-  if (!CanRunKubeadmCluster()) return;
+  if (!CanRunKubeadmCluster()) GTEST_SKIP() << "the kubeadm cluster cannot run here (why: above)";
   const HostSnapshot before = Capture();
   std::vector<int64_t> pids;
   for (int signal : {SIGKILL, SIGINT}) {
