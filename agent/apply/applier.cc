@@ -7,7 +7,6 @@
 
 #include "agent/engine/classify.h"
 #include "agent/engine/node_snapshot.h"
-#include "agent/manifest/kubelet_flags.h"
 #include "common/base/strings.h"
 #include "common/fs/atomic_file.h"
 
@@ -117,7 +116,7 @@ absl::StatusOr<ApplyReport> Applier::Apply(NodeState target) {
     return absl::OkStatus();
   };
   if (!unfinished) {
-    absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(host_.fs, settings_.paths);
+    absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(host_.fs, settings_);
     if (!snapshot.ok()) return snapshot.status();
     absl::StatusOr<Plan> plan = PlanTransition(*snapshot, Classify(*snapshot), target, settings_);
     if (!plan.ok()) return plan.status();
@@ -139,7 +138,7 @@ absl::StatusOr<ApplyReport> Applier::Apply(NodeState target) {
   if (!lock.ok()) return lock.status();
   absl::StatusOr<std::vector<std::string>> recovered = RecoverLocked();
   if (!recovered.ok()) return recovered.status();
-  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(host_.fs, settings_.paths);
+  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(host_.fs, settings_);
   if (!snapshot.ok()) return snapshot.status();
   Classification current = Classify(*snapshot);
   absl::StatusOr<Plan> plan = PlanTransition(*snapshot, current, target, settings_);
@@ -263,10 +262,13 @@ absl::Status Applier::VerifyComponent(const std::string& component,
                                       const std::vector<ProcessInfo>& before) {
   ComponentCheck check;
   if (component == kKubelet) {
-    absl::StatusOr<KubeletFlagsFile> flags = KubeletFlagsFile::Parse(content.value_or(""), path);
-    if (!flags.ok()) return flags.status();
-    check =
-        CheckForKubelet(flags->flags().items(), KubeletHealth(settings_), settings_.kubelet.settle);
+    // What the kubelet must run with now: its files as they are on disk, read as its unit
+    // starts it (every file the move wrote, whichever was last).
+    absl::StatusOr<NodeSnapshot> node = ReadNodeSnapshot(host_.fs, settings_);
+    if (!node.ok()) return node.status();
+    absl::StatusOr<std::vector<std::string>> args = ExpectedKubeletArgs(*node);
+    if (!args.ok()) return args.status();
+    check = CheckForKubelet(*args, KubeletHealth(settings_), settings_.kubelet.settle);
   } else if (content) {
     absl::StatusOr<StaticPod> pod = StaticPod::Parse(*content, path);
     if (!pod.ok()) return pod.status();
@@ -443,20 +445,38 @@ absl::StatusOr<ApplyReport> Applier::Run(const Plan& plan, const std::string& ki
   report.from = plan.from;
   report.to = plan.to;
   size_t touched = 0;
-  for (const FileChange& change : plan.changes) {
+  // The kubelet's processes from before the first of its files in a row changed: its files are
+  // written together and the kubelet restarted once, after the last.
+  std::optional<std::vector<ProcessInfo>> kubelet_before;
+  for (size_t i = 0; i < plan.changes.size(); ++i) {
+    const FileChange& change = plan.changes[i];
+    const bool kubelet = change.component == kKubelet;
+    const bool more_for_kubelet =
+        kubelet && i + 1 < plan.changes.size() && plan.changes[i + 1].component == kKubelet;
     StepReport step{change.path, Action(change), change.component, ""};
     absl::StatusOr<std::vector<ProcessInfo>> before = std::vector<ProcessInfo>();
-    if (options_.verify && !change.component.empty()) before = ProcessesBefore(change);
+    if (kubelet && kubelet_before) {
+      before = *kubelet_before;
+    } else if (options_.verify && !change.component.empty()) {
+      before = ProcessesBefore(change);
+    }
     if (!before.ok()) {
       status = before.status();
       break;
     }
+    if (kubelet) kubelet_before = *before;
     log_ << step.action << " " << change.path << "\n";
     ++touched;
     status = change.after ? AtomicReplace(host_.fs, change.path, *change.after,
                                           journal.entries[touched - 1].attributes)
                           : DurableRemove(host_.fs, change.path);
-    if (status.ok() && change.component == kKubelet) status = RestartKubelet();
+    if (status.ok() && more_for_kubelet) {
+      step.verified = "written; the kubelet restarts once its last file is";
+      report.steps.push_back(step);
+      continue;
+    }
+    if (kubelet) kubelet_before.reset();
+    if (status.ok() && kubelet) status = RestartKubelet();
     if (status.ok() && options_.verify && !change.component.empty()) {
       status = VerifyComponent(change.component, change.after, change.before, change.path, *before);
       if (status.ok()) {
@@ -513,10 +533,29 @@ absl::Status Applier::Restore(const Journal& journal, size_t entries_touched, bo
                               std::vector<std::string>* notes) {
   const std::string& state_dir = settings_.paths.state_dir;
   std::vector<std::string> errors;
+  // The kubelet's files in a row are restored together and the kubelet restarted once, after
+  // the last of them (the first in the journal): the processes from before the first restored.
+  std::optional<std::vector<ProcessInfo>> kubelet_before;
+  std::string kubelet_path;
+  auto restart_kubelet = [&] {
+    if (!kubelet_before) return;
+    absl::Status status = RestartKubelet();
+    if (status.ok() && verify) {
+      status = VerifyComponent(std::string(kKubelet), std::nullopt, std::nullopt, kubelet_path,
+                               *kubelet_before);
+    }
+    if (!status.ok()) {
+      errors.push_back(StrCat(kubelet_path, ": ", status.message()));
+    } else if (notes != nullptr) {
+      notes->push_back("restarted the kubelet");
+    }
+    kubelet_before.reset();
+  };
   // Back to front, so each component is restored (and verified) in the reverse of the order it
   // was changed in, as the forward order was chosen to be safe.
   for (size_t k = entries_touched; k-- > 0;) {
     const JournalEntry& entry = journal.entries[k];
+    if (entry.component != kKubelet) restart_kubelet();
     std::optional<std::string> backup;
     if (entry.existed) {
       absl::StatusOr<std::string> content =
@@ -539,15 +578,28 @@ absl::Status Applier::Restore(const Journal& journal, size_t entries_touched, bo
     if (unchanged) continue;
     FileChange change{entry.path, absent ? std::nullopt : std::optional<std::string>(*current),
                       backup, entry.component};
+    const bool kubelet = entry.component == kKubelet;
     absl::StatusOr<std::vector<ProcessInfo>> before = std::vector<ProcessInfo>();
-    if (verify && !entry.component.empty()) before = ProcessesBefore(change);
+    if (verify && !entry.component.empty() && !(kubelet && kubelet_before)) {
+      before = ProcessesBefore(change);
+    }
     log_ << "restore " << entry.path << "\n";
     absl::Status status = backup ? EnsureParent(entry.path) : absl::OkStatus();
     if (status.ok()) {
       status = backup ? AtomicReplace(host_.fs, entry.path, *backup, entry.attributes)
                       : DurableRemove(host_.fs, entry.path);
     }
-    if (status.ok() && entry.component == kKubelet) status = RestartKubelet();
+    if (kubelet) {
+      if (!status.ok() || !before.ok()) {
+        errors.push_back(
+            StrCat(entry.path, ": ", (status.ok() ? before.status() : status).message()));
+        continue;
+      }
+      if (notes != nullptr) notes->push_back(StrCat("restored ", entry.path));
+      if (!kubelet_before) kubelet_before = *before;
+      kubelet_path = entry.path;
+      continue;
+    }
     if (status.ok() && verify && !entry.component.empty()) {
       status = before.ok()
                    ? VerifyComponent(entry.component, backup, change.before, entry.path, *before)
@@ -559,6 +611,7 @@ absl::Status Applier::Restore(const Journal& journal, size_t entries_touched, bo
       notes->push_back(StrCat("restored ", entry.path));
     }
   }
+  restart_kubelet();
   if (errors.empty()) return absl::OkStatus();
   return absl::InternalError(StrJoin(errors, "; "));
 }
@@ -627,7 +680,7 @@ absl::StatusOr<ApplyReport> Applier::Rollback() {
     return absl::FailedPreconditionError(
         "there is no completed transaction to roll back (see handoff-agent backups)");
   }
-  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(host_.fs, settings_.paths);
+  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(host_.fs, settings_);
   if (!snapshot.ok()) return snapshot.status();
   Classification current = Classify(*snapshot);
   if (NodeStateName(current.state) != last->to) {

@@ -42,7 +42,10 @@ constexpr char kDescription[] =
     "  prepared   kube-controller-manager also competes for the migration lease\n"
     "  migrated   version N+1, kube-controller-manager external, cloud-controller-manager\n"
     "             runs the cloud controllers under the migration lease\n"
-    "  finalized  as migrated, Leader Migration switched off on the cloud-controller-manager\n";
+    "  finalized  as migrated, Leader Migration switched off on the cloud-controller-manager\n"
+    "A worker (--role worker) moves its kubelet alone, in-tree <-> external: the kubelet gets\n"
+    "--cloud-provider=external, the ECR credential provider and, when its host name is not\n"
+    "its Node's, --hostname-override.\n";
 
 // Options every node command shares, so one command line serves every step.
 struct NodeOptions {
@@ -50,6 +53,8 @@ struct NodeOptions {
   std::string settings_file;
   std::string k8s_version;
   std::string ccm_image;
+  std::string role;       // "": the settings file's (control-plane by default)
+  std::string node_name;  // "": the settings file's worker.nodeName
 };
 
 // Options of the commands that change the node.
@@ -99,6 +104,15 @@ void AddNodeOptions(CLI::App& command, NodeOptions& options) {
                      "cloud-controller-manager image, e.g. "
                      "registry.k8s.io/provider-aws/cloud-controller-manager:v1.27.1; needed to "
                      "move to migrated (or from external to finalized), ignored by other steps");
+  command.add_option("--role", options.role,
+                     "control-plane (the default) or worker: a worker runs no control-plane "
+                     "static pod and only its kubelet moves, in-tree <-> external (settings key "
+                     "role)")
+      ->check(CLI::IsMember({"control-plane", "worker"}));
+  command.add_option("--node-name", options.node_name,
+                     "A worker's Node name, which its kubelet keeps when it goes external "
+                     "(default: worker.nodeName, else the instance metadata's local-hostname, "
+                     "the private DNS name the in-tree provider named the Node after)");
 }
 
 // A positive duration ("5m", "90s", "1m30s"); with `allow_zero` also "0s".
@@ -233,6 +247,10 @@ class Commands {
       settings.k8s_version = *version;
     }
     if (!options.ccm_image.empty()) settings.ccm.image = options.ccm_image;
+    if (!options.role.empty()) {
+      settings.role = options.role == "worker" ? NodeRole::kWorker : NodeRole::kControlPlane;
+    }
+    if (!options.node_name.empty()) settings.worker.node_name = options.node_name;
     // Before any command opens (let alone creates) the state dir: one the kubelet reads would
     // turn handoff's own files into broken manifests.
     std::unique_ptr<FileSystem> node = open_root_(options.root);
@@ -248,7 +266,7 @@ class Commands {
     absl::StatusOr<Settings> settings = LoadSettings(options);
     if (!settings.ok()) return Refuse(settings.status());
     std::unique_ptr<FileSystem> fs = open_root_(options.root);
-    absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(*fs, settings->paths);
+    absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(*fs, *settings);
     if (!snapshot.ok()) return Refuse(snapshot.status());
     Classification result = Classify(*snapshot);
     // A move interrupted half-way shows as an inconsistent node; say which transaction it was.
@@ -281,8 +299,9 @@ class Commands {
     if (!target.ok()) return Refuse(target.status());
     absl::StatusOr<Settings> settings = LoadSettings(options);
     if (!settings.ok()) return Refuse(settings.status());
+    FillWorkerNodeName(*settings);
     std::unique_ptr<FileSystem> fs = open_root_(options.root);
-    absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(*fs, settings->paths);
+    absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(*fs, *settings);
     if (!snapshot.ok()) return Refuse(snapshot.status());
     absl::StatusOr<std::vector<handoff::Plan>> plans = PlanChain(*snapshot, {*target}, *settings);
     if (!plans.ok()) return Refuse(plans.status());
@@ -319,12 +338,26 @@ class Commands {
     return kExitProblems;
   }
 
+  // A worker's Node name, when the settings do not give it: the in-tree provider named the Node
+  // after the instance's private DNS name, which the instance metadata gives as local-hostname.
+  // Left empty when the metadata does not answer (the move then refuses, saying so).
+  static void FillWorkerNodeName(Settings& settings) {
+    if (settings.role != NodeRole::kWorker || !settings.worker.node_name.empty() ||
+        settings.instance_metadata_endpoint.empty()) {
+      return;
+    }
+    InstanceMetadataOptions metadata;
+    metadata.endpoint = settings.instance_metadata_endpoint;
+    settings.worker.node_name = ReadInstanceFacts(metadata).local_hostname();
+  }
+
   // Runs `action` with an Applier on the node; the shared part of apply, recover, rollback and
   // backups.
   template <typename Action>
   int WithApplier(const NodeOptions& node, const ChangeOptions& change, Action action) {
     absl::StatusOr<Settings> settings = LoadSettings(node);
     if (!settings.ok()) return Refuse(settings.status());
+    FillWorkerNodeName(*settings);
     absl::StatusOr<ApplyOptions> options = MakeApplyOptions(change);
     if (!options.ok()) return Refuse(options.status());
     options->before_move = ClusterTagBeforeMove(*settings);

@@ -9,7 +9,7 @@
 #include "agent/engine/classify.h"
 #include "agent/engine/node_snapshot.h"
 #include "agent/engine/plan_chain.h"
-#include "agent/manifest/kubelet_flags.h"
+#include "agent/kubelet/kubelet_command_line.h"
 #include "agent/verify/verifier.h"
 #include "common/base/strings.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -219,16 +219,18 @@ v1::NodeFacts NodeAgent::ReadFacts(const NodeSnapshot* snapshot,
   if (snapshot == nullptr) return facts;
   for (std::string& stray : StrayManifestFiles(*snapshot)) facts.add_stray_files(std::move(stray));
   std::string hostname_override;
-  if (snapshot->kubelet_flags) {
-    absl::StatusOr<KubeletFlagsFile> flags =
-        KubeletFlagsFile::Parse(*snapshot->kubelet_flags, options_.paths.kubelet_flags_file);
+  if (snapshot->kubelet_flags || snapshot->kubelet_unit) {
+    // The flags the kubelet runs with, wherever its unit reads them.
+    absl::StatusOr<KubeletCommandLine> flags = ExpectedKubeletFlags(*snapshot);
     if (flags.ok()) {
+      auto value = [&](std::string_view name) {
+        const KubeletFlag* flag = flags->Effective(name);
+        return flag == nullptr ? std::string() : flag->value.value_or("");
+      };
       facts.set_kubelet_flags_known(true);
-      facts.set_image_credential_provider_config(
-          flags->flags().Get("image-credential-provider-config").value_or(""));
-      facts.set_image_credential_provider_bin_dir(
-          flags->flags().Get("image-credential-provider-bin-dir").value_or(""));
-      hostname_override = flags->flags().Get("hostname-override").value_or("");
+      facts.set_image_credential_provider_config(value("image-credential-provider-config"));
+      facts.set_image_credential_provider_bin_dir(value("image-credential-provider-bin-dir"));
+      hostname_override = value("hostname-override");
     }
   }
   facts.set_kubelet_node_name(KubeletNodeName(hostname_override));
@@ -267,15 +269,13 @@ v1::NodeReport NodeAgent::ReadReport() {
         absl::Status status = verifier.CheckNow(CheckForManifest(c.component, &c.pod, c.container));
         if (!status.ok()) problems.push_back(std::string(status.message()));
       }
-      if (snapshot->kubelet_flags) {
+      if (snapshot->kubelet_flags || snapshot->kubelet_unit) {
         Settings settings_for_health;
         settings_for_health.kubelet = options_.kubelet;
-        absl::StatusOr<KubeletFlagsFile> flags =
-            KubeletFlagsFile::Parse(*snapshot->kubelet_flags, options_.paths.kubelet_flags_file);
-        absl::Status status = flags.ok()
-                                  ? verifier.CheckNow(CheckForKubelet(
-                                        flags->flags().items(), KubeletHealth(settings_for_health)))
-                                  : flags.status();
+        absl::StatusOr<std::vector<std::string>> args = ExpectedKubeletArgs(*snapshot);
+        absl::Status status =
+            args.ok() ? verifier.CheckNow(CheckForKubelet(*args, KubeletHealth(settings_for_health)))
+                      : args.status();
         if (!status.ok()) problems.push_back(std::string(status.message()));
       }
       report.set_healthy(problems.empty());

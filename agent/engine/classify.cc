@@ -51,6 +51,7 @@ class Classifier {
   explicit Classifier(const NodeSnapshot& snapshot) : snapshot_(snapshot) {}
 
   Classification Run() {
+    if (snapshot_.role == NodeRole::kWorker) return RunWorker();
     CheckManifestDirectory();
     result_.view.apiserver = FindComponent(snapshot_, kKubeApiserver, result_.problems);
     result_.view.controller_manager =
@@ -163,6 +164,49 @@ class Classifier {
   }
 
  private:
+  // A worker: no control-plane static pod, and its kubelet in-tree (aws) or external.
+  Classification RunWorker() {
+    for (std::string_view component :
+         {kKubeApiserver, kKubeControllerManager, kCloudControllerManager, kKubeScheduler}) {
+      std::vector<std::string> ignored;
+      if (std::optional<ComponentView> found = FindComponent(snapshot_, component, ignored)) {
+        Problem(StrCat(found->path, ": a ", component, " static pod on a node whose settings say "
+                       "role: worker; a control-plane node moves with role: control-plane"));
+      }
+    }
+    const std::optional<KubeletProvider> provider = KubeletCloudProvider();
+    if (!provider) {
+      if (result_.problems.empty()) {
+        Problem(StrCat("the kubelet's flags cannot be read: the node has no kubelet.service and no ",
+                       snapshot_.paths.kubelet_flags_file.empty()
+                           ? std::string("flags file (paths.kubeletFlagsFile is empty)")
+                           : snapshot_.paths.kubelet_flags_file));
+      }
+      return Finish(NodeState::kInconsistent);
+    }
+    absl::StatusOr<KubeletCommandLine> flags = ExpectedKubeletFlags(snapshot_);
+    if (!flags.ok()) {
+      Problem(std::string(flags.status().message()));
+      return Finish(NodeState::kInconsistent);
+    }
+    if (provider->value == "aws") return Finish(NodeState::kInTree);
+    if (provider->value != "external") {
+      Problem(StrCat(provider->where, ": the kubelet has ",
+                     provider->value.empty() ? std::string("no --cloud-provider")
+                                             : StrCat("--cloud-provider=", provider->value),
+                     "; handoff moves a kubelet from the in-tree aws provider to external"));
+      return Finish(NodeState::kInconsistent);
+    }
+    if (const KubeletFlag* config = flags->Effective("cloud-config")) {
+      Problem(StrCat(DescribeFlag(*config), ": an external kubelet takes no --cloud-config"));
+    }
+    if (flags->Effective("image-credential-provider-config") == nullptr) {
+      Warn(StrCat("the external kubelet has no --image-credential-provider-config: images from "
+                  "ECR (*.dkr.ecr.*.amazonaws.com) no longer pull without imagePullSecrets"));
+    }
+    return Finish(NodeState::kExternal);
+  }
+
   Classification Finish(NodeState state) {
     result_.state = result_.problems.empty() ? state : NodeState::kInconsistent;
     return std::move(result_);

@@ -13,7 +13,7 @@ constexpr const char* kContainerFields[] = {"image", "command", "args", "volumeM
 
 MigrationRecord MigrationRecord::Capture(
     const NodeView& view, const std::optional<std::vector<std::string>>& kubelet_flags,
-    const std::optional<File>& leader_migration_config) {
+    const std::optional<File>& leader_migration_config, std::vector<KubeletFile> kubelet_files) {
   MigrationRecord record;
   for (const std::optional<ComponentView>* component :
        {&view.apiserver, &view.controller_manager, &view.scheduler}) {
@@ -33,6 +33,7 @@ MigrationRecord MigrationRecord::Capture(
   }
   record.kubelet_flags_ = kubelet_flags;
   record.leader_migration_config_ = leader_migration_config;
+  record.kubelet_files_ = std::move(kubelet_files);
   return record;
 }
 
@@ -57,6 +58,22 @@ std::string MigrationRecord::Emit() const {
     YAML::Node flags(YAML::NodeType::Sequence);
     for (const std::string& flag : *kubelet_flags_) flags.push_back(flag);
     root["kubeletFlags"] = flags;
+  }
+  if (!kubelet_files_.empty()) {
+    YAML::Node files(YAML::NodeType::Sequence);
+    for (const KubeletFile& file : kubelet_files_) {
+      YAML::Node item;
+      item["path"] = file.path;
+      item["before"] = file.before;
+      item["after"] = file.after;
+      files.push_back(item);
+    }
+    root["kubeletFiles"] = files;
+  }
+  if (!created_files_.empty()) {
+    YAML::Node created(YAML::NodeType::Sequence);
+    for (const std::string& path : created_files_) created.push_back(path);
+    root["createdFiles"] = created;
   }
   if (leader_migration_config_) {
     root["leaderMigrationConfig"]["path"] = leader_migration_config_->path;
@@ -109,6 +126,34 @@ absl::StatusOr<MigrationRecord> MigrationRecord::Parse(std::string_view text,
       flags.push_back(items[i].Scalar());
     }
     record.kubelet_flags_ = flags;
+  }
+  if (doc["kubeletFiles"].IsDefined()) {
+    if (!HasField(doc, "kubeletFiles", YAML::NodeType::Sequence)) {
+      return invalid("kubeletFiles must be a list");
+    }
+    const YAML::Node items = doc["kubeletFiles"];
+    for (size_t i = 0; i < items.size(); ++i) {
+      const YAML::Node item = items[i];
+      if (!HasField(item, "path", YAML::NodeType::Scalar) ||
+          !HasField(item, "before", YAML::NodeType::Scalar) ||
+          !HasField(item, "after", YAML::NodeType::Scalar)) {
+        return invalid(StrCat("kubeletFiles[", i, "] needs path, before and after"));
+      }
+      record.kubelet_files_.push_back(
+          KubeletFile{item["path"].Scalar(), item["before"].Scalar(), item["after"].Scalar()});
+    }
+  }
+  if (doc["createdFiles"].IsDefined()) {
+    if (!HasField(doc, "createdFiles", YAML::NodeType::Sequence)) {
+      return invalid("createdFiles must be a list");
+    }
+    const YAML::Node items = doc["createdFiles"];
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!items[i].IsScalar() || items[i].Scalar().empty() || items[i].Scalar()[0] != '/') {
+        return invalid(StrCat("createdFiles[", i, "] must be an absolute path"));
+      }
+      record.created_files_.push_back(items[i].Scalar());
+    }
   }
   if (doc["leaderMigrationConfig"].IsDefined()) {
     const YAML::Node file = doc["leaderMigrationConfig"];

@@ -26,9 +26,18 @@ class MigrationRecord {
     std::string path;
     std::string content;
   };
+  // An environment file of the kubelet's unit that the move rewrote: its text before and the
+  // text the move wrote, so that moving back puts the first back while the file still holds the
+  // second.
+  struct KubeletFile {
+    std::string path;
+    std::string before;
+    std::string after;
+  };
   static MigrationRecord Capture(const NodeView& view,
                                  const std::optional<std::vector<std::string>>& kubelet_flags,
-                                 const std::optional<File>& leader_migration_config);
+                                 const std::optional<File>& leader_migration_config,
+                                 std::vector<KubeletFile> kubelet_files = {});
   static absl::StatusOr<MigrationRecord> Parse(std::string_view text, std::string_view source);
 
   std::string Emit() const;
@@ -40,6 +49,13 @@ class MigrationRecord {
 
   const std::optional<std::vector<std::string>>& kubelet_flags() const { return kubelet_flags_; }
   const std::optional<File>& leader_migration_config() const { return leader_migration_config_; }
+  // Empty in a record of a node whose kubelet had no unit to read (or written before handoff
+  // read it): then kubelet_flags() is what moving back restores.
+  const std::vector<KubeletFile>& kubelet_files() const { return kubelet_files_; }
+  // Files the move created that were not there before (a worker's credential provider
+  // configuration): moving back removes them.
+  const std::vector<std::string>& created_files() const { return created_files_; }
+  void AddCreatedFile(std::string path) { created_files_.push_back(std::move(path)); }
 
  private:
   struct Entry {
@@ -51,6 +67,8 @@ class MigrationRecord {
   std::vector<Entry> entries_;
   std::optional<std::vector<std::string>> kubelet_flags_;
   std::optional<File> leader_migration_config_;
+  std::vector<KubeletFile> kubelet_files_;
+  std::vector<std::string> created_files_;
 };
 
 }  // namespace handoff

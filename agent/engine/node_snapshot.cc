@@ -4,7 +4,9 @@
 #include <map>
 
 #include "agent/engine/migration_record.h"
+#include "agent/manifest/kubelet_flags.h"
 #include "common/base/strings.h"
+#include "common/fs/host_path.h"
 
 namespace handoff {
 namespace {
@@ -62,6 +64,45 @@ std::string JoinPath(std::string_view dir, std::string_view name) {
 }
 
 }  // namespace
+
+absl::StatusOr<KubeletCommandLine> ExpectedKubeletFlags(const NodeSnapshot& snapshot) {
+  if (!snapshot.kubelet_unit_error.empty()) {
+    return absl::FailedPreconditionError(snapshot.kubelet_unit_error);
+  }
+  if (snapshot.kubelet_unit) {
+    absl::StatusOr<EffectiveKubelet> kubelet = ReadEffectiveKubelet(*snapshot.kubelet_unit);
+    if (!kubelet.ok()) return kubelet.status();
+    return std::move(kubelet->flags);
+  }
+  std::vector<systemd::CommandWord> argv = {systemd::CommandWord{"kubelet", "", {}, -1}};
+  if (snapshot.kubelet_flags) {
+    absl::StatusOr<KubeletFlagsFile> file =
+        KubeletFlagsFile::Parse(*snapshot.kubelet_flags, snapshot.paths.kubelet_flags_file);
+    if (!file.ok()) return file.status();
+    const systemd::Origin origin{snapshot.paths.kubelet_flags_file, 0};
+    for (const std::string& item : file->flags().items()) {
+      argv.push_back(systemd::CommandWord{item, std::string(kKubeletArgsVariable), origin, -1});
+    }
+  }
+  return ParseKubeletCommandLine(argv);
+}
+
+absl::StatusOr<std::vector<std::string>> ExpectedKubeletArgs(const NodeSnapshot& snapshot) {
+  if (!snapshot.kubelet_unit_error.empty()) {
+    return absl::FailedPreconditionError(snapshot.kubelet_unit_error);
+  }
+  if (snapshot.kubelet_unit) {
+    absl::StatusOr<EffectiveKubelet> kubelet = ReadEffectiveKubelet(*snapshot.kubelet_unit);
+    if (!kubelet.ok()) return kubelet.status();
+    return std::vector<std::string>(kubelet->argv.begin() + (kubelet->argv.empty() ? 0 : 1),
+                                    kubelet->argv.end());
+  }
+  if (!snapshot.kubelet_flags) return std::vector<std::string>();
+  absl::StatusOr<KubeletFlagsFile> file =
+      KubeletFlagsFile::Parse(*snapshot.kubelet_flags, snapshot.paths.kubelet_flags_file);
+  if (!file.ok()) return file.status();
+  return file->flags().items();
+}
 
 std::string MigrationRecordPath(const NodePaths& paths) {
   return JoinPath(paths.state_dir, "migration-record.yaml");
@@ -150,10 +191,17 @@ NodeSnapshot WithoutStrayFiles(const NodeSnapshot& snapshot) {
   return kept;
 }
 
-absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const FileSystem& fs, const NodePaths& paths) {
+namespace {
+
+absl::StatusOr<NodeSnapshot> ReadSnapshot(const FileSystem& fs, const NodePaths& paths,
+                                          NodeRole role) {
   NodeSnapshot snapshot;
   snapshot.paths = paths;
+  snapshot.role = role;
   absl::StatusOr<std::vector<std::string>> names = fs.ListDirectory(paths.manifest_dir);
+  if (!names.ok() && role == NodeRole::kWorker && absl::IsNotFound(names.status())) {
+    names = std::vector<std::string>();  // a worker's kubelet may have no static pods at all
+  }
   if (!names.ok()) {
     return absl::FailedPreconditionError(
         StrCat("cannot list the static pod manifest directory ", paths.manifest_dir, ": ",
@@ -239,6 +287,43 @@ absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const FileSystem& fs, const NodePa
         ReadOptional(fs, host, kLeaderMigrationConfigRead);
     if (!content.ok()) return content.status();
     snapshot.referenced_files[host] = *std::move(content);
+  }
+  return snapshot;
+}
+
+}  // namespace
+
+absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const FileSystem& fs, const NodePaths& paths) {
+  return ReadSnapshot(fs, paths, NodeRole::kControlPlane);
+}
+
+absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const FileSystem& fs, const Settings& settings) {
+  absl::StatusOr<NodeSnapshot> snapshot = ReadSnapshot(fs, settings.paths, settings.role);
+  if (!snapshot.ok() || settings.role != NodeRole::kWorker) return snapshot;
+  snapshot->worker = settings.worker;
+  absl::StatusOr<FileInfo> binary =
+      fs.Stat(JoinPath(settings.worker.credential_provider_bin_dir, kEcrCredentialProvider));
+  if (binary.ok()) {
+    snapshot->credential_provider_binary = *binary;
+  } else if (!absl::IsNotFound(binary.status())) {
+    return binary.status();
+  }
+  absl::StatusOr<std::optional<std::string>> config =
+      ReadOptional(fs, settings.worker.credential_provider_config, kCredentialProviderConfigRead);
+  if (!config.ok()) return config.status();
+  snapshot->credential_provider_config = *std::move(config);
+  absl::StatusOr<FileInfo> config_dir =
+      fs.Stat(ParentPath(settings.worker.credential_provider_config));
+  snapshot->credential_provider_config_dir_exists = config_dir.ok() && config_dir->is_directory;
+  absl::StatusOr<std::optional<std::string>> hostname =
+      ReadOptional(fs, "/etc/hostname", kUnitFileRead);
+  if (!hostname.ok()) return hostname.status();
+  if (*hostname) {
+    std::string_view name = **hostname;
+    name = name.substr(0, name.find('\n'));
+    while (!name.empty() && (name.back() == ' ' || name.back() == '\r')) name.remove_suffix(1);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    snapshot->host_name = std::string(name);
   }
   return snapshot;
 }

@@ -35,6 +35,18 @@ struct ManifestFile {
 
 struct NodeSnapshot {
   NodePaths paths;
+  // What the settings say the node is (ReadNodeSnapshot with the settings): a worker is
+  // classified and moved by its kubelet alone.
+  NodeRole role = NodeRole::kControlPlane;
+  // A worker's: the settings' worker part; ecr-credential-provider in its bin dir (nullopt when
+  // absent) and the credential provider configuration at worker.credential_provider_config.
+  WorkerSettings worker;
+  std::optional<FileInfo> credential_provider_binary;
+  std::optional<std::string> credential_provider_config;
+  bool credential_provider_config_dir_exists = false;
+  // A worker's host name (/etc/hostname, which systemd gives the kernel at boot): what an
+  // external kubelet names its Node without --hostname-override. "" when unknown.
+  std::string host_name;
   // Every file the kubelet would load: all names in the manifest dir not starting with "." (the
   // kubelet applies no extension filter: pkg/kubelet/config/file.go), sorted by name.
   std::vector<ManifestFile> manifests;
@@ -78,11 +90,26 @@ std::string ParkedControllerManagerPath(const NodePaths& paths);
 std::optional<std::string> HostPathOf(const StaticPod& pod, size_t container,
                                       std::string_view container_path);
 
+// What the kubelet's process must carry once its files are as `snapshot` has them, every word
+// after the program: the command line its unit gives it (ReadEffectiveKubelet), or, on a node
+// without a kubelet.service, the flags of paths.kubelet_flags_file (none when that is absent).
+// Errors name the file that does not parse, or why the unit cannot be read. Pure.
+absl::StatusOr<std::vector<std::string>> ExpectedKubeletArgs(const NodeSnapshot& snapshot);
+// The same command line read as the kubelet reads it, each flag with the file it is written in.
+absl::StatusOr<KubeletCommandLine> ExpectedKubeletFlags(const NodeSnapshot& snapshot);
+
 // Reads the node, each kind of file within its size limit (read_limit.h). Fails only when the
 // manifest directory cannot be listed or a present file cannot be read; content problems are
 // left to Classify, and so is an entry of the manifest directory that is no file to read (a
 // broken entry, named with the reason, never opened for reading).
 absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const FileSystem& fs, const NodePaths& paths);
+// The same for the node `settings` describe: its role, and for a worker also the credential
+// provider's binary and configuration.
+absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const FileSystem& fs, const Settings& settings);
+
+// The file name of the AWS image credential provider in worker.credential_provider_bin_dir,
+// which is also its provider name in the CredentialProviderConfig.
+inline constexpr char kEcrCredentialProvider[] = "ecr-credential-provider";
 
 }  // namespace handoff
 

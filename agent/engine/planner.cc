@@ -1,13 +1,18 @@
 #include "agent/engine/planner.h"
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 
+#include "absl/strings/str_format.h"
 #include "agent/engine/ccm_template.h"
+#include "agent/engine/credential_provider.h"
 #include "agent/engine/migration_record.h"
 #include "agent/leadermigration/config.h"
 #include "agent/manifest/feature_gates.h"
 #include "agent/manifest/kubelet_flags.h"
 #include "common/base/strings.h"
+#include "common/fs/host_path.h"
 
 namespace handoff {
 namespace {
@@ -15,6 +20,9 @@ namespace {
 namespace lm = leadermigration;
 
 absl::Status Precondition(const std::string& what) { return absl::FailedPreconditionError(what); }
+
+// Kubelet flags to set (nullopt: remove), in order.
+using KubeletEdits = std::vector<std::pair<std::string, std::optional<std::string>>>;
 
 std::string JoinPath(std::string_view dir, std::string_view name) {
   return StrCat(dir, EndsWith(dir, "/") ? "" : "/", name);
@@ -31,6 +39,9 @@ std::map<std::string, std::optional<std::string>> KnownFiles(const NodeSnapshot&
   files[MigrationRecordPath(snapshot.paths)] = snapshot.migration_record;
   files[ParkedControllerManagerPath(snapshot.paths)] = snapshot.parked_controller_manager;
   for (const auto& [path, content] : snapshot.referenced_files) files[path] = content;
+  if (snapshot.role == NodeRole::kWorker) {
+    files[snapshot.worker.credential_provider_config] = snapshot.credential_provider_config;
+  }
   if (snapshot.kubelet_unit) {
     for (const auto& [path, text] : snapshot.kubelet_unit->environment) {
       if (!files.count(path)) files[path] = text;
@@ -47,6 +58,14 @@ NodeSnapshot SnapshotAfter(const NodeSnapshot& snapshot, const Plan& plan) {
   for (const FileChange& change : plan.changes) files[change.path] = change.after;
   NodeSnapshot after;
   after.paths = snapshot.paths;
+  after.role = snapshot.role;
+  after.worker = snapshot.worker;
+  after.credential_provider_binary = snapshot.credential_provider_binary;
+  after.credential_provider_config_dir_exists = snapshot.credential_provider_config_dir_exists;
+  after.host_name = snapshot.host_name;
+  if (snapshot.role == NodeRole::kWorker) {
+    after.credential_provider_config = files[snapshot.worker.credential_provider_config];
+  }
   const std::string prefix = JoinPath(snapshot.paths.manifest_dir, "");
   for (const auto& [path, content] : files) {
     if (!content || !StartsWith(path, prefix) ||
@@ -117,6 +136,19 @@ class Planner {
                                  StrJoin(current_.problems, "\n  - ")));
     }
     if (target == current_.state) return plan_;
+    if (snapshot_.role == NodeRole::kWorker) {
+      const bool forward = current_.state == NodeState::kInTree && target == NodeState::kExternal;
+      const bool back = current_.state == NodeState::kExternal && target == NodeState::kInTree;
+      if (!forward && !back) {
+        return Precondition(StrCat("a worker moves between in-tree and external only (its "
+                                   "kubelet's --cloud-provider); it is ",
+                                   NodeStateName(current_.state), ", and ",
+                                   NodeStateName(target), " is a control-plane node's state"));
+      }
+      absl::Status status = forward ? WorkerToExternal() : WorkerToInTree();
+      if (!status.ok()) return status;
+      return CheckOutcome();
+    }
     if (!AreAdjacent(current_.state, target)) {
       return Precondition(
           StrCat("the node is ", NodeStateName(current_.state), " and ", NodeStateName(target),
@@ -317,13 +349,25 @@ class Planner {
     return pod;
   }
 
-  absl::StatusOr<std::optional<std::string>> KubeletExternal() const {
+  // The flag settings of the kubelet's move to external on a control-plane node.
+  static KubeletEdits ControlPlaneKubeletEdits() {
+    return {{"cloud-provider", "external"}, {"cloud-config", std::nullopt}};
+  }
+
+  // The flags file with `edits` made (a flag set to nullopt removed), nullopt when there is no
+  // flags file.
+  absl::StatusOr<std::optional<std::string>> EditFlagsFile(const KubeletEdits& edits) const {
     if (!snapshot_.kubelet_flags) return std::optional<std::string>();
     absl::StatusOr<KubeletFlagsFile> file =
         KubeletFlagsFile::Parse(*snapshot_.kubelet_flags, settings_.paths.kubelet_flags_file);
     if (!file.ok()) return file.status();
-    file->flags().Set("cloud-provider", "external");
-    file->flags().Remove("cloud-config");
+    for (const auto& [name, value] : edits) {
+      if (value) {
+        file->flags().Set(name, *value);
+      } else {
+        file->flags().Remove(name);
+      }
+    }
     return std::optional<std::string>(file->Emit());
   }
 
@@ -353,7 +397,7 @@ class Planner {
     if (!ccm.ok()) return ccm.status();
     absl::StatusOr<std::string> config = CloudControllerManagerConfig();
     if (!config.ok()) return config.status();
-    absl::StatusOr<std::optional<std::string>> kubelet = PlanKubeletExternal();
+    absl::StatusOr<std::vector<MigrationRecord::KubeletFile>> kubelet = PlanKubeletExternal();
     if (!kubelet.ok()) return kubelet.status();
 
     std::optional<MigrationRecord::File> kcm_config;
@@ -362,7 +406,7 @@ class Planner {
       std::optional<std::string> content = host ? Current(*host) : std::nullopt;
       if (content) kcm_config = MigrationRecord::File{*host, *content};
     }
-    WriteRecord(view_, kcm_config);
+    WriteRecord(view_, kcm_config, *kubelet);
     // The order is the real node's (measured with kubeadm v1.26 nodes): the managers reach the
     // API through their own node's API server (kubeadm's controller-manager.conf names the
     // node's address), which is gone for up to 45 s once its manifest changes.
@@ -386,67 +430,103 @@ class Planner {
     if (!written.ok()) return written;
     Write(settings_.paths.leader_migration_config, *config, "");
     Write(ccm_path, ccm->Emit(), std::string(kCloudControllerManager));
-    if (*kubelet) Write(settings_.paths.kubelet_flags_file, **kubelet, std::string(kKubelet));
+    WriteKubelet(*kubelet);
     return absl::OkStatus();
   }
 
-  // The kubelet's flags file with --cloud-provider=external, nullopt when handoff does not
-  // manage it (with a note saying so).
-  absl::StatusOr<std::optional<std::string>> PlanKubeletExternal() {
-    if (settings_.paths.kubelet_flags_file.empty()) {
+  // The kubelet's files with --cloud-provider=external and without --cloud-config, each with
+  // its text now and after: none when handoff does not manage the kubelet (with a note saying
+  // so). With the kubelet's unit read, every flag is set where the kubelet reads it
+  // (SetKubeletFlag: kubeadm-flags.env, KUBELET_EXTRA_ARGS in /etc/default/kubelet or
+  // /etc/sysconfig/kubelet, ...); without one, in the flags file.
+  absl::StatusOr<std::vector<MigrationRecord::KubeletFile>> PlanKubeletExternal(
+      const KubeletEdits& edits = ControlPlaneKubeletEdits()) {
+    using Files = std::vector<MigrationRecord::KubeletFile>;
+    const std::string& path = settings_.paths.kubelet_flags_file;
+    if (path.empty()) {
       plan_.notes.push_back(
           "the kubelet's flags are not managed here (paths.kubeletFlagsFile is "
           "empty): give the kubelet --cloud-provider=external yourself");
-    } else if (!snapshot_.kubelet_flags) {
-      return Precondition(StrCat(settings_.paths.kubelet_flags_file,
+      return Files();
+    }
+    if (snapshot_.kubelet_unit) return KubeletUnitEdited(edits);
+    if (!snapshot_.kubelet_flags) {
+      return Precondition(StrCat(path,
                                  " does not exist, so the kubelet cannot be given "
                                  "--cloud-provider=external; set paths.kubeletFlagsFile (or "
                                  "\"\" to manage the kubelet yourself)"));
     }
-    absl::StatusOr<std::optional<std::string>> flags = KubeletExternal();
-    if (!flags.ok() || !*flags || !snapshot_.kubelet_unit) return flags;
-    absl::Status effect = TakesEffect(**flags);
-    if (!effect.ok()) return effect;
-    return flags;
+    absl::StatusOr<std::optional<std::string>> flags = EditFlagsFile(edits);
+    if (!flags.ok()) return flags.status();
+    if (!*flags || **flags == *snapshot_.kubelet_flags) return Files();
+    return Files{{path, *snapshot_.kubelet_flags, **flags}};
   }
 
-  // Whether the kubelet, as its unit starts it, runs --cloud-provider=external without
-  // --cloud-config once the flags file holds `flags`: a flag given again in a file read later
-  // (KUBELET_EXTRA_ARGS in /etc/default/kubelet, a drop-in's ExecStart) would override it.
-  absl::Status TakesEffect(const std::string& flags) const {
-    const std::string& path = settings_.paths.kubelet_flags_file;
-    KubeletUnit unit = *snapshot_.kubelet_unit;
-    unit.environment[path] = flags;
+  // The environment files of the kubelet's unit to write so that it runs with `edits`: each flag
+  // set where it is read, the result checked as systemd would start it.
+  absl::StatusOr<std::vector<MigrationRecord::KubeletFile>> KubeletUnitEdited(
+      const KubeletEdits& edits) const {
+    const KubeletUnit& now = *snapshot_.kubelet_unit;
+    KubeletUnit unit = now;
+    for (const auto& [name, value] : edits) {
+      absl::StatusOr<std::map<std::string, std::string>> texts = SetKubeletFlag(unit, name, value);
+      if (!texts.ok()) {
+        return Precondition(StrCat("the kubelet cannot be moved to --cloud-provider=external: ",
+                                   texts.status().message()));
+      }
+      for (const auto& [path, text] : *texts) unit.environment[path] = text;
+    }
+    absl::Status effect = TakesEffect(unit);
+    if (!effect.ok()) return effect;
+    std::vector<MigrationRecord::KubeletFile> files;
+    for (const auto& [path, text] : unit.environment) {
+      const std::string& before = now.environment.at(path);
+      if (text != before) files.push_back(MigrationRecord::KubeletFile{path, before, text});
+    }
+    return files;
+  }
+
+  // Whether the kubelet, as `unit` starts it, runs --cloud-provider=external without
+  // --cloud-config: the planned files read back as systemd reads them.
+  absl::Status TakesEffect(const KubeletUnit& unit) const {
     absl::StatusOr<EffectiveKubelet> kubelet = ReadEffectiveKubelet(unit);
     if (!kubelet.ok()) return Precondition(std::string(kubelet.status().message()));
     const KubeletFlag* provider = kubelet->flags.Effective("cloud-provider");
-    if (provider == nullptr) {
-      return Precondition(StrCat("the kubelet's unit (", kubelet->command.fragment,
-                                 " and its drop-ins) does not start the kubelet with ", path,
-                                 "'s flags, so writing --cloud-provider=external there changes "
-                                 "nothing; set paths.kubeletFlagsFile to the file it reads"));
-    }
-    if (provider->value != std::optional<std::string>("external")) {
-      return Precondition(StrCat(
-          DescribeFlag(*provider), " overrides ", path, ": the kubelet would still run "
-          "--cloud-provider=", provider->value.value_or(""), " after the move. handoff writes the "
-          "kubelet's flags in ", path, ": remove the flag where it is, or give it there"));
+    if (provider == nullptr || provider->value != std::optional<std::string>("external")) {
+      return absl::InternalError(
+          StrCat("the planned kubelet files would not start the kubelet with "
+                 "--cloud-provider=external (",
+                 provider == nullptr ? "it would have none" : DescribeFlag(*provider),
+                 "); nothing will be written"));
     }
     if (const KubeletFlag* config = kubelet->flags.Effective("cloud-config")) {
-      return Precondition(StrCat(DescribeFlag(*config), ": an external kubelet takes no "
-                                 "--cloud-config; remove it there"));
+      return absl::InternalError(StrCat("the planned kubelet files would leave ",
+                                        DescribeFlag(*config), "; nothing will be written"));
     }
     return absl::OkStatus();
   }
 
+  // The kubelet's planned files, each a change of the kubelet's: written last and together, the
+  // kubelet restarted once after them (Applier).
+  void WriteKubelet(const std::vector<MigrationRecord::KubeletFile>& files) {
+    for (const MigrationRecord::KubeletFile& file : files) {
+      Write(file.path, file.after, std::string(kKubelet));
+    }
+  }
+
   // The migration record of the node as `view` shows it (the managers before they go external),
   // written first so that moving back always finds it.
-  void WriteRecord(const NodeView& view, const std::optional<MigrationRecord::File>& kcm_config) {
+  void WriteRecord(const NodeView& view, const std::optional<MigrationRecord::File>& kcm_config,
+                   std::vector<MigrationRecord::KubeletFile> kubelet_files,
+                   const std::vector<std::string>& created = {}) {
     std::optional<std::vector<std::string>> kubelet_flags;
     if (snapshot_.kubelet_flags) {
-      kubelet_flags = KubeletFlagsFile::Parse(*snapshot_.kubelet_flags, "")->flags().items();
+      absl::StatusOr<KubeletFlagsFile> file = KubeletFlagsFile::Parse(*snapshot_.kubelet_flags, "");
+      if (file.ok()) kubelet_flags = file->flags().items();
     }
-    MigrationRecord record = MigrationRecord::Capture(view, kubelet_flags, kcm_config);
+    MigrationRecord record =
+        MigrationRecord::Capture(view, kubelet_flags, kcm_config, std::move(kubelet_files));
+    for (const std::string& path : created) record.AddCreatedFile(path);
     Write(MigrationRecordPath(settings_.paths), record.Emit(), "");
   }
 
@@ -653,14 +733,14 @@ class Planner {
   // directory and external, the parked copy removed, kube-scheduler, the kubelet.
   absl::Status StoppedToExternal() {
     const ComponentView& parked = *view_.parked_controller_manager;
-    absl::StatusOr<std::optional<std::string>> kubelet = PlanKubeletExternal();
+    absl::StatusOr<std::vector<MigrationRecord::KubeletFile>> kubelet = PlanKubeletExternal();
     if (!kubelet.ok()) return kubelet.status();
     ComponentView kcm = parked;
     kcm.path = ControllerManagerPath();
     NodeView recorded = view_;
     recorded.controller_manager = kcm;
     recorded.parked_controller_manager.reset();
-    WriteRecord(recorded, std::nullopt);
+    WriteRecord(recorded, std::nullopt, *kubelet);
     absl::Status written = WriteExternalApiserver();
     if (!written.ok()) return written;
     absl::StatusOr<StaticPod> pod = ExternalControllerManager(kcm);
@@ -682,7 +762,7 @@ class Planner {
     Write(parked.path, std::nullopt, "");
     written = WriteRetaggedScheduler();
     if (!written.ok()) return written;
-    if (*kubelet) Write(settings_.paths.kubelet_flags_file, **kubelet, std::string(kKubelet));
+    WriteKubelet(*kubelet);
     return absl::OkStatus();
   }
 
@@ -761,13 +841,68 @@ class Planner {
     return absl::OkStatus();
   }
 
-  absl::Status RestoreKubelet(const MigrationRecord& record) {
+  absl::Status RestoreKubelet(const MigrationRecord& record,
+                              const std::vector<std::string>& flag_names = {"cloud-provider",
+                                                                            "cloud-config"}) {
+    if (!record.kubelet_files().empty()) return RestoreKubeletFiles(record, flag_names);
     if (!record.kubelet_flags() || !snapshot_.kubelet_flags) return absl::OkStatus();
     absl::StatusOr<KubeletFlagsFile> file =
         KubeletFlagsFile::Parse(*snapshot_.kubelet_flags, settings_.paths.kubelet_flags_file);
     if (!file.ok()) return file.status();
     file->flags() = FlagList(*record.kubelet_flags());
     Write(settings_.paths.kubelet_flags_file, file->Emit(), std::string(kKubelet));
+    return absl::OkStatus();
+  }
+
+  // The kubelet's files as the record has them from before the move, each while it still holds
+  // what the move wrote. One changed since (an operator's edit, a tool's rewrite) is not
+  // overwritten: the kubelet's --cloud-provider and --cloud-config go back to what they were,
+  // set where the kubelet reads them now, and the plan says so.
+  absl::Status RestoreKubeletFiles(const MigrationRecord& record,
+                                   const std::vector<std::string>& flag_names) {
+    std::vector<std::string> edited;
+    for (const MigrationRecord::KubeletFile& file : record.kubelet_files()) {
+      if (Current(file.path) != std::optional<std::string>(file.after)) edited.push_back(file.path);
+    }
+    if (edited.empty()) {
+      for (const MigrationRecord::KubeletFile& file : record.kubelet_files()) {
+        Write(file.path, file.before, std::string(kKubelet));
+      }
+      return absl::OkStatus();
+    }
+    if (!snapshot_.kubelet_unit) {
+      return Precondition(StrCat(StrJoin(edited, ", "),
+                                 " changed since the move and the kubelet's unit cannot be read "
+                                 "now, so handoff cannot tell where to put its flags back"));
+    }
+    KubeletUnit was = *snapshot_.kubelet_unit;
+    for (const MigrationRecord::KubeletFile& file : record.kubelet_files()) {
+      was.environment[file.path] = file.before;
+    }
+    absl::StatusOr<EffectiveKubelet> before = ReadEffectiveKubelet(was);
+    if (!before.ok()) {
+      return Precondition(StrCat("the kubelet's recorded files do not read back: ",
+                                 before.status().message()));
+    }
+    KubeletUnit unit = *snapshot_.kubelet_unit;
+    for (const std::string& name : flag_names) {
+      const KubeletFlag* flag = before->flags.Effective(name);
+      std::optional<std::string> value;
+      if (flag != nullptr) value = flag->value.value_or("");
+      absl::StatusOr<std::map<std::string, std::string>> texts = SetKubeletFlag(unit, name, value);
+      if (!texts.ok()) {
+        return Precondition(StrCat("the kubelet's --", name, " cannot be put back: ",
+                                   texts.status().message()));
+      }
+      for (const auto& [path, text] : *texts) unit.environment[path] = text;
+    }
+    for (const auto& [path, text] : unit.environment) {
+      Write(path, text, std::string(kKubelet));
+    }
+    plan_.notes.push_back(StrCat(
+        StrJoin(edited, ", "), " changed since the move, so ", edited.size() == 1 ? "it is" : "they are",
+        " not put back as recorded: only the kubelet's --", StrJoin(flag_names, ", --"),
+        " go back to what they were, where the kubelet reads them now"));
     return absl::OkStatus();
   }
 
@@ -778,6 +913,128 @@ class Planner {
     absl::Status restored = record.Restore(component->component, pod, component->container);
     if (!restored.ok()) return restored;
     return WriteManifest(*component, pod);
+  }
+
+  // The worker's kubelet flags its move sets (RestoreKubeletFiles puts the same back).
+  static std::vector<std::string> WorkerKubeletFlags() {
+    return {"cloud-provider", "cloud-config", "image-credential-provider-config",
+            "image-credential-provider-bin-dir", "hostname-override"};
+  }
+
+  // in-tree → external on a worker: the record, the credential provider's configuration (unless
+  // the kubelet's is already there and names ecr-credential-provider), then the kubelet's files:
+  // --cloud-provider=external without --cloud-config, the credential provider's two flags, and
+  // --hostname-override when the name an external kubelet takes (its override, else the host
+  // name, lower-cased) is not its Node's. Refused before anything is written without
+  // ecr-credential-provider or the Node's name.
+  absl::Status WorkerToExternal() {
+    const WorkerSettings& worker = snapshot_.worker;
+    const std::string binary = JoinPath(worker.credential_provider_bin_dir, kEcrCredentialProvider);
+    if (!snapshot_.credential_provider_binary) {
+      return Precondition(StrCat(
+          binary, " is missing: install ", kEcrCredentialProvider,
+          " (k8s.io/cloud-provider-aws cmd/ecr-credential-provider, at the "
+          "cloud-controller-manager's version) there, or set worker.credentialProviderBinDir to "
+          "where it is; an external kubelet pulls images from ECR only through it. Nothing was "
+          "written"));
+    }
+    if (snapshot_.credential_provider_binary->is_directory ||
+        (snapshot_.credential_provider_binary->mode & 0111) == 0) {
+      return Precondition(StrCat(binary, " is not an executable file (mode ",
+                                 absl::StrFormat("%04o", snapshot_.credential_provider_binary->mode),
+                                 "): the kubelet could not run it. Nothing was written"));
+    }
+    if (worker.node_name.empty()) {
+      return Precondition(
+          "the Node's name is not known (worker.nodeName, or the instance metadata's "
+          "local-hostname): an external kubelet no longer takes it from the in-tree provider, "
+          "and one that registers under another name makes a new Node while the old one goes "
+          "NotReady. Nothing was written");
+    }
+    absl::StatusOr<KubeletCommandLine> flags = ExpectedKubeletFlags(snapshot_);
+    if (!flags.ok()) return Precondition(std::string(flags.status().message()));
+    const std::string& config = worker.credential_provider_config;
+    if (const KubeletFlag* given = flags->Effective("image-credential-provider-config");
+        given != nullptr && given->value != std::optional<std::string>(config)) {
+      return Precondition(StrCat(
+          DescribeFlag(*given), ": the kubelet already has a credential provider configuration. "
+          "handoff does not merge into it: add the ", kEcrCredentialProvider, " provider there and "
+          "set worker.credentialProviderConfig to ", given->value.value_or("")));
+    }
+    if (const KubeletFlag* given = flags->Effective("image-credential-provider-bin-dir");
+        given != nullptr &&
+        given->value != std::optional<std::string>(worker.credential_provider_bin_dir)) {
+      return Precondition(StrCat(DescribeFlag(*given), ": the kubelet looks for credential "
+                                 "providers there; set worker.credentialProviderBinDir to ",
+                                 given->value.value_or("")));
+    }
+    std::vector<std::string> created;
+    if (snapshot_.credential_provider_config) {
+      absl::Status usable = CheckEcrCredentialProviderConfig(*snapshot_.credential_provider_config,
+                                                             config);
+      if (!usable.ok()) {
+        return Precondition(StrCat(usable.message(), ". handoff writes ", config,
+                                   " only where there is none: fix it, remove it, or set "
+                                   "worker.credentialProviderConfig to another path"));
+      }
+    } else if (!snapshot_.credential_provider_config_dir_exists) {
+      return Precondition(StrCat(ParentPath(config), " does not exist, so the credential "
+                                 "provider's configuration cannot be written there: create the "
+                                 "directory, or set worker.credentialProviderConfig to a file in "
+                                 "one that exists. Nothing was written"));
+    } else {
+      created.push_back(config);
+    }
+    KubeletEdits edits = ControlPlaneKubeletEdits();
+    edits.emplace_back("image-credential-provider-config", config);
+    edits.emplace_back("image-credential-provider-bin-dir", worker.credential_provider_bin_dir);
+    const KubeletFlag* override = flags->Effective("hostname-override");
+    std::string name = override ? override->value.value_or("") : snapshot_.host_name;
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (name != worker.node_name) {
+      edits.emplace_back("hostname-override", worker.node_name);
+      plan_.notes.push_back(StrCat(
+          "the external kubelet would register as ", name.empty() ? "<unknown>" : name,
+          "; --hostname-override=", worker.node_name, " keeps its Node"));
+    }
+    absl::StatusOr<std::vector<MigrationRecord::KubeletFile>> kubelet = PlanKubeletExternal(edits);
+    if (!kubelet.ok()) return kubelet.status();
+    WriteRecord(view_, std::nullopt, *kubelet, created);
+    if (!created.empty()) Write(config, EcrCredentialProviderConfig(), "");
+    WriteKubelet(*kubelet);
+    return absl::OkStatus();
+  }
+
+  // external → in-tree on a worker: the kubelet's files from the record, then what the move
+  // created (the credential provider's configuration, while it is as handoff wrote it), then
+  // the record.
+  absl::Status WorkerToInTree() {
+    const std::string record_path = MigrationRecordPath(settings_.paths);
+    if (!snapshot_.migration_record) {
+      return Precondition(StrCat(
+          "there is no migration record at ", record_path,
+          ", so handoff does not know which flags this kubelet had before it went external, and "
+          "it never guesses them. Give the kubelet --cloud-provider=aws (and its --cloud-config) "
+          "by hand"));
+    }
+    absl::StatusOr<MigrationRecord> record =
+        MigrationRecord::Parse(*snapshot_.migration_record, record_path);
+    if (!record.ok()) return record.status();
+    absl::Status restored = RestoreKubelet(*record, WorkerKubeletFlags());
+    if (!restored.ok()) return restored;
+    for (const std::string& path : record->created_files()) {
+      const std::optional<std::string> now = Current(path);
+      if (!now) continue;
+      if (*now == EcrCredentialProviderConfig()) {
+        Write(path, std::nullopt, "");
+      } else {
+        plan_.notes.push_back(StrCat(path, " changed since handoff wrote it, so it is left in "
+                                           "place (the in-tree kubelet does not read it)"));
+      }
+    }
+    Write(record_path, std::nullopt, "");
+    return absl::OkStatus();
   }
 
   // Every plan is checked by classifying the node it would leave behind.

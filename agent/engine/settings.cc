@@ -81,6 +81,10 @@ class Reader {
 
 }  // namespace
 
+std::string_view NodeRoleName(NodeRole role) {
+  return role == NodeRole::kWorker ? "worker" : "control-plane";
+}
+
 absl::Status CheckClusterId(std::string_view id) {
   // EC2 tag keys are at most 128 characters, and "kubernetes.io/cluster/" takes 22. No '/' or
   // ',' either: a ',' would split the aws CLI's filter values, a '/' makes another key's prefix.
@@ -234,6 +238,25 @@ absl::StatusOr<Settings> ParseSettings(std::string_view text, std::string_view s
                              }},
                         });
            }},
+          {"role",
+           [&](const YAML::Node& node, const std::string& path) {
+             if (!node.IsScalar() ||
+                 (node.Scalar() != "control-plane" && node.Scalar() != "worker")) {
+               return reader.Problem(path, "must be control-plane or worker");
+             }
+             settings.role = node.Scalar() == "worker" ? NodeRole::kWorker : NodeRole::kControlPlane;
+           }},
+          {"worker",
+           [&](const YAML::Node& node, const std::string& path) {
+             reader.Map(node, path,
+                        {
+                            {"credentialProviderConfig",
+                             reader.String(settings.worker.credential_provider_config)},
+                            {"credentialProviderBinDir",
+                             reader.String(settings.worker.credential_provider_bin_dir)},
+                            {"nodeName", reader.String(settings.worker.node_name)},
+                        });
+           }},
           {"clusterId", reader.String(settings.cluster_id)},
           {"instanceMetadata",
            [&](const YAML::Node& node, const std::string& path) {
@@ -265,6 +288,14 @@ absl::StatusOr<Settings> ParseSettings(std::string_view text, std::string_view s
   }
   if (settings.ccm.cloud_provider != "aws" && settings.ccm.cloud_provider != "aws/v2") {
     reader.Problem("cloudControllerManager.cloudProvider", "must be aws or aws/v2");
+  }
+  for (const auto& [key, value] :
+       {std::pair<const char*, const std::string*>{"worker.credentialProviderConfig",
+                                                   &settings.worker.credential_provider_config},
+        {"worker.credentialProviderBinDir", &settings.worker.credential_provider_bin_dir}}) {
+    if (value->empty() || value->front() != '/') {
+      reader.Problem(key, StrCat("\"", *value, "\" is not an absolute path"));
+    }
   }
   if (absl::Status id = CheckClusterId(settings.cluster_id); !id.ok()) {
     reader.Problem("clusterId", std::string(id.message()));

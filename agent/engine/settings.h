@@ -60,7 +60,36 @@ struct KubeletSettings {
   absl::Duration settle = absl::Seconds(5);
 };
 
+// Which part of the cluster a node is. A control-plane node's managers are static pods that
+// the move rewrites (with the kubelet's flags); a worker runs none, and only its kubelet moves.
+enum class NodeRole { kControlPlane, kWorker };
+// "control-plane", "worker".
+std::string_view NodeRoleName(NodeRole role);
+
+// What a worker's move writes for the kubelet besides --cloud-provider=external: the image
+// credential provider that takes over the in-tree provider's ECR credentials, and the Node's
+// name that the in-tree provider gave it.
+struct WorkerSettings {
+  // Settings key worker.credentialProviderConfig: the kubelet's CredentialProviderConfig
+  // (kubelet.config.k8s.io/v1) for ecr-credential-provider, written by the move unless the
+  // kubelet already names one (--image-credential-provider-config).
+  // Its directory must exist: handoff creates the file, not directories outside its own.
+  std::string credential_provider_config =
+      "/etc/kubernetes/image-credential-provider-config.yaml";
+  // Settings key worker.credentialProviderBinDir: the directory where the operator installed
+  // ecr-credential-provider (--image-credential-provider-bin-dir). handoff does not install it.
+  std::string credential_provider_bin_dir =
+      "/usr/libexec/kubelet-image-credential-provider-plugins";
+  // Settings key worker.nodeName: the name of this node's Node object. The in-tree provider names
+  // it after the instance's private DNS name, which an external kubelet does not know: "" = the
+  // agent reads it from the instance metadata (local-hostname).
+  std::string node_name;
+};
+
 struct Settings {
+  // Settings key role: control-plane (the default) or worker.
+  NodeRole role = NodeRole::kControlPlane;
+  WorkerSettings worker;
   NodePaths paths;
   std::optional<KubeVersion> k8s_version;  // version N+1 of the control plane
   std::string leader_name = "cloud-provider-extraction-migration";

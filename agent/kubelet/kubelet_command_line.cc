@@ -135,9 +135,10 @@ absl::StatusOr<EffectiveKubelet> ReadEffectiveKubelet(const KubeletUnit& unit) {
   }
   absl::StatusOr<KubeletCommandLine> flags = ParseKubeletCommandLine(expanded->argv);
   if (!flags.ok()) return flags.status();
-  return EffectiveKubelet{std::move(*command),
-                          std::move(*environment),
-                          std::move(*flags)};
+  std::vector<std::string> argv;
+  for (const systemd::CommandWord& word : expanded->argv) argv.push_back(word.text);
+  return EffectiveKubelet{std::move(*command), std::move(*environment), std::move(*flags),
+                          std::move(argv)};
 }
 
 std::string DescribeFlag(const KubeletFlag& flag) {

@@ -59,6 +59,8 @@ struct EffectiveKubelet {
   systemd::ServiceCommand command;
   systemd::ServiceEnvironment environment;
   KubeletCommandLine flags;
+  // The words systemd starts the kubelet with, the program first: its process's argv.
+  std::vector<std::string> argv;
 };
 absl::StatusOr<EffectiveKubelet> ReadEffectiveKubelet(const KubeletUnit& unit);
 

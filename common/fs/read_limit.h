@@ -37,6 +37,9 @@ inline constexpr ReadLimit kKubeletFlagsRead{"kubelet flags file", 1 * kMiB};
 // LONG_LINE_MAX (1 MiB); kubeadm's packages install files of under 1 KiB.
 inline constexpr ReadLimit kUnitFileRead{"systemd unit file", 1 * kMiB};
 inline constexpr ReadLimit kEnvironmentFileRead{"environment file", 1 * kMiB};
+// The kubelet's CredentialProviderConfig: a few providers with their image patterns.
+inline constexpr ReadLimit kCredentialProviderConfigRead{"credential provider configuration",
+                                                         1 * kMiB};
 // handoff's settings, written by hand: a few KiB.
 inline constexpr ReadLimit kSettingsRead{"settings file", 1 * kMiB};
 // A LeaderMigrationConfiguration: a few hundred bytes naming a handful of controllers.

@@ -728,8 +728,19 @@ absl::Status KubeadmCluster::RunKubeadm() {
       return mirrored;
     }
     const Node& node = nodes_[i];
+    // The second node's kubelet has its cloud provider where an operator adds it beside kubeadm
+    // (/etc/default/kubelet, read after kubeadm-flags.env): the move must write it there.
+    const kubeadm::KubeletCloud cloud =
+        i == 1 ? kubeadm::KubeletCloud::kInTreeExtraArgs : kubeadm::KubeletCloud::kInTree;
+    if (cloud == kubeadm::KubeletCloud::kInTreeExtraArgs) {
+      written = WriteNodeFile(node, kubeadm::kKubeletDefaultsPath, kubeadm::KubeletDefaults(), 0644);
+      if (!written.ok()) return written;
+      setup_.say(StrCat(node.name, ": the kubelet's --cloud-provider=aws is in ",
+                        kubeadm::kKubeletDefaultsPath, " (KUBELET_EXTRA_ARGS), not in kubeadm's "
+                        "kubeletExtraArgs"));
+    }
     written = WriteNodeFile(node, kubeadm::kKubeadmConfigPath,
-                            kubeadm::JoinConfiguration(plan_, i, *pin), 0600);
+                            kubeadm::JoinConfiguration(plan_, i, *pin, cloud), 0600);
     if (!written.ok()) return written;
     const absl::Time join_started = absl::Now();
     ran = RunOnNode(

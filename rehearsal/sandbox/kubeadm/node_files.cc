@@ -22,10 +22,11 @@ std::string NodeRegistration(const PlannedNode& node, KubeletCloud cloud) {
       PreflightList(),
       "\n"
       "  kubeletExtraArgs:\n",
-      cloud == KubeletCloud::kInTree ? StrCat("    cloud-provider: aws\n"
-                                              "    cloud-config: ",
-                                              kCloudConfigPath, "\n")
-                                     : std::string("    cloud-provider: external\n"),
+      cloud == KubeletCloud::kInTree     ? StrCat("    cloud-provider: aws\n"
+                                                  "    cloud-config: ",
+                                                  kCloudConfigPath, "\n")
+      : cloud == KubeletCloud::kExternal ? std::string("    cloud-provider: external\n")
+                                         : std::string(),
       "    cgroup-root: ", node.cgroup_root,
       "\n"
       "    node-ip: ",
@@ -48,6 +49,14 @@ std::string CloudConfigVolume() {
 }
 
 }  // namespace
+
+std::string KubeletDefaults() {
+  return StrCat(
+      "# The in-tree AWS provider, given here rather than in kubeadm's kubeletExtraArgs: the\n"
+      "# kubelet's unit reads this file last (KUBELET_EXTRA_ARGS).\n"
+      "KUBELET_EXTRA_ARGS=\"--cloud-provider=aws --cloud-config=",
+      kCloudConfigPath, "\"\n");
+}
 
 const std::vector<std::string>& IgnoredPreflightErrors() {
   static const std::vector<std::string> kIgnored = {

@@ -65,7 +65,14 @@ std::string InitConfiguration(const ClusterPlan& plan);
 // (before the move), or `cloud-provider: external` (after it: the kubelet's flag is not in the
 // ClusterConfiguration, so the JoinConfiguration carries it, README "Joining a control-plane node
 // with kubeadm during and after the move").
-enum class KubeletCloud { kInTree, kExternal };
+// kInTreeExtraArgs: the in-tree provider given as an operator gives it beside kubeadm, in
+// KUBELET_EXTRA_ARGS of /etc/default/kubelet (KubeletDefaults), which the kubelet's unit reads
+// after kubeadm-flags.env; kubeletExtraArgs then names neither flag.
+enum class KubeletCloud { kInTree, kExternal, kInTreeExtraArgs };
+
+// /etc/default/kubelet for a node joined with KubeletCloud::kInTreeExtraArgs.
+inline constexpr char kKubeletDefaultsPath[] = "/etc/default/kubelet";
+std::string KubeletDefaults();
 
 // JoinConfiguration for `kubeadm join --config` on plan.nodes[index] as a control-plane node;
 // `ca_cert_hash` is "sha256:<hex>" of the cluster CA's public key.

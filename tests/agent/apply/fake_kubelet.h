@@ -2,7 +2,9 @@
 // handoff relies on: every file in the manifest directory not starting with "." runs as a
 // process whose argv is its container's command + args (the image entrypoint first for an
 // args-only container); a changed manifest gets a new process (new pid), a removed one none;
-// the kubelet runs with its flags file's args and re-reads them only when restarted. Knobs make
+// the kubelet runs with what its unit gives it (kubelet.service, its drop-ins and environment
+// files, as systemd merges them; on a node without one, its flags file's args) and re-reads
+// them only when restarted. Knobs make
 // it misbehave the way real nodes do. Its pods' processes can be signalled, which ends them.
 #ifndef HANDOFF_TESTS_AGENT_APPLY_FAKE_KUBELET_H_
 #define HANDOFF_TESTS_AGENT_APPLY_FAKE_KUBELET_H_
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "agent/engine/settings.h"
+#include "agent/kubelet/kubelet_command_line.h"
 #include "agent/manifest/kubelet_flags.h"
 #include "agent/manifest/static_pod.h"
 #include "common/base/strings.h"
@@ -20,6 +23,7 @@
 #include "common/system/command_runner.h"
 #include "common/system/health_checker.h"
 #include "common/system/process_table.h"
+#include "common/systemd/unit_file.h"
 
 namespace handoff::testing {
 
@@ -112,6 +116,7 @@ class FakeKubelet : public ProcessTable,
     held_.clear();
     kubelet_.pid = next_pid_++;
     kubelet_.start_time = static_cast<std::uint64_t>(kubelet_.pid);
+    if (StartFromUnit()) return;
     kubelet_.argv = {"/usr/bin/kubelet", "--config=/var/lib/kubelet/config.yaml"};
     if (paths_.kubelet_flags_file.empty()) return;
     absl::StatusOr<std::string> text = fs_.ReadFile(paths_.kubelet_flags_file);
@@ -119,6 +124,29 @@ class FakeKubelet : public ProcessTable,
     absl::StatusOr<KubeletFlagsFile> flags = KubeletFlagsFile::Parse(*text, "");
     if (!flags.ok()) return;
     for (const std::string& item : flags->flags().items()) kubelet_.argv.push_back(item);
+  }
+
+  // As systemd starts it, when the node has a kubelet.service: its argv is the unit's expanded
+  // command line. A unit that does not start leaves the kubelet down (no argv).
+  bool StartFromUnit() {
+    absl::StatusOr<std::vector<systemd::UnitFileText>> files =
+        systemd::FindUnitFiles(fs_, "kubelet.service");
+    if (absl::IsNotFound(files.status())) return false;
+    kubelet_.argv.clear();
+    if (!files.ok()) return true;
+    KubeletUnit unit;
+    unit.unit_files = *files;
+    unit.specifiers.unit_name = "kubelet.service";
+    absl::StatusOr<systemd::ServiceCommand> command =
+        systemd::MergeServiceCommand(unit.unit_files, unit.specifiers);
+    if (!command.ok()) return true;
+    absl::StatusOr<std::map<std::string, std::string>> environment =
+        systemd::ReadEnvironmentFiles(fs_, *command);
+    if (!environment.ok()) return true;
+    unit.environment = *environment;
+    absl::StatusOr<EffectiveKubelet> kubelet = ReadEffectiveKubelet(unit);
+    if (kubelet.ok()) kubelet_.argv = kubelet->argv;
+    return true;
   }
 
   // Const because listing processes is a read; what the kubelet has done meanwhile is state the

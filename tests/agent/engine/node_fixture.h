@@ -11,6 +11,8 @@
 #include "agent/engine/classify.h"
 #include "agent/engine/planner.h"
 #include "gtest/gtest.h"
+#include "common/base/strings.h"
+#include "tests/common/systemd/kubelet_layouts.h"
 #include "tests/support/memory_file_system.h"
 
 namespace handoff::testing {
@@ -39,6 +41,15 @@ inline MemoryFileSystem LoadNode(const std::string& name) {
     fs.SetFile("/" + std::filesystem::relative(entry.path(), root).string(), content.str());
   }
   return fs;
+}
+
+// The kubelet's unit as the pkgs.k8s.io deb installs it (kubelet.service and kubeadm's drop-in,
+// which reads kubeadm-flags.env, then /etc/default/kubelet), written into `fs`.
+inline void AddDebKubeletUnit(MemoryFileSystem& fs) {
+  const std::vector<systemd::testing::KubeletLayout> layouts = systemd::testing::KubeletLayouts();
+  for (const auto& [path, text] : layouts[1].files) {
+    if (StrContains(path, "/systemd/")) fs.SetFile(path, text);
+  }
 }
 
 // Settings for the kubeadm fixture's move to v1.27.6 with the AWS cloud-controller-manager.
@@ -70,6 +81,20 @@ inline absl::StatusOr<Plan> PlanNode(const MemoryFileSystem& fs, NodeState targe
   absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(fs, settings.paths);
   if (!snapshot.ok()) return snapshot.status();
   return PlanTransition(*snapshot, Classify(*snapshot), target, settings);
+}
+
+// The value the kubelet runs with for --`name` on `fs` (read as `settings` say), "<none>" when
+// it is not given, "<bare>" for a flag without a value.
+inline std::string EffectiveKubeletFlag(const MemoryFileSystem& fs, const Settings& settings,
+                                        const std::string& name) {
+  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(fs, settings);
+  EXPECT_TRUE(snapshot.ok()) << snapshot.status();
+  if (!snapshot.ok()) return "<unreadable>";
+  absl::StatusOr<KubeletCommandLine> flags = ExpectedKubeletFlags(*snapshot);
+  EXPECT_TRUE(flags.ok()) << flags.status();
+  if (!flags.ok()) return "<unreadable>";
+  const KubeletFlag* flag = flags->Effective(name);
+  return flag == nullptr ? "<none>" : flag->value.value_or("<bare>");
 }
 
 }  // namespace handoff::testing

@@ -91,6 +91,36 @@ images:
               HasSubstr("s.yaml: cloudControllerManager.cloudProvider: must be aws or aws/v2"));
 }
 
+TEST(SettingsTest, AWorkersRoleAndCredentialProvider) {
+  EXPECT_EQ(Settings().role, NodeRole::kControlPlane);
+  absl::StatusOr<Settings> settings = ParseSettings(R"(
+role: worker
+worker:
+  credentialProviderConfig: /etc/kubelet/ecr.yaml
+  credentialProviderBinDir: /opt/ecr/bin
+  nodeName: ip-10-0-1-20.ec2.internal
+)",
+                                                    "agent.yaml");
+  ASSERT_TRUE(settings.ok()) << settings.status();
+  EXPECT_EQ(settings->role, NodeRole::kWorker);
+  EXPECT_EQ(NodeRoleName(settings->role), "worker");
+  EXPECT_EQ(settings->worker.credential_provider_config, "/etc/kubelet/ecr.yaml");
+  EXPECT_EQ(settings->worker.credential_provider_bin_dir, "/opt/ecr/bin");
+  EXPECT_EQ(settings->worker.node_name, "ip-10-0-1-20.ec2.internal");
+
+  settings = ParseSettings("role: node\nworker:\n  credentialProviderBinDir: bin\n  nodename: x\n",
+                           "agent.yaml");
+  ASSERT_FALSE(settings.ok());
+  EXPECT_THAT(settings.status().message(),
+              HasSubstr("agent.yaml: role: must be control-plane or worker"));
+  EXPECT_THAT(settings.status().message(),
+              HasSubstr("agent.yaml: worker.credentialProviderBinDir: \"bin\" is not an absolute "
+                        "path"));
+  EXPECT_THAT(settings.status().message(),
+              HasSubstr("agent.yaml: worker.nodename: unknown setting (known here: "
+                        "credentialProviderConfig, credentialProviderBinDir, nodeName)"));
+}
+
 TEST(SettingsTest, SyntaxErrorsCarryTheLine) {
   absl::StatusOr<Settings> settings = ParseSettings("paths:\n  manifestDir: [\n", "s.yaml");
   ASSERT_FALSE(settings.ok());

@@ -1,5 +1,6 @@
 #include "rehearsal/sandbox/kubeadm/node_files.h"
 
+#include "common/systemd/environment_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "yaml-cpp/yaml.h"
@@ -92,6 +93,24 @@ TEST(NodeFilesTest, AJoinAfterTheMoveGivesTheKubeletTheExternalProvider) {
   EXPECT_FALSE(args["cloud-config"]) << "the external provider reads no cloud config";
   EXPECT_EQ(args["cgroup-root"].as<std::string>(), "/hs-1-2");
   EXPECT_EQ(args["node-ip"].as<std::string>(), "172.31.250.74");
+}
+
+// The operator's other place for the flag: kubeadm's kubeletExtraArgs names neither flag, and
+// /etc/default/kubelet gives both as the kubelet's unit reads it.
+TEST(NodeFilesTest, AJoinWithTheFlagInEtcDefaultKubeletLeavesItOutOfKubeletExtraArgs) {
+  const YAML::Node args = Documents(
+      JoinConfiguration(Plan(), 1, "sha256:" + std::string(64, 'b'),
+                        KubeletCloud::kInTreeExtraArgs))[0]["nodeRegistration"]["kubeletExtraArgs"];
+  EXPECT_FALSE(args["cloud-provider"]);
+  EXPECT_FALSE(args["cloud-config"]);
+  EXPECT_EQ(args["node-ip"].as<std::string>(), "172.31.250.74");
+  absl::StatusOr<systemd::EnvironmentFile> defaults =
+      systemd::ParseEnvironmentFile(KubeletDefaults(), kKubeletDefaultsPath);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  ASSERT_EQ(defaults->assignments.size(), 1u);
+  EXPECT_EQ(defaults->assignments[0].key, "KUBELET_EXTRA_ARGS");
+  EXPECT_EQ(defaults->assignments[0].value,
+            "--cloud-provider=aws --cloud-config=/etc/kubernetes/cloud.conf");
 }
 
 TEST(NodeFilesTest, ContainerdRunsPodsWithRuncOnCgroupfsAndThePauseImage) {
