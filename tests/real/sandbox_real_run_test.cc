@@ -34,7 +34,7 @@ testing::SandboxOutcome Sandbox(const std::vector<std::string>& flags, int expec
 }
 
 TEST(SandboxRealRunTest, ThreeNodesMoveToTheRealCloudControllerManagerAndBack) {
-  if (!CanRunRealCluster()) return;
+  if (!CanRunRealCluster()) GTEST_SKIP() << "the real components cannot run here (why: above)";
   testing::SandboxOutcome run = Sandbox({});
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("rollout to 1.27 and rollback to 1.26 completed"));
@@ -62,7 +62,7 @@ TEST(SandboxRealRunTest, ThreeNodesMoveToTheRealCloudControllerManagerAndBack) {
 // each failure of the field planted on it in turn fails exactly its check, naming the object,
 // and passes again once removed; then the rollout goes on.
 TEST(SandboxRealRunTest, EachPreflightFaultFailsExactlyItsCheckOnTheRealCluster) {
-  if (!CanRunRealCluster()) return;
+  if (!CanRunRealCluster()) GTEST_SKIP() << "the real components cannot run here (why: above)";
   testing::SandboxOutcome run =
       Sandbox({"--nodes", "2", "--goal", "prepared", "--fault", "preflight"});
   EXPECT_EQ(run.exit_code, 0) << run.output;
@@ -80,7 +80,7 @@ TEST(SandboxRealRunTest, EachPreflightFaultFailsExactlyItsCheckOnTheRealCluster)
 // node, every node switched to --cloud-provider=external (the real one back, external), then the
 // real aws-cloud-controller-manager 1.27 started without Leader Migration; and back.
 TEST(SandboxRealRunTest, TheDowntimeStrategyOnTheRealManagers) {
-  if (!CanRunRealCluster()) return;
+  if (!CanRunRealCluster()) GTEST_SKIP() << "the real components cannot run here (why: above)";
   testing::SandboxOutcome run = Sandbox({"--strategy", "downtime"});
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("rollout to 1.27 by the downtime strategy and rollback to 1.26 "
@@ -97,7 +97,7 @@ TEST(SandboxRealRunTest, TheDowntimeStrategyOnTheRealManagers) {
 }
 
 TEST(SandboxRealRunTest, TheMonitorCatchesTheUnsafeOrderOnRealManagers) {
-  if (!CanRunRealCluster()) return;
+  if (!CanRunRealCluster()) GTEST_SKIP() << "the real components cannot run here (why: above)";
   testing::SandboxOutcome run = Sandbox({"--unsafe-order-for-tests"}, 1);
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_THAT(run.output, HasSubstr("INVARIANT BROKEN: service ran in "));
