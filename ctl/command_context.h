@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "agent/engine/settings.h"
 #include "coordinator/client/coordinator_client.h"
-#include "coordinator/kube/client.h"
+#include "common/kube/client.h"
 #include "coordinator/kube/rbac.h"
 #include "ctl/ctl_cli.h"
 

@@ -15,8 +15,8 @@
 #include "common/fs/file_system.h"
 #include "common/system/clock.h"
 #include "coordinator/client/coordinator_client.h"
-#include "coordinator/kube/http_transport.h"
-#include "coordinator/kube/kubeconfig.h"
+#include "common/kube/http_transport.h"
+#include "common/kube/kubeconfig.h"
 
 namespace handoff::ctl {
 

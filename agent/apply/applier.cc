@@ -476,12 +476,19 @@ absl::StatusOr<ApplyReport> Applier::Run(const Plan& plan, const std::string& ki
       continue;
     }
     if (kubelet) kubelet_before.reset();
+    KubeletProof* proof = kubelet && options_.verify ? options_.kubelet_proof : nullptr;
+    if (status.ok() && proof) status = proof->Before();
     if (status.ok() && kubelet) status = RestartKubelet();
     if (status.ok() && options_.verify && !change.component.empty()) {
       status = VerifyComponent(change.component, change.after, change.before, change.path, *before);
       if (status.ok()) {
         step.verified = change.after ? "restarted with the new flags and healthy" : "stopped";
       }
+    }
+    if (status.ok() && proof) {
+      absl::StatusOr<std::string> proven = proof->After();
+      status = proven.status();
+      if (proven.ok()) StrAppend(&step.verified, "; ", *proven);
     }
     if (!status.ok()) {
       status = absl::Status(status.code(), StrCat(change.path, ": ", status.message()));

@@ -16,6 +16,7 @@
 #include "agent/engine/planner.h"
 #include "agent/engine/settings.h"
 #include "agent/verify/verifier.h"
+#include "agent/verify/worker_proof.h"
 #include "common/fs/file_system.h"
 #include "common/system/clock.h"
 #include "common/system/command_runner.h"
@@ -64,6 +65,11 @@ struct ApplyOptions {
   std::function<absl::StatusOr<std::vector<std::string>>(NodeState from, NodeState to,
                                                           const Settings& settings)>
       before_move;
+  // Borrowed; nullptr: none. What must hold beyond the kubelet's process once it restarted with
+  // new flags (a worker's Node, containers and credential provider: agent/verify/worker_proof.h),
+  // taken just before the restart and checked after the kubelet is proven, on a move's way out
+  // (not while a failed move is undone, which puts back exactly what was there).
+  KubeletProof* kubelet_proof = nullptr;
 };
 
 // One file written (or removed) and what was proven about it.

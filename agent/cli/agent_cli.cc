@@ -353,8 +353,10 @@ class Commands {
 
   // Runs `action` with an Applier on the node; the shared part of apply, recover, rollback and
   // backups.
+  // `moves`: the action moves the node (apply, rollback), so a worker's proofs are set up.
   template <typename Action>
-  int WithApplier(const NodeOptions& node, const ChangeOptions& change, Action action) {
+  int WithApplier(const NodeOptions& node, const ChangeOptions& change, Action action,
+                  bool moves = false) {
     absl::StatusOr<Settings> settings = LoadSettings(node);
     if (!settings.ok()) return Refuse(settings.status());
     FillWorkerNodeName(*settings);
@@ -370,6 +372,19 @@ class Commands {
     std::unique_ptr<HealthChecker> health = environment_.open_health();
     std::unique_ptr<Clock> clock = environment_.open_clock();
     std::unique_ptr<CommandRunner> commands = environment_.open_commands();
+    // A worker's kubelet restart is proven on its Node, containers and credential provider too:
+    // for a move (apply, rollback) that is verified.
+    std::unique_ptr<WorkerScope> worker;
+    if (moves && options->verify && settings->role == NodeRole::kWorker) {
+      absl::StatusOr<std::unique_ptr<WorkerScope>> opened = WorkerScope::Open(
+          *settings, *fs, *commands, *clock,
+          environment_.open_kube ? environment_.open_kube : KubeTransportFactory(
+                                                                 kube::NewCurlTransport));
+      if (!opened.ok()) return Refuse(opened.status());
+      worker = *std::move(opened);
+      options->before_move = worker->Guard(std::move(options->before_move));
+      options->kubelet_proof = worker->proof();
+    }
     Applier applier(Host{*fs, *processes, *health, *clock, *commands, *signals},
                     *std::move(settings), *options, err_);
     return action(applier);
@@ -406,13 +421,15 @@ class Commands {
   int Apply(const NodeOptions& node, const ChangeOptions& change, const std::string& target_name) {
     absl::StatusOr<NodeState> target = ParseTargetState(target_name);
     if (!target.ok()) return Refuse(target.status());
-    return WithApplier(node, change,
-                       [&](Applier& applier) { return PrintReport(applier.Apply(*target)); });
+    return WithApplier(
+        node, change, [&](Applier& applier) { return PrintReport(applier.Apply(*target)); },
+        /*moves=*/true);
   }
 
   int Rollback(const NodeOptions& node, const ChangeOptions& change) {
-    return WithApplier(node, change,
-                       [&](Applier& applier) { return PrintReport(applier.Rollback()); });
+    return WithApplier(
+        node, change, [&](Applier& applier) { return PrintReport(applier.Rollback()); },
+        /*moves=*/true);
   }
 
   int Recover(const NodeOptions& node, const ChangeOptions& change) {
@@ -740,6 +757,7 @@ AgentEnvironment RealAgentEnvironment() {
   environment.open_health = NewCurlHealthChecker;
   environment.open_clock = NewRealClock;
   environment.open_commands = NewProcessCommandRunner;
+  environment.open_kube = kube::NewCurlTransport;
   return environment;
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "agent/cli/worker_scope.h"
 #include "common/fs/file_system.h"
 #include "common/system/clock.h"
 #include "common/system/command_runner.h"
@@ -39,6 +40,8 @@ struct AgentEnvironment {
   std::function<std::unique_ptr<HealthChecker>()> open_health;
   std::function<std::unique_ptr<Clock>()> open_clock;
   std::function<std::unique_ptr<CommandRunner>()> open_commands;
+  // A worker's way to its API server (its Node and Lease, with the kubelet's credentials).
+  KubeTransportFactory open_kube;
 };
 
 // The real host: POSIX files, /proc and pidfds, libcurl, the system clock, fork/exec.

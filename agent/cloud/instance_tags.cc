@@ -6,6 +6,7 @@
 #include "agent/cloud/metadata_session.h"
 #include "agent/engine/settings.h"
 #include "common/base/strings.h"
+#include "nlohmann/json.hpp"
 
 // Why the tag is usually not visible in the instance metadata: AWS's EC2 user guide, "View tags
 // for your EC2 instances using instance metadata"
@@ -153,6 +154,41 @@ absl::StatusOr<InstanceIdentity> ReadInstanceIdentity(const InstanceMetadataOpti
     *field = value;
   }
   return identity;
+}
+
+std::string EcrRegistryOf(std::string_view account_id, std::string_view region) {
+  return StrCat(account_id, ".dkr.ecr.", region,
+                StartsWith(region, "cn-") ? ".amazonaws.com.cn" : ".amazonaws.com");
+}
+
+absl::StatusOr<std::string> ReadEcrRegistry(const InstanceMetadataOptions& options) {
+  if (options.endpoint.empty()) {
+    return absl::UnavailableError(
+        "instanceMetadata.endpoint is \"\", so handoff does not ask the instance metadata");
+  }
+  MetadataSession session(options.endpoint, options.timeout);
+  if (absl::Status opened = session.Open(); !opened.ok()) return opened;
+  constexpr char kDocument[] = "dynamic/instance-identity/document";
+  absl::StatusOr<AwsHttpAnswer> answer = session.Get(kDocument);
+  if (!answer.ok()) return answer.status();
+  const nlohmann::json document =
+      nlohmann::json::parse(answer->body, nullptr, /*allow_exceptions=*/false);
+  auto text = [&](const char* key) -> std::string {
+    if (!document.is_object() || !document.contains(key) || !document[key].is_string()) return "";
+    return document[key].get<std::string>();
+  };
+  const std::string account = text("accountId");
+  const std::string region = text("region");
+  const bool digits = account.size() == 12 &&
+                      account.find_first_not_of("0123456789") == std::string::npos;
+  if (answer->status != 200 || !digits || region.empty() ||
+      region.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos) {
+    return absl::UnavailableError(StrCat("the instance metadata (", session.endpoint(),
+                                         ") did not give ", kDocument, " with an accountId and a "
+                                         "region (HTTP ", answer->status,
+                                         "); name the registry in worker.ecrRegistry"));
+  }
+  return EcrRegistryOf(account, region);
 }
 
 }  // namespace handoff

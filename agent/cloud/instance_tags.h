@@ -52,6 +52,15 @@ struct InstanceIdentity {
 // them with anything but 200 and one line. Blocks the caller up to options.timeout; thread-safe.
 absl::StatusOr<InstanceIdentity> ReadInstanceIdentity(const InstanceMetadataOptions& options);
 
+// The ECR registry of `account_id` in `region`: <account>.dkr.ecr.<region>.amazonaws.com, with
+// .amazonaws.com.cn in the China regions (cn-*). Pure.
+std::string EcrRegistryOf(std::string_view account_id, std::string_view region);
+
+// The instance's own ECR registry, from the identity document's accountId and region
+// (latest/dynamic/instance-identity/document), within options.timeout. Unavailable, saying why,
+// when the metadata does not answer or the document lacks either.
+absl::StatusOr<std::string> ReadEcrRegistry(const InstanceMetadataOptions& options);
+
 // `aws ec2 describe-tags --filters Name=resource-id,Values=<instance_id>
 // Name=key,Values=kubernetes.io/cluster/<cluster_id>`; "<instance-id>" for an unknown id.
 std::string DescribeTagsCommand(std::string_view instance_id, std::string_view cluster_id);

@@ -76,4 +76,66 @@ absl::Status CheckEcrCredentialProviderConfig(std::string_view text, std::string
   return refuse(StrCat("no provider is named ", kEcrCredentialProvider));
 }
 
+std::vector<std::string> CredentialProviderCall::Argv() const {
+  std::vector<std::string> argv;
+  if (!env.empty()) {
+    argv.push_back("env");
+    for (const auto& [name, value] : env) argv.push_back(StrCat(name, "=", value));
+  }
+  argv.push_back(binary);
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+absl::StatusOr<CredentialProviderCall> EcrCredentialProviderCall(std::string_view text,
+                                                                 std::string_view source,
+                                                                 std::string_view bin_dir) {
+  if (absl::Status checked = CheckEcrCredentialProviderConfig(text, source); !checked.ok()) {
+    return checked;
+  }
+  auto refuse = [&](std::string_view what) {
+    return absl::FailedPreconditionError(StrCat(source, ": the ", kEcrCredentialProvider,
+                                                " provider's ", what));
+  };
+  absl::StatusOr<YAML::Node> root = LoadYaml(text, source);
+  if (!root.ok()) return root.status();
+  for (const YAML::Node& provider : (*root)["providers"]) {
+    if (!provider.IsMap() || !HasField(provider, "name", YAML::NodeType::Scalar) ||
+        provider["name"].Scalar() != kEcrCredentialProvider) {
+      continue;
+    }
+    CredentialProviderCall call;
+    call.binary = StrCat(bin_dir, bin_dir.empty() || bin_dir.back() == '/' ? "" : "/",
+                         kEcrCredentialProvider);
+    if (!HasField(provider, "apiVersion", YAML::NodeType::Scalar)) {
+      return refuse("apiVersion is missing (credentialprovider.kubelet.k8s.io/v1)");
+    }
+    call.api_version = provider["apiVersion"].Scalar();
+    if (call.api_version.rfind("credentialprovider.kubelet.k8s.io/", 0) != 0) {
+      return refuse(StrCat("apiVersion ", call.api_version,
+                           " is not credentialprovider.kubelet.k8s.io/v1"));
+    }
+    if (provider["args"]) {
+      if (!provider["args"].IsSequence()) return refuse("args is not a list");
+      for (const YAML::Node& arg : provider["args"]) {
+        if (!arg.IsScalar()) return refuse("args holds an item that is not a string");
+        call.args.push_back(arg.Scalar());
+      }
+    }
+    if (provider["env"]) {
+      if (!provider["env"].IsSequence()) return refuse("env is not a list");
+      for (const YAML::Node& item : provider["env"]) {
+        if (!item.IsMap() || !HasField(item, "name", YAML::NodeType::Scalar) ||
+            !HasField(item, "value", YAML::NodeType::Scalar) || item["name"].Scalar().empty() ||
+            item["name"].Scalar().find('=') != std::string::npos) {
+          return refuse("env holds an item without a name and a value");
+        }
+        call.env.emplace_back(item["name"].Scalar(), item["value"].Scalar());
+      }
+    }
+    return call;
+  }
+  return refuse("entry is missing");
+}
+
 }  // namespace handoff

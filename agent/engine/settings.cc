@@ -255,6 +255,8 @@ absl::StatusOr<Settings> ParseSettings(std::string_view text, std::string_view s
                             {"credentialProviderBinDir",
                              reader.String(settings.worker.credential_provider_bin_dir)},
                             {"nodeName", reader.String(settings.worker.node_name)},
+                            {"kubeconfig", reader.String(settings.worker.kubeconfig)},
+                            {"ecrRegistry", reader.String(settings.worker.ecr_registry)},
                         });
            }},
           {"clusterId", reader.String(settings.cluster_id)},
@@ -292,7 +294,8 @@ absl::StatusOr<Settings> ParseSettings(std::string_view text, std::string_view s
   for (const auto& [key, value] :
        {std::pair<const char*, const std::string*>{"worker.credentialProviderConfig",
                                                    &settings.worker.credential_provider_config},
-        {"worker.credentialProviderBinDir", &settings.worker.credential_provider_bin_dir}}) {
+        {"worker.credentialProviderBinDir", &settings.worker.credential_provider_bin_dir},
+        {"worker.kubeconfig", &settings.worker.kubeconfig}}) {
     if (value->empty() || value->front() != '/') {
       reader.Problem(key, StrCat("\"", *value, "\" is not an absolute path"));
     }

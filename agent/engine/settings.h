@@ -84,6 +84,14 @@ struct WorkerSettings {
   // it after the instance's private DNS name, which an external kubelet does not know: "" = the
   // agent reads it from the instance metadata (local-hostname).
   std::string node_name;
+  // Settings key worker.kubeconfig: how the agent reads this node's Node and its Lease to prove
+  // the kubelet kept them: the kubelet's own credentials (the Node authorizer lets a kubelet read
+  // its Node and Lease, and nothing of other nodes).
+  std::string kubeconfig = "/etc/kubernetes/kubelet.conf";
+  // Settings key worker.ecrRegistry: the registry the credential provider must answer for
+  // (<account>.dkr.ecr.<region>.amazonaws.com). "" = the instance's own account and region, from
+  // the instance metadata's identity document.
+  std::string ecr_registry;
 };
 
 struct Settings {

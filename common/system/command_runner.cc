@@ -86,7 +86,9 @@ int OpenPidFd(pid_t pid) {
 struct Supervision {
   char* const* exec_argv;
   int dev_null;
-  int output;
+  int input;   // the command's standard input: dev_null, or a pipe holding Output's input
+  int output;  // its standard error, and its standard output unless `answer` is set
+  int answer;  // -1, or where its standard output goes (Output)
   int exec_error;
   sigset_t no_signals;
   sigset_t awaited;  // SIGCHLD, and the signals that ask it to stop
@@ -141,8 +143,8 @@ struct Supervision {
     // inherit that mask, nor an ignored SIGPIPE.
     ::sigprocmask(SIG_SETMASK, &supervision.no_signals, nullptr);
     ::signal(SIGPIPE, SIG_DFL);
-    ::dup2(supervision.dev_null, STDIN_FILENO);
-    ::dup2(supervision.output, STDOUT_FILENO);
+    ::dup2(supervision.input, STDIN_FILENO);
+    ::dup2(supervision.answer >= 0 ? supervision.answer : supervision.output, STDOUT_FILENO);
     ::dup2(supervision.output, STDERR_FILENO);
     ::execvp(supervision.exec_argv[0], supervision.exec_argv);
     int error = errno;
@@ -152,6 +154,8 @@ struct Supervision {
   // The agent sees the end of its output and of the exec error pipe only once the command's
   // copies are the last ones.
   ::close(supervision.output);
+  if (supervision.answer >= 0) ::close(supervision.answer);
+  ::close(supervision.input);
   ::close(supervision.exec_error);
   ::close(supervision.dev_null);
 
@@ -178,8 +182,31 @@ struct Supervision {
 class ProcessCommandRunner : public CommandRunner {
  public:
   absl::Status Run(const std::vector<std::string>& argv, absl::Duration timeout) override {
+    return Execute(argv, std::nullopt, timeout, nullptr);
+  }
+
+  absl::StatusOr<std::string> Output(const std::vector<std::string>& argv, std::string_view input,
+                                     absl::Duration timeout) override {
+    std::string answer;
+    absl::Status status = Execute(argv, input, timeout, &answer);
+    if (!status.ok()) return status;
+    return answer;
+  }
+
+ private:
+  enum class ReadResult { kData, kNothing, kEnd };
+
+  // Runs `argv`: with `input` (nullopt: /dev/null) on its standard input, and its standard output
+  // into `answer` when that is set (else with its standard error, into the error's tail).
+  absl::Status Execute(const std::vector<std::string>& argv, std::optional<std::string_view> input,
+                       absl::Duration timeout, std::string* answer) {
     if (argv.empty()) return absl::InvalidArgumentError("cannot run an empty command");
     const std::string command = QuoteForDisplay(argv);
+    if (input && input->size() > kMaxCommandInput) {
+      return absl::InvalidArgumentError(StrCat(command, ": its input is ", input->size(),
+                                               " bytes, more than the ", kMaxCommandInput,
+                                               " a command is given"));
+    }
     // Bounded so that an infinite timeout does not overflow the time point.
     const auto deadline = std::chrono::steady_clock::now() +
                           absl::ToChronoMilliseconds(
@@ -200,11 +227,31 @@ class ProcessCommandRunner : public CommandRunner {
     if (absl::Status s = MakePipe(output_read, output_write); !s.ok()) return s;
     // Carries execvp's errno to the parent; closed by a successful exec (O_CLOEXEC).
     if (absl::Status s = MakePipe(exec_error_read, exec_error_write); !s.ok()) return s;
+    // The input is in its pipe before the command starts (it fits: kMaxCommandInput), and the
+    // write end closed, so the command reads it and then end of file; nothing here blocks on it.
+    UniqueFd input_read, input_write, answer_read, answer_write;
+    if (input) {
+      if (absl::Status s = MakePipe(input_read, input_write); !s.ok()) return s;
+      size_t written = 0;
+      while (written < input->size()) {
+        const ssize_t n =
+            ::write(input_write.get(), input->data() + written, input->size() - written);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return ErrnoError(errno, StrCat(command, ": writing its input"));
+        written += static_cast<size_t>(n);
+      }
+      input_write.Reset();
+    }
+    if (answer) {
+      if (absl::Status s = MakePipe(answer_read, answer_write); !s.ok()) return s;
+    }
 
     Supervision supervision;
     supervision.exec_argv = exec_argv.data();
     supervision.dev_null = dev_null.get();
+    supervision.input = input ? input_read.get() : dev_null.get();
     supervision.output = output_write.get();
+    supervision.answer = answer ? answer_write.get() : -1;
     supervision.exec_error = exec_error_write.get();
     supervision.no_signals = no_signals;
     sigemptyset(&supervision.awaited);
@@ -219,6 +266,8 @@ class ProcessCommandRunner : public CommandRunner {
     // Also in the parent: kill(-pid) must work even before the child has run setpgid.
     ::setpgid(pid, pid);
     output_write.Reset();
+    answer_write.Reset();
+    input_read.Reset();
     exec_error_write.Reset();
     dev_null.Reset();
 
@@ -238,8 +287,9 @@ class ProcessCommandRunner : public CommandRunner {
     std::string output;
     std::optional<int> wait_status;
     bool output_open = true;
+    bool answer_open = answer != nullptr;
     while (!wait_status) {
-      if (!output_open && !pid_fd.valid()) {
+      if (!output_open && !answer_open && !pid_fd.valid()) {
         // Without a pidfd, EOF on the output is the sign the command is ending.
         wait_status = Reap(pid);
         break;
@@ -256,10 +306,12 @@ class ProcessCommandRunner : public CommandRunner {
       }
       const int64_t remaining_ms =
           std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-      pollfd fds[2];
+      pollfd fds[3];
       nfds_t count = 0;
       const int output_index = output_open ? static_cast<int>(count++) : -1;
       if (output_index >= 0) fds[output_index] = {output_read.get(), POLLIN, 0};
+      const int answer_index = answer_open ? static_cast<int>(count++) : -1;
+      if (answer_index >= 0) fds[answer_index] = {answer_read.get(), POLLIN, 0};
       const int pid_index = pid_fd.valid() ? static_cast<int>(count++) : -1;
       if (pid_index >= 0) fds[pid_index] = {pid_fd.get(), POLLIN, 0};
       const int ready =
@@ -274,6 +326,9 @@ class ProcessCommandRunner : public CommandRunner {
       if (output_index >= 0 && fds[output_index].revents != 0) {
         output_open = ReadSome(output_read.get(), output) != ReadResult::kEnd;
       }
+      if (answer_index >= 0 && fds[answer_index].revents != 0) {
+        answer_open = ReadSome(answer_read.get(), *answer) != ReadResult::kEnd;
+      }
       if (pid_index >= 0 && fds[pid_index].revents != 0) {
         int status = 0;
         if (::waitpid(pid, &status, WNOHANG) == pid) wait_status = status;
@@ -284,6 +339,11 @@ class ProcessCommandRunner : public CommandRunner {
       // EOF, which a grandchild it left behind could hold off.
       ::fcntl(output_read.get(), F_SETFL, O_NONBLOCK);
       while (ReadSome(output_read.get(), output) == ReadResult::kData) {
+      }
+    }
+    if (answer_open) {
+      ::fcntl(answer_read.get(), F_SETFL, O_NONBLOCK);
+      while (ReadSome(answer_read.get(), *answer) == ReadResult::kData) {
       }
     }
 
@@ -300,9 +360,6 @@ class ProcessCommandRunner : public CommandRunner {
     return absl::InternalError(
         StrCat(command, " ended with wait status ", status, OutputTail(output)));
   }
-
- private:
-  enum class ReadResult { kData, kNothing, kEnd };
 
   // Appends what one read(2) returns. kNothing: interrupted, or a non-blocking read found the
   // pipe empty; kEnd: EOF or an error.
@@ -325,6 +382,14 @@ class ProcessCommandRunner : public CommandRunner {
 };
 
 }  // namespace
+
+absl::StatusOr<std::string> CommandRunner::Output(const std::vector<std::string>& argv,
+                                                  std::string_view /*input*/,
+                                                  absl::Duration /*timeout*/) {
+  return absl::UnimplementedError(StrCat(QuoteForDisplay(argv),
+                                         " was not run: this command runner cannot give a "
+                                         "command input or read its answer"));
+}
 
 std::unique_ptr<CommandRunner> NewProcessCommandRunner() {
   return std::make_unique<ProcessCommandRunner>();

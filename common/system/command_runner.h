@@ -2,14 +2,20 @@
 #ifndef HANDOFF_COMMON_SYSTEM_COMMAND_RUNNER_H_
 #define HANDOFF_COMMON_SYSTEM_COMMAND_RUNNER_H_
 
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
 namespace handoff {
+
+// The most Output writes to a command's standard input: what fits in a pipe before it starts.
+inline constexpr size_t kMaxCommandInput = 64 * 1024;
 
 class CommandRunner {
  public:
@@ -19,6 +25,12 @@ class CommandRunner {
   // its output. A command still running at the timeout is killed, with every process it started
   // (its process group); so is one still running when the agent dies, even by SIGKILL.
   virtual absl::Status Run(const std::vector<std::string>& argv, absl::Duration timeout) = 0;
+  // As Run, with `input` on the command's standard input (at most kMaxCommandInput bytes), and
+  // its standard output returned (the last 64 KiB of it); standard error goes only into the
+  // error. For a command that answers, such as a kubelet credential provider. A runner that
+  // cannot feed or read a command says so (Unimplemented) rather than run it.
+  virtual absl::StatusOr<std::string> Output(const std::vector<std::string>& argv,
+                                             std::string_view input, absl::Duration timeout);
 };
 
 // fork/exec with stdout and stderr captured. The child of fork is a small supervisor, the

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "coordinator/kube/client.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/client.h"
+#include "common/kube/resource.h"
 
 namespace handoff::kube {
 

@@ -9,8 +9,8 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "coordinator/kube/client.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/client.h"
+#include "common/kube/resource.h"
 
 namespace handoff::kube {
 

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "common/base/strings.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/resource.h"
 
 namespace handoff::kube {
 

@@ -21,8 +21,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/system/clock.h"
-#include "coordinator/kube/client.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/client.h"
+#include "common/kube/resource.h"
 
 namespace handoff::kube {
 

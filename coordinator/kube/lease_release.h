@@ -23,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/system/clock.h"
-#include "coordinator/kube/client.h"
+#include "common/kube/client.h"
 #include "coordinator/kube/lease.h"
 
 namespace handoff::kube {

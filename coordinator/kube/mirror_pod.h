@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "coordinator/kube/client.h"
+#include "common/kube/client.h"
 
 namespace handoff::kube {
 

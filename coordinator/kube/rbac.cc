@@ -4,7 +4,7 @@
 
 #include "common/base/strings.h"
 #include "common/base/unified_diff.h"
-#include "coordinator/kube/json_yaml.h"
+#include "common/kube/json_yaml.h"
 
 namespace handoff::kube {
 namespace {

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "coordinator/kube/client.h"
+#include "common/kube/client.h"
 #include "coordinator/kube/lease.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/resource.h"
 
 namespace handoff::kube {
 

@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "agent/engine/settings.h"
-#include "coordinator/kube/client.h"
+#include "common/kube/client.h"
 #include "coordinator/kube/rbac.h"
 #include "coordinator/preflight/check_report.h"
 

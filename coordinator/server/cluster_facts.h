@@ -11,9 +11,9 @@
 
 #include "absl/time/time.h"
 #include "common/system/clock.h"
-#include "coordinator/kube/client.h"
+#include "common/kube/client.h"
 #include "coordinator/kube/etcd_members.h"
-#include "coordinator/kube/http_transport.h"
+#include "common/kube/http_transport.h"
 #include "coordinator/kube/lease.h"
 #include "coordinator/kube/rbac.h"
 #include "coordinator/server/rollout_controller.h"

@@ -5,7 +5,7 @@
 
 #include "common/base/strings.h"
 #include "coordinator/kube/lease.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/resource.h"
 #include "coordinator/server/cluster_facts.h"
 #include "spdlog/spdlog.h"
 

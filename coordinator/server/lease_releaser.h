@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/system/clock.h"
-#include "coordinator/kube/client.h"
+#include "common/kube/client.h"
 #include "coordinator/kube/lease_release.h"
 #include "coordinator/server/coordinator_events.h"
 #include "coordinator/server/rollout_controller.h"

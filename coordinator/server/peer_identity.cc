@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/base/strings.h"
-#include "coordinator/kube/kubeconfig.h"
+#include "common/kube/kubeconfig.h"
 #include "grpc/grpc_security_constants.h"
 
 namespace handoff::server {

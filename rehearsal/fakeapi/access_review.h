@@ -12,7 +12,7 @@
 #include <functional>
 #include <vector>
 
-#include "coordinator/kube/resource.h"
+#include "common/kube/resource.h"
 
 namespace handoff::fakeapi {
 

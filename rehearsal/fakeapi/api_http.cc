@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "common/base/strings.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/resource.h"
 
 namespace handoff::fakeapi {
 namespace {

@@ -6,7 +6,7 @@
 #include <variant>
 
 #include "common/base/strings.h"
-#include "coordinator/kube/json_yaml.h"
+#include "common/kube/json_yaml.h"
 #include "rehearsal/fakeapi/access_review.h"
 
 namespace handoff::fakeapi {

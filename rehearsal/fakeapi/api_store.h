@@ -38,7 +38,7 @@
 
 #include "absl/status/status.h"
 #include "common/system/clock.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/resource.h"
 
 namespace handoff::fakeapi {
 

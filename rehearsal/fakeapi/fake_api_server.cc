@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "common/base/strings.h"
-#include "coordinator/kube/kubeconfig.h"
+#include "common/kube/kubeconfig.h"
 #include "rehearsal/fakeapi/api_http.h"
 #include "rehearsal/fakeapi/http_wire.h"
 

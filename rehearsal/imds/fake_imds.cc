@@ -71,6 +71,17 @@ class FakeImds::Impl {
           return;
         }
       }
+      if (path == "/latest/dynamic/instance-identity/document") {
+        const std::string& zone = options_.availability_zone;
+        response.status = 200;
+        response.set_content(
+            StrCat("{\n  \"accountId\" : \"", options_.account_id, "\",\n  \"availabilityZone\" : \"",
+                   zone, "\",\n  \"instanceId\" : \"", options_.instance_id,
+                   "\",\n  \"region\" : \"", zone.substr(0, zone.empty() ? 0 : zone.size() - 1),
+                   "\"\n}"),
+            "application/json");
+        return;
+      }
       if (StartsWith(path, kTagsPath) && options_.tags.has_value()) {
         std::string_view key = StripPrefix(StripPrefix(path, kTagsPath), "/");
         if (key.empty() && (path.size() == kTagsPath.size() || path.back() == '/')) {

@@ -32,6 +32,9 @@ struct FakeImdsOptions {
   std::string instance_id = "i-0123456789abcdef0";
   std::string local_hostname = "ip-10-0-1-10.ec2.internal";
   std::string availability_zone = "us-east-1a";
+  // The identity document's accountId (dynamic/instance-identity/document); its region is the
+  // zone's without the last letter.
+  std::string account_id = "123456789012";
   // nullopt: the instance does not show its tags in the metadata (tags/instance is 404).
   std::optional<std::map<std::string, std::string>> tags;
   bool answer = true;

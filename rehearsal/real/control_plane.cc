@@ -15,7 +15,7 @@
 #include "absl/strings/escaping.h"
 #include "common/base/strings.h"
 #include "common/system/clock.h"
-#include "coordinator/kube/http_transport.h"
+#include "common/kube/http_transport.h"
 
 namespace handoff::sandbox::real {
 namespace {

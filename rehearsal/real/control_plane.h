@@ -19,15 +19,15 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/pki/pki.h"
-#include "coordinator/kube/client.h"
-#include "coordinator/kube/kubeconfig.h"
+#include "common/kube/client.h"
+#include "common/kube/kubeconfig.h"
 #include "rehearsal/real/components.h"
 #include "rehearsal/sandbox/process.h"
 
 namespace handoff::sandbox::real {
 
 // The ClusterRole kube-apiserver's bootstrap policy gives the kube-controller-manager; not one
-// of the types handoff itself reads and writes (coordinator/kube/resource.h).
+// of the types handoff itself reads and writes (common/kube/resource.h).
 inline constexpr kube::ResourceType kClusterRoles{"rbac.authorization.k8s.io", "v1",
                                                   "clusterroles", "ClusterRole", false};
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/base/strings.h"
-#include "coordinator/kube/client.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/client.h"
+#include "common/kube/resource.h"
 #include "rehearsal/sandbox/kubeadm/kubeadm_cluster.h"
 #include "rehearsal/sandbox/report.h"
 #include "rehearsal/sandbox/sandbox_run.h"

@@ -17,9 +17,9 @@
 
 #include "common/base/strings.h"
 #include "common/fs/atomic_file.h"
-#include "coordinator/kube/client.h"
-#include "coordinator/kube/http_transport.h"
-#include "coordinator/kube/kubeconfig.h"
+#include "common/kube/client.h"
+#include "common/kube/http_transport.h"
+#include "common/kube/kubeconfig.h"
 #include "coordinator/kube/rbac.h"
 #include "rehearsal/real/control_plane.h"
 #include "rehearsal/sandbox/kubeadm/kubeadm_cluster.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "coordinator/kube/client.h"
+#include "common/kube/client.h"
 #include "rehearsal/sandbox/lease_holders.h"
 
 namespace handoff::sandbox {

@@ -12,7 +12,7 @@
 
 #include "common/base/strings.h"
 #include "coordinator/kube/rbac.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/resource.h"
 #include "nlohmann/json.hpp"
 #include "rehearsal/sandbox/sandbox_run.h"
 #include "yaml-cpp/yaml.h"

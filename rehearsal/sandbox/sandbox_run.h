@@ -26,7 +26,7 @@
 #include "common/pki/pki.h"
 #include "common/system/clock.h"
 #include "coordinator/client/coordinator_client.h"
-#include "coordinator/kube/client.h"
+#include "common/kube/client.h"
 #include "handoff/v1/handoff.pb.h"
 #include "nlohmann/json.hpp"
 #include "rehearsal/sandbox/cluster.h"

@@ -12,9 +12,9 @@
 
 #include "common/base/strings.h"
 #include "common/fs/atomic_file.h"
-#include "coordinator/kube/client.h"
-#include "coordinator/kube/http_transport.h"
-#include "coordinator/kube/kubeconfig.h"
+#include "common/kube/client.h"
+#include "common/kube/http_transport.h"
+#include "common/kube/kubeconfig.h"
 #include "coordinator/kube/nodes.h"
 #include "proto/vocabulary/node_state.h"
 #include "rehearsal/sandbox/report.h"

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "common/base/strings.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/resource.h"
 #include "rehearsal/sandbox/report.h"
 
 namespace handoff::sandbox {

@@ -30,7 +30,7 @@
 
 #include "common/system/clock.h"
 #include "common/system/shutdown_signal.h"
-#include "coordinator/kube/client.h"
+#include "common/kube/client.h"
 #include "rehearsal/standin/controller_plan.h"
 #include "rehearsal/standin/health_server.h"
 #include "rehearsal/standin/leader_elector.h"

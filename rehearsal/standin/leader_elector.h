@@ -38,8 +38,8 @@
 
 #include "absl/time/time.h"
 #include "common/system/clock.h"
-#include "coordinator/kube/client.h"
-#include "coordinator/kube/http_transport.h"
+#include "common/kube/client.h"
+#include "common/kube/http_transport.h"
 
 namespace handoff::standin {
 

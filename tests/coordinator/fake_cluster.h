@@ -14,9 +14,9 @@
 
 #include "common/base/strings.h"
 #include "common/system/clock.h"
-#include "coordinator/kube/client.h"
-#include "coordinator/kube/http_transport.h"
-#include "coordinator/kube/kubeconfig.h"
+#include "common/kube/client.h"
+#include "common/kube/http_transport.h"
+#include "common/kube/kubeconfig.h"
 #include "gtest/gtest.h"
 #include "rehearsal/fakeapi/api_store.h"
 #include "rehearsal/fakeapi/fake_api_server.h"

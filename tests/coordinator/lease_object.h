@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/resource.h"
 
 namespace handoff::testing {
 

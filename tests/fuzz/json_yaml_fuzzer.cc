@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "coordinator/kube/json_yaml.h"
+#include "common/kube/json_yaml.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace handoff::kube {

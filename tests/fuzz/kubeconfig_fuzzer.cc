@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "coordinator/kube/kubeconfig.h"
+#include "common/kube/kubeconfig.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/support/memory_file_system.h"
 

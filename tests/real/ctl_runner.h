@@ -10,7 +10,7 @@
 
 #include "common/fs/file_system.h"
 #include "common/system/clock.h"
-#include "coordinator/kube/http_transport.h"
+#include "common/kube/http_transport.h"
 #include "ctl/ctl_cli.h"
 
 namespace handoff::testing {

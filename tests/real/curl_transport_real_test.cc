@@ -8,8 +8,8 @@
 #include <string>
 
 #include "common/system/clock.h"
-#include "coordinator/kube/client.h"
-#include "coordinator/kube/http_transport.h"
+#include "common/kube/client.h"
+#include "common/kube/http_transport.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/real/real_cluster.h"

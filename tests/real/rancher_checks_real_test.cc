@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "common/system/clock.h"
-#include "coordinator/kube/client.h"
+#include "common/kube/client.h"
 #include "coordinator/kube/cordon.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/resource.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rehearsal/real/kubeadm_objects.h"

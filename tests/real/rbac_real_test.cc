@@ -6,10 +6,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "coordinator/kube/client.h"
+#include "common/kube/client.h"
 #include "coordinator/kube/lease.h"
 #include "coordinator/kube/rbac.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/resource.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/real/ctl_runner.h"

@@ -20,6 +20,7 @@
 namespace handoff {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -183,6 +184,74 @@ TEST(WorkerApplyTest, AWorkersKubeletGoesExternalWithOneRestartAndComesBack) {
     EXPECT_EQ(content, before.at(path)) << path;
   }
   for (const auto& [path, content] : before) EXPECT_TRUE(fs.Files().count(path)) << path;
+}
+
+// A proof that fails after the restart (here: the Node was registered anew) undoes the move: the
+// kubelet is back on its old flags, and every file as it was.
+NodeState StateOf(const FileSystem& fs, const Settings& settings) {
+  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(fs, settings);
+  return snapshot.ok() ? Classify(*snapshot).state : NodeState::kInconsistent;
+}
+
+class ScriptedProof : public KubeletProof {
+ public:
+  absl::Status Before() override {
+    ++befores;
+    return before;
+  }
+  absl::StatusOr<std::string> After() override {
+    ++afters;
+    return after;
+  }
+  absl::Status before = absl::OkStatus();
+  absl::StatusOr<std::string> after = std::string("proven");
+  int befores = 0;
+  int afters = 0;
+};
+
+TEST(WorkerApplyTest, AKubeletProofThatFailsUndoesTheMove) {
+  FaultInjectionFileSystem fs(testing::WorkerNode());
+  const Settings settings = testing::WorkerSettingsFor();
+  FakeKubelet kubelet(fs, settings.paths);
+  FakeClock clock;
+  std::ostringstream log;
+  ScriptedProof proof;
+  ApplyOptions options;
+  options.verify_options.timeout = absl::Minutes(1);
+  options.kubelet_proof = &proof;
+
+  Applier applier(Host{fs, kubelet, kubelet, clock, kubelet, kubelet}, settings, options, log);
+  absl::StatusOr<ApplyReport> report = applier.Apply(NodeState::kExternal);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_TRUE(report->ok()) << report->failure;
+  EXPECT_EQ(proof.befores, 1);
+  EXPECT_EQ(proof.afters, 1);
+  ASSERT_FALSE(report->steps.empty());
+  EXPECT_THAT(report->steps.back().verified,
+              AllOf(HasSubstr("restarted with the new flags and healthy"), HasSubstr("; proven")));
+
+  proof.after = absl::FailedPreconditionError("Node w is another object now");
+  report = applier.Apply(NodeState::kInTree);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_FALSE(report->ok());
+  EXPECT_THAT(report->failure, HasSubstr("Node w is another object now"));
+  EXPECT_TRUE(report->rollback_failure.empty()) << report->rollback_failure;
+  // Undone: the kubelet runs external again, and the proof was not asked on the way back.
+  EXPECT_THAT(kubelet.kubelet().argv, Contains("--cloud-provider=external"));
+  EXPECT_EQ(proof.afters, 2);
+  EXPECT_EQ(StateOf(fs, settings), NodeState::kExternal);
+
+  // A proof that cannot take its "before" refuses the step before the kubelet restarts.
+  proof.after = std::string("proven");
+  proof.before = absl::FailedPreconditionError("this kubelet's Node w cannot be read");
+  const size_t restarts = kubelet.commands.size();
+  report = applier.Apply(NodeState::kInTree);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(report->failure, HasSubstr("cannot be read"));
+  EXPECT_EQ(StateOf(fs, settings), NodeState::kExternal);
+  EXPECT_EQ(proof.afters, 2);
+  // Its files were put back; the kubelet, never restarted with them, is restarted once to be sure.
+  EXPECT_EQ(kubelet.commands.size(), restarts + 1);
 }
 
 }  // namespace

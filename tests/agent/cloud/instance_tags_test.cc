@@ -16,6 +16,7 @@ namespace {
 using sandbox::FakeImds;
 using sandbox::FakeImdsOptions;
 using ::testing::ElementsAre;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using Outcome = ClusterTagCheck::Outcome;
 
@@ -235,6 +236,30 @@ TEST(InstanceIdentityTest, UnavailableWhenTheMetadataDoesNotAnswerOrIsOff) {
   identity = ReadInstanceIdentity(At(""));
   EXPECT_TRUE(absl::IsUnavailable(identity.status())) << identity.status();
   EXPECT_THAT(std::string(identity.status().message()), HasSubstr("instanceMetadata.endpoint"));
+}
+
+TEST(InstanceIdentityTest, TheEcrRegistryIsTheIdentityDocumentsAccountAndRegion) {
+  FakeImdsOptions options;
+  options.account_id = "210987654321";
+  options.availability_zone = "eu-west-1b";
+  absl::StatusOr<std::unique_ptr<FakeImds>> imds = FakeImds::Start(options);
+  ASSERT_TRUE(imds.ok()) << imds.status();
+  absl::StatusOr<std::string> registry = ReadEcrRegistry(At((*imds)->endpoint()));
+  ASSERT_TRUE(registry.ok()) << registry.status();
+  EXPECT_EQ(*registry, "210987654321.dkr.ecr.eu-west-1.amazonaws.com");
+  EXPECT_EQ(EcrRegistryOf("210987654321", "cn-north-1"),
+            "210987654321.dkr.ecr.cn-north-1.amazonaws.com.cn");
+
+  // A document without an account of twelve digits names no registry.
+  options.account_id = "";
+  imds = FakeImds::Start(options);
+  ASSERT_TRUE(imds.ok()) << imds.status();
+  registry = ReadEcrRegistry(At((*imds)->endpoint()));
+  EXPECT_TRUE(absl::IsUnavailable(registry.status())) << registry.status();
+  EXPECT_THAT(std::string(registry.status().message()),
+              AllOf(HasSubstr("dynamic/instance-identity/document"),
+                    HasSubstr("worker.ecrRegistry")));
+  EXPECT_TRUE(absl::IsUnavailable(ReadEcrRegistry(At("")).status()));
 }
 
 }  // namespace

@@ -99,6 +99,8 @@ worker:
   credentialProviderConfig: /etc/kubelet/ecr.yaml
   credentialProviderBinDir: /opt/ecr/bin
   nodeName: ip-10-0-1-20.ec2.internal
+  kubeconfig: /etc/kubelet/kubeconfig
+  ecrRegistry: 123456789012.dkr.ecr.eu-west-1.amazonaws.com
 )",
                                                     "agent.yaml");
   ASSERT_TRUE(settings.ok()) << settings.status();
@@ -107,6 +109,9 @@ worker:
   EXPECT_EQ(settings->worker.credential_provider_config, "/etc/kubelet/ecr.yaml");
   EXPECT_EQ(settings->worker.credential_provider_bin_dir, "/opt/ecr/bin");
   EXPECT_EQ(settings->worker.node_name, "ip-10-0-1-20.ec2.internal");
+  EXPECT_EQ(settings->worker.kubeconfig, "/etc/kubelet/kubeconfig");
+  EXPECT_EQ(settings->worker.ecr_registry, "123456789012.dkr.ecr.eu-west-1.amazonaws.com");
+  EXPECT_EQ(Settings().worker.kubeconfig, "/etc/kubernetes/kubelet.conf");
 
   settings = ParseSettings("role: node\nworker:\n  credentialProviderBinDir: bin\n  nodename: x\n",
                            "agent.yaml");
@@ -118,7 +123,8 @@ worker:
                         "path"));
   EXPECT_THAT(settings.status().message(),
               HasSubstr("agent.yaml: worker.nodename: unknown setting (known here: "
-                        "credentialProviderConfig, credentialProviderBinDir, nodeName)"));
+                        "credentialProviderConfig, credentialProviderBinDir, nodeName, kubeconfig, "
+                        "ecrRegistry)"));
 }
 
 TEST(SettingsTest, SyntaxErrorsCarryTheLine) {

@@ -19,6 +19,7 @@
 namespace handoff {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -212,6 +213,51 @@ TEST(WorkerTest, TheRecordKeepsTheKubeletsFilesAndWhatTheMoveCreated) {
   EXPECT_THAT(record->kubelet_files()[0].before, HasSubstr("--cloud-provider=aws"));
   EXPECT_THAT(record->kubelet_files()[0].after, HasSubstr("--cloud-provider=external"));
   EXPECT_EQ(record->created_files(), std::vector<std::string>{kConfig});
+}
+
+// The call the kubelet makes of the configuration handoff writes, and of an operator's with args
+// and env: the probe runs the provider exactly so.
+TEST(CredentialProviderCallTest, IsTheKubeletsCallOfTheConfiguredProvider) {
+  absl::StatusOr<CredentialProviderCall> call = EcrCredentialProviderCall(
+      EcrCredentialProviderConfig(), "/etc/kubernetes/ecr.yaml", "/opt/plugins/");
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_EQ(call->Argv(), std::vector<std::string>{"/opt/plugins/ecr-credential-provider"});
+  EXPECT_EQ(call->api_version, "credentialprovider.kubelet.k8s.io/v1");
+
+  call = EcrCredentialProviderCall(
+      "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
+      "- name: other\n  matchImages: [\"*.example.com\"]\n  apiVersion: credentialprovider.kubelet.k8s.io/v1\n"
+      "- name: ecr-credential-provider\n  matchImages: [\"*.dkr.ecr.*.amazonaws.com\"]\n"
+      "  apiVersion: credentialprovider.kubelet.k8s.io/v1\n  args: [get-credentials, --v=2]\n"
+      "  env:\n  - name: AWS_PROFILE\n    value: nodes\n",
+      "/etc/kubernetes/ecr.yaml", "/opt/plugins");
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_EQ(call->Argv(),
+            (std::vector<std::string>{"env", "AWS_PROFILE=nodes", "/opt/plugins/ecr-credential-provider",
+                                      "get-credentials", "--v=2"}));
+}
+
+TEST(CredentialProviderCallTest, AMalformedProviderIsNamedWithItsFile) {
+  const std::string head =
+      "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
+      "- name: ecr-credential-provider\n  matchImages: [\"*.dkr.ecr.*.amazonaws.com\"]\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "apiVersion is missing"},
+      {"  apiVersion: v1\n", "apiVersion v1 is not credentialprovider.kubelet.k8s.io/v1"},
+      {"  apiVersion: credentialprovider.kubelet.k8s.io/v1\n  args: get-credentials\n",
+       "args is not a list"},
+      {"  apiVersion: credentialprovider.kubelet.k8s.io/v1\n  env:\n  - name: A\n",
+       "env holds an item without a name and a value"},
+  };
+  for (const auto& [tail, expected] : cases) {
+    absl::StatusOr<CredentialProviderCall> call =
+        EcrCredentialProviderCall(head + tail, "/etc/kubernetes/ecr.yaml", "/opt/plugins");
+    EXPECT_EQ(call.status().code(), absl::StatusCode::kFailedPrecondition) << tail;
+    EXPECT_THAT(std::string(call.status().message()),
+                AllOf(HasSubstr("/etc/kubernetes/ecr.yaml: the ecr-credential-provider provider's"),
+                      HasSubstr(expected)))
+        << tail;
+  }
 }
 
 }  // namespace

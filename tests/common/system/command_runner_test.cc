@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/base/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -64,6 +65,46 @@ TEST(ProcessCommandRunnerTest, MissingBinaryIsNotFound) {
 TEST(ProcessCommandRunnerTest, EmptyCommandIsInvalid) {
   EXPECT_EQ(NewProcessCommandRunner()->Run({}, absl::Seconds(1)).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ProcessCommandRunnerTest, OutputFeedsTheInputAndReturnsOnlyStandardOutput) {
+  absl::StatusOr<std::string> answer = NewProcessCommandRunner()->Output(
+      {"sh", "-c", "echo progress >&2; tr a-z A-Z"}, "{\"image\": \"x\"}\n", absl::Seconds(30));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(*answer, "{\"IMAGE\": \"X\"}\n");
+}
+
+TEST(ProcessCommandRunnerTest, OutputOfAFailedCommandIsItsErrorWithStandardError) {
+  absl::StatusOr<std::string> answer = NewProcessCommandRunner()->Output(
+      {"sh", "-c", "cat >/dev/null; echo answer-$((1+1)); echo no credentials >&2; exit 1"},
+      "request", absl::Seconds(30));
+  ASSERT_FALSE(answer.ok());
+  EXPECT_EQ(answer.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(Message(answer.status()),
+              AllOf(HasSubstr("exited with status 1"), HasSubstr("\n  no credentials"),
+                    Not(HasSubstr("answer-2"))));
+}
+
+TEST(ProcessCommandRunnerTest, OutputWithoutInputReadsEndOfFile) {
+  absl::StatusOr<std::string> answer =
+      NewProcessCommandRunner()->Output({"sh", "-c", "wc -c"}, "", absl::Seconds(30));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(std::string(StripWhitespace(*answer)), "0");
+}
+
+TEST(ProcessCommandRunnerTest, OutputRefusesAnInputLargerThanAPipe) {
+  absl::StatusOr<std::string> answer = NewProcessCommandRunner()->Output(
+      {"cat"}, std::string(kMaxCommandInput + 1, 'x'), absl::Seconds(30));
+  EXPECT_EQ(answer.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(answer.status()), HasSubstr("more than the 65536"));
+}
+
+TEST(ProcessCommandRunnerTest, OutputTakesAnInputAsLargeAsAPipe) {
+  // cat writes the 64 KiB back while the runner reads it: neither side waits on the other.
+  absl::StatusOr<std::string> answer = NewProcessCommandRunner()->Output(
+      {"cat"}, std::string(kMaxCommandInput, 'x'), absl::Seconds(30));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(*answer, std::string(kMaxCommandInput, 'x'));
 }
 
 TEST(ProcessCommandRunnerTest, TimeoutKillsTheCommandPromptly) {

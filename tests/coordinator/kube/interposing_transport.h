@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "coordinator/kube/http_transport.h"
+#include "common/kube/http_transport.h"
 
 namespace handoff::testing {
 

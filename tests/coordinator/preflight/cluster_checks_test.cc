@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "coordinator/kube/json_yaml.h"
+#include "common/kube/json_yaml.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/fake_cluster.h"

@@ -9,7 +9,7 @@
 
 #include "absl/time/time.h"
 #include "coordinator/kube/lease.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/resource.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/fake_cluster.h"

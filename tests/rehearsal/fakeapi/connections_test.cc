@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/kube/http_transport.h"
+#include "common/kube/http_transport.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rehearsal/fakeapi/fake_api_server.h"

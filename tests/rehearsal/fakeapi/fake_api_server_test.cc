@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "coordinator/kube/http_transport.h"
+#include "common/kube/http_transport.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rehearsal/fakeapi/fake_apiserver_cli.h"

@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "coordinator/kube/client.h"
-#include "coordinator/kube/http_transport.h"
+#include "common/kube/client.h"
+#include "common/kube/http_transport.h"
 #include "coordinator/kube/lease.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/fake_cluster.h"

@@ -7,9 +7,9 @@
 
 #include "common/fs/atomic_file.h"
 #include "common/system/clock.h"
-#include "coordinator/kube/client.h"
-#include "coordinator/kube/http_transport.h"
-#include "coordinator/kube/kubeconfig.h"
+#include "common/kube/client.h"
+#include "common/kube/http_transport.h"
+#include "common/kube/kubeconfig.h"
 #include "coordinator/kube/nodes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -7,7 +7,7 @@
 #include "agent/engine/settings.h"
 #include "agent/manifest/static_pod.h"
 #include "coordinator/kube/nodes.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/resource.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rehearsal/fakeapi/api_store.h"

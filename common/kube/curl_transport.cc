@@ -9,7 +9,7 @@
 
 #include "common/base/strings.h"
 #include "common/system/curl_support.h"
-#include "coordinator/kube/http_transport.h"
+#include "common/kube/http_transport.h"
 
 namespace handoff::kube {
 namespace {

@@ -1,8 +1,8 @@
 // Kubeconfig files (clusters, users, contexts, current-context) as kubectl reads them, reduced to
 // what one connection needs. Parsing is pure; the files a kubeconfig names (CA, client
 // certificate and key, token file) are read through the injected FileSystem.
-#ifndef HANDOFF_COORDINATOR_KUBE_KUBECONFIG_H_
-#define HANDOFF_COORDINATOR_KUBE_KUBECONFIG_H_
+#ifndef HANDOFF_COMMON_KUBE_KUBECONFIG_H_
+#define HANDOFF_COMMON_KUBE_KUBECONFIG_H_
 
 #include <functional>
 #include <string>
@@ -71,4 +71,4 @@ absl::StatusOr<CertificateSubject> ParseCertificateSubject(std::string_view pem)
 
 }  // namespace handoff::kube
 
-#endif  // HANDOFF_COORDINATOR_KUBE_KUBECONFIG_H_
+#endif  // HANDOFF_COMMON_KUBE_KUBECONFIG_H_

@@ -1,8 +1,8 @@
 // The Kubernetes resources handoff reads and writes, their REST paths, and the JSON type objects
 // travel in. Objects stay nlohmann::ordered_json so that whatever handoff does not change is sent
 // back exactly as it was read, keys in the server's order.
-#ifndef HANDOFF_COORDINATOR_KUBE_RESOURCE_H_
-#define HANDOFF_COORDINATOR_KUBE_RESOURCE_H_
+#ifndef HANDOFF_COMMON_KUBE_RESOURCE_H_
+#define HANDOFF_COMMON_KUBE_RESOURCE_H_
 
 #include <optional>
 #include <string>
@@ -94,4 +94,4 @@ std::string StringAt(const Json& object, std::initializer_list<std::string_view>
 
 }  // namespace handoff::kube
 
-#endif  // HANDOFF_COORDINATOR_KUBE_RESOURCE_H_
+#endif  // HANDOFF_COMMON_KUBE_RESOURCE_H_

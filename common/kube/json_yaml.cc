@@ -1,4 +1,4 @@
-#include "coordinator/kube/json_yaml.h"
+#include "common/kube/json_yaml.h"
 
 #include <algorithm>
 #include <cmath>

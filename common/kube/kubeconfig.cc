@@ -1,4 +1,4 @@
-#include "coordinator/kube/kubeconfig.h"
+#include "common/kube/kubeconfig.h"
 
 #include <openssl/bio.h>
 #include <openssl/pem.h>

@@ -13,8 +13,8 @@
 // Connection errors, 429 and 5xx are retried a bounded number of times with exponential backoff
 // (waiting on the injected Clock); 5xx and timeouts only for requests that are safe to repeat
 // (everything but POST).
-#ifndef HANDOFF_COORDINATOR_KUBE_CLIENT_H_
-#define HANDOFF_COORDINATOR_KUBE_CLIENT_H_
+#ifndef HANDOFF_COMMON_KUBE_CLIENT_H_
+#define HANDOFF_COMMON_KUBE_CLIENT_H_
 
 #include <functional>
 #include <memory>
@@ -25,9 +25,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/system/clock.h"
-#include "coordinator/kube/http_transport.h"
-#include "coordinator/kube/kubeconfig.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/http_transport.h"
+#include "common/kube/kubeconfig.h"
+#include "common/kube/resource.h"
 
 namespace handoff::kube {
 
@@ -102,4 +102,4 @@ class KubeClient {
 
 }  // namespace handoff::kube
 
-#endif  // HANDOFF_COORDINATOR_KUBE_CLIENT_H_
+#endif  // HANDOFF_COMMON_KUBE_CLIENT_H_

@@ -1,7 +1,7 @@
 // HTTP to the Kubernetes API server, injected: the client speaks through an HttpTransport, which
 // is libcurl against a real (or the fake) API server, or a scripted fake in unit tests.
-#ifndef HANDOFF_COORDINATOR_KUBE_HTTP_TRANSPORT_H_
-#define HANDOFF_COORDINATOR_KUBE_HTTP_TRANSPORT_H_
+#ifndef HANDOFF_COMMON_KUBE_HTTP_TRANSPORT_H_
+#define HANDOFF_COMMON_KUBE_HTTP_TRANSPORT_H_
 
 #include <map>
 #include <memory>
@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "coordinator/kube/kubeconfig.h"
+#include "common/kube/kubeconfig.h"
 
 namespace handoff::kube {
 
@@ -49,4 +49,4 @@ absl::StatusOr<std::unique_ptr<HttpTransport>> NewCurlTransport(
 
 }  // namespace handoff::kube
 
-#endif  // HANDOFF_COORDINATOR_KUBE_HTTP_TRANSPORT_H_
+#endif  // HANDOFF_COMMON_KUBE_HTTP_TRANSPORT_H_

@@ -1,4 +1,4 @@
-#include "coordinator/kube/resource.h"
+#include "common/kube/resource.h"
 
 #include <cstdio>
 

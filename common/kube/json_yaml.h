@@ -1,14 +1,14 @@
 // Kubernetes objects between JSON (the API's wire format) and YAML (what operators read and write):
 // plans show objects as YAML diffs, and the fake API server is seeded from YAML files.
-#ifndef HANDOFF_COORDINATOR_KUBE_JSON_YAML_H_
-#define HANDOFF_COORDINATOR_KUBE_JSON_YAML_H_
+#ifndef HANDOFF_COMMON_KUBE_JSON_YAML_H_
+#define HANDOFF_COMMON_KUBE_JSON_YAML_H_
 
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "coordinator/kube/resource.h"
+#include "common/kube/resource.h"
 #include "yaml-cpp/yaml.h"
 
 namespace handoff::kube {
@@ -38,4 +38,4 @@ absl::StatusOr<std::vector<Json>> ParseObjects(std::string_view text, std::strin
 
 }  // namespace handoff::kube
 
-#endif  // HANDOFF_COORDINATOR_KUBE_JSON_YAML_H_
+#endif  // HANDOFF_COMMON_KUBE_JSON_YAML_H_

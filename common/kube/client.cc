@@ -1,4 +1,4 @@
-#include "coordinator/kube/client.h"
+#include "common/kube/client.h"
 
 #include <algorithm>
 #include <cstdlib>
