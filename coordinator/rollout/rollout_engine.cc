@@ -304,6 +304,24 @@ std::vector<Refusal> MoveRefusals(const std::vector<NodeStatus>& nodes, std::siz
     }
   }
 
+  // W2: an external kubelet's Node is initialized (providerID, the uninitialized taint lifted)
+  // and kept by the cloud-controller-manager's node controllers alone; the last one stays while
+  // any worker is external.
+  if (facts.external_workers > 0 && RunsCloudControllerManager(from) &&
+      !RunsCloudControllerManager(to)) {
+    bool another = false;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      another = another || (i != index && RunsCloudControllerManager(nodes[i].state));
+    }
+    if (!another) {
+      refusals.push_back(Refusal{
+          true, Text("W2: ", facts.external_workers,
+                     facts.external_workers == 1 ? " worker's kubelet is" : " workers' kubelets are",
+                     " external; node ", node.name,
+                     " keeps the last cloud-controller-manager until every worker is back in-tree")});
+    }
+  }
+
   // R4: once a node is migrated, its cloud-controller-manager competes for the migration lease,
   // and the next manager restarts only while a healthy manager holds it (the migrated controllers
   // run somewhere). Finalized nodes no longer take part, so the first finalized → migrated move of

@@ -13,6 +13,10 @@
 //     healthy manager;
 //  R5 the first failure halts the rollout (the agent has already rolled its node back); only the
 //     operator resumes it.
+// And with the workers (worker_rollout.h says W1 and W3):
+//  W2 the control plane leaves its last cloud-controller-manager (its last node migrated or
+//     finalized) only when no worker's kubelet is external: an external kubelet's Node is
+//     initialized and kept by the cloud-controller-manager alone.
 //
 // How they are read (rollout_engine.cc says why at each check):
 //  - every move needs: not halted (R5); not paused; no long gap of the cloud controllers
@@ -29,6 +33,7 @@
 #ifndef HANDOFF_COORDINATOR_ROLLOUT_ROLLOUT_ENGINE_H_
 #define HANDOFF_COORDINATOR_ROLLOUT_ROLLOUT_ENGINE_H_
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,6 +88,9 @@ struct ClusterFacts {
   bool rbac_ready = false;                     // both managers may use the migration lease
   bool lease_held_by_healthy_manager = false;  // a valid holder, whose node is healthy
   LeaseHolders holders;
+  // Workers whose kubelet is external, or on its way there (worker_rollout.h). W2: while there
+  // is one, the control plane keeps a cloud-controller-manager.
+  std::size_t external_workers = 0;
 };
 
 struct Control {
@@ -167,7 +175,8 @@ Decision NextStep(const std::vector<NodeStatus>& nodes, const Goal& goal, const 
 // with this just before sending it, whatever chose it. It does not read awaiting_hello: that
 // holds back the choice of a new move (NextStep), while a move recorded before a restart is
 // settled, and may be sent again, on its own node's hello.
-// The message starts with what refuses it: "R1:" … "R5:", "D1:" … "D4:", "paused:", "inconsistent:",
+// The message starts with what refuses it: "R1:" … "R5:", "D1:" … "D4:", "W2:", "paused:",
+// "inconsistent:",
 // "disconnected:" or "not one step:". An unknown node is NotFound; a target of kInconsistent or
 // node names that are empty or not unique are InvalidArgument.
 absl::Status CheckMove(const std::vector<NodeStatus>& nodes, const std::string& node, NodeState to,
