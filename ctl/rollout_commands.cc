@@ -311,6 +311,14 @@ std::string StatusText(const v1::RolloutStatus& status) {
               "`handoffctl nodes add ",
               node.name(), "` makes it one\n");
   }
+  if (status.workers().known() > 0) {
+    const v1::WorkerSummary& workers = status.workers();
+    StrAppend(&text, "\nworkers:    ", workers.known(), " known, ", workers.connected(),
+              " connected: ", workers.in_tree(), " in-tree, ", workers.external(), " external, ",
+              workers.inconsistent(),
+              " inconsistent or away (`handoffctl nodes` lists each; the rollout does not move "
+              "workers yet)\n");
+  }
   text += ReplacementText(status);
   text += CloudControllersText(status);
   return text;
@@ -632,7 +640,9 @@ int Nodes(CommandContext& context, const Flags& flags) {
                                                  "LAST RESULT"}};
   std::string details;
   for (const v1::NodeInfo& node : nodes->nodes()) {
-    rows.push_back({node.candidate() ? StrCat(node.name(), " (candidate)") : node.name(),
+    rows.push_back({node.candidate()                         ? StrCat(node.name(), " (candidate)")
+                    : node.role() == v1::NODE_ROLE_WORKER ? StrCat(node.name(), " (worker)")
+                                                          : node.name(),
                     NodeStateCell(node.state(), node.connected()), YesNo(node.connected()),
                     YesNo(node.healthy()), YesNo(node.verifies()), OrDash(node.agent_version()),
                     OrDash(node.peer()), TimeText(node.last_seen_unix_ms()),

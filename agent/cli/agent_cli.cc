@@ -530,8 +530,11 @@ class Commands {
     node.settings_file = run.settings_file;
     absl::StatusOr<Settings> settings = LoadSettings(node);
     if (!settings.ok()) return refuse(settings.status());
+    FillWorkerNodeName(*settings);
     config.agent.paths = settings->paths;
     config.agent.kubelet = settings->kubelet;
+    config.agent.role = settings->role;
+    config.agent.worker = settings->worker;
     config.agent.apply.before_move = ClusterTagBeforeMove(*settings);
     config.agent.read_instance_identity = [endpoint = settings->instance_metadata_endpoint] {
       InstanceMetadataOptions metadata;
@@ -613,6 +616,19 @@ class Commands {
     std::unique_ptr<HealthChecker> health = environment_.open_health();
     std::unique_ptr<Clock> clock = environment_.open_clock();
     std::unique_ptr<CommandRunner> commands = environment_.open_commands();
+    // A worker's moves are proven on its Node, containers and credential provider too.
+    std::unique_ptr<WorkerScope> worker;
+    if (settings->role == NodeRole::kWorker && config.agent.apply.verify) {
+      absl::StatusOr<std::unique_ptr<WorkerScope>> opened = WorkerScope::Open(
+          *settings, *fs, *commands, *clock,
+          environment_.open_kube ? environment_.open_kube
+                                 : KubeTransportFactory(kube::NewCurlTransport));
+      if (!opened.ok()) return refuse(opened.status());
+      worker = *std::move(opened);
+      config.agent.worker = settings->worker;  // the ECR registry filled in
+      config.agent.apply.before_move = worker->Guard(std::move(config.agent.apply.before_move));
+      config.agent.apply.kubelet_proof = worker->proof();
+    }
     absl::Status status =
         RunAgentDaemon(config, Host{*fs, *processes, *health, *clock, *commands, *signals}, logger);
     if (!status.ok()) return refuse(status);

@@ -92,10 +92,7 @@ void NodeAgent::RecoverInterrupted() {
 
   // The same recovery as `handoff-agent recover`: it undoes the transaction the move left
   // started (if the applier had begun one), so the node is wholly in its state before it.
-  Settings settings;
-  settings.paths = options_.paths;
-  settings.kubelet = options_.kubelet;
-  Applier applier(host_, settings, options_.apply, log_);
+  Applier applier(host_, LocalSettings(), options_.apply, log_);
   absl::StatusOr<std::vector<std::string>> recovered = applier.Recover();
   const v1::NodeReport report = ReadReport();
   for (const CommandRecord& record : unfinished) {
@@ -186,7 +183,7 @@ bool NodeAgent::RecheckFacts(const std::function<void(const v1::NodeReport&)>& s
     std::lock_guard<std::mutex> state(state_mutex_);
     before = last_report_.facts();
   }
-  const v1::NodeFacts now = FactsOf(ReadNodeSnapshot(host_.fs, options_.paths));
+  const v1::NodeFacts now = FactsOf(ReadNodeSnapshot(host_.fs, LocalSettings()));
   if (google::protobuf::util::MessageDifferencer::Equals(now, before)) return false;
   send(ReadReport());
   return true;
@@ -240,7 +237,7 @@ v1::NodeFacts NodeAgent::ReadFacts(const NodeSnapshot* snapshot,
 v1::NodeReport NodeAgent::ReadReport() {
   v1::NodeReport report;
   report.set_observed_unix_ms(absl::ToUnixMillis(host_.clock.Now()));
-  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(host_.fs, options_.paths);
+  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(host_.fs, LocalSettings());
   if (!snapshot.ok()) {
     report.set_state(v1::NODE_STATE_INCONSISTENT);
     report.add_reasons(std::string(snapshot.status().message()));
@@ -308,6 +305,8 @@ v1::AgentHello NodeAgent::Hello() {
   hello.set_node_name(options_.node_name);
   hello.set_agent_version(options_.agent_version);
   hello.set_verifies(options_.apply.verify);
+  hello.set_role(options_.role == NodeRole::kWorker ? v1::NODE_ROLE_WORKER
+                                                    : v1::NODE_ROLE_CONTROL_PLANE);
   {
     // A command holds the node: it is mid-transaction, and its result will carry the report
     // after it. Until then the last report stands.
@@ -463,6 +462,17 @@ absl::StatusOr<Settings> NodeAgent::CommandSettings(const std::string& yaml) {
   }
   settings.paths = options_.paths;
   settings.kubelet = options_.kubelet;
+  settings.role = options_.role;
+  settings.worker = options_.worker;
+  return settings;
+}
+
+Settings NodeAgent::LocalSettings() const {
+  Settings settings;
+  settings.paths = options_.paths;
+  settings.kubelet = options_.kubelet;
+  settings.role = options_.role;
+  settings.worker = options_.worker;
   return settings;
 }
 
@@ -497,7 +507,7 @@ v1::CommandResult NodeAgent::Move(const std::string& id, const v1::MoveRequest& 
   if (!settings.ok()) return refuse(StrCat(settings.status().message()));
 
   // Checked before anything is recorded: a move meant for a node elsewhere writes nothing.
-  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(host_.fs, options_.paths);
+  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(host_.fs, LocalSettings());
   if (!snapshot.ok()) return refuse(StrCat(snapshot.status().message()));
   const Classification current = Classify(*snapshot);
   if (current.state != *from) {
@@ -546,7 +556,7 @@ v1::CommandResult NodeAgent::Move(const std::string& id, const v1::MoveRequest& 
     // still wholly at `from`, with no unfinished transaction, counts as untouched.
     bool untouched = absl::IsFailedPrecondition(status) || absl::IsInvalidArgument(status);
     if (!untouched) {
-      absl::StatusOr<NodeSnapshot> after = ReadNodeSnapshot(host_.fs, options_.paths);
+      absl::StatusOr<NodeSnapshot> after = ReadNodeSnapshot(host_.fs, LocalSettings());
       absl::StatusOr<std::vector<Journal>> journals =
           ListTransactions(host_.fs, options_.paths.state_dir);
       untouched = after.ok() && Classify(*after).state == *from && journals.ok() &&
@@ -619,7 +629,7 @@ v1::CommandResult NodeAgent::PlanMoves(const v1::PlanRequest& request) {
   }
   absl::StatusOr<Settings> settings = CommandSettings(request.settings_yaml());
   if (!settings.ok()) return refuse(StrCat(settings.status().message()));
-  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(host_.fs, options_.paths);
+  absl::StatusOr<NodeSnapshot> snapshot = ReadNodeSnapshot(host_.fs, LocalSettings());
   if (!snapshot.ok()) return refuse(StrCat(snapshot.status().message()));
   absl::StatusOr<std::vector<Plan>> plans = handoff::PlanChain(*snapshot, chain, *settings);
   if (!plans.ok()) return refuse(StrCat(plans.status().message()));

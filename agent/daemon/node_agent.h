@@ -40,6 +40,11 @@ struct NodeAgentOptions {
   // to the node.
   NodePaths paths;
   KubeletSettings kubelet;
+  // The node's role and, on a worker, its kubelet's credential provider and Node name: the
+  // node's own too (its settings file's role and worker keys). A worker's agent reads and moves
+  // the kubelet alone, in-tree <-> external, and says so in its hello.
+  NodeRole role = NodeRole::kControlPlane;
+  WorkerSettings worker;
   // How moves are carried out: verification, timeouts, the kubelet restart, backups kept.
   ApplyOptions apply;
   // The instance's identity for the reports' facts (instance_id, local_hostname,
@@ -130,6 +135,8 @@ class NodeAgent {
                          const ProgressSink& progress, bool* recorded);
   v1::CommandResult PlanMoves(const v1::PlanRequest& request);
   absl::StatusOr<Settings> CommandSettings(const std::string& yaml);
+  // The node's own part of the settings (paths, kubelet, role, worker), for reading the node.
+  Settings LocalSettings() const;
   void Finish(v1::CommandResult& result, bool recorded);
 
   // Results kept in memory: every result the command log keeps, and as many again of commands

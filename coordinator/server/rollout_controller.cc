@@ -342,6 +342,13 @@ absl::Status RolloutController::AgentConnected(const std::string& name, const pb
   Deferred deferred;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (hello.role() == pb::NODE_ROLE_WORKER) return WorkerConnected(name, hello, link);
+    if (workers_.count(name) != 0 && workers_[name].link) {
+      return absl::FailedPreconditionError(
+          StrCat("node ", name, " has a worker's agent connected; an agent as a control-plane "
+                 "node for the same Node is refused"));
+    }
+    workers_.erase(name);
     Node* node = FindNode(name);
     const bool candidate = node == nullptr;
     if (candidate) {
@@ -603,6 +610,7 @@ void RolloutController::AgentMessage(const std::string& name, const AgentLink* l
   {
     std::lock_guard<std::mutex> lock(mu_);
     Node* node = FindNode(name);
+    if (node == nullptr && WorkerMessage(name, link, message)) return;
     if (node == nullptr) {
       // A candidate: only its reports count (what AddNode judges); nothing is sent to it.
       Node* candidate = FindCandidate(name);
@@ -655,6 +663,7 @@ void RolloutController::AgentDisconnected(const std::string& name, const AgentLi
   {
     std::lock_guard<std::mutex> lock(mu_);
     Node* node = FindNode(name);
+    if (node == nullptr && WorkerDisconnected(name, link)) return;
     if (node == nullptr) {
       // A candidate is known only while its agent is connected.
       Node* candidate = FindCandidate(name);

@@ -331,6 +331,17 @@ class RolloutController {
   void Restore(std::optional<store::StoredRollout> stored);
   Node* FindNode(const std::string& name);  // a member
   Node* FindCandidate(const std::string& name);
+  // A worker's agent (rollout_controller_workers.cc). WorkerConnected: the hello of an agent that
+  // says it runs on a worker; an error ends its stream (the node is a control-plane member, or a
+  // second agent). WorkerMessage and WorkerDisconnected: false when `name` is no known worker.
+  absl::Status WorkerConnected(const std::string& name, const pb::AgentHello& hello,
+                               const std::shared_ptr<AgentLink>& link);
+  bool WorkerMessage(const std::string& name, const AgentLink* link,
+                     const pb::AgentMessage& message);
+  bool WorkerDisconnected(const std::string& name, const AgentLink* link);
+  pb::WorkerSummary WorkerCounts() const;
+  // One node of Nodes(): a member, a candidate or a worker.
+  void FillNodeInfo(const Node& node, pb::NodeRole role, pb::NodeInfo& info) const;
   // Whether `node`'s agent may add `entry` to the history now (its bucket); when it may and
   // earlier ones were not written, says so in `entry`.
   bool AdmitAgentEntry(Node& node, store::HistoryEntry& entry);
@@ -454,6 +465,10 @@ class RolloutController {
   store::StoredRollout rollout_;  // goal, control, in flight, settings (nodes_ is the truth)
   std::vector<Node> nodes_;       // the members, in rollout order
   std::map<std::string, Node> candidates_;  // connected agents of nodes that are not members
+  // The workers' agents (AgentHello.role WORKER) that said hello since this coordinator started,
+  // connected or not (rollout_controller_workers.cc): never members or candidates, never moved
+  // yet; counted in the status and listed by Nodes.
+  std::map<std::string, Node> workers_;
   FactsReport facts_;
   int64_t facts_checked_ms_ = 0;
   int64_t facts_read_ms_ = 0;          // when the facts in facts_ began to be read

@@ -57,40 +57,37 @@ pb::NodeState RolloutController::ShownState(const Node& node) {
   return known ? ToProto(node.state) : pb::NODE_STATE_UNSPECIFIED;
 }
 
+void RolloutController::FillNodeInfo(const Node& node, pb::NodeRole role,
+                                     pb::NodeInfo& info) const {
+  info.set_name(node.name);
+  info.set_state(ShownState(node));
+  for (const std::string& reason : node.reasons) info.add_reasons(reason);
+  info.set_connected(node.link != nullptr);
+  info.set_healthy(node.healthy);
+  info.set_health_detail(node.health_detail);
+  info.set_agent_version(node.agent_version);
+  info.set_verifies(node.verifies);
+  if (node.link) info.set_peer(node.link->Peer());
+  info.set_last_seen_unix_ms(node.last_seen_unix_ms);
+  info.set_last_result(node.last_result);
+  info.set_second_agent(SecondAgentText(node));
+  *info.mutable_facts() = node.facts;
+  info.set_role(role);
+}
+
 pb::NodesResponse RolloutController::Nodes() {
   std::lock_guard<std::mutex> lock(mu_);
   pb::NodesResponse response;
   for (const Node& node : nodes_) {
-    pb::NodeInfo* info = response.add_nodes();
-    info->set_name(node.name);
-    info->set_state(ShownState(node));
-    for (const std::string& reason : node.reasons) info->add_reasons(reason);
-    info->set_connected(node.link != nullptr);
-    info->set_healthy(node.healthy);
-    info->set_health_detail(node.health_detail);
-    info->set_agent_version(node.agent_version);
-    info->set_verifies(node.verifies);
-    if (node.link) info->set_peer(node.link->Peer());
-    info->set_last_seen_unix_ms(node.last_seen_unix_ms);
-    info->set_last_result(node.last_result);
-    info->set_second_agent(SecondAgentText(node));
-    *info->mutable_facts() = node.facts;
+    FillNodeInfo(node, pb::NODE_ROLE_CONTROL_PLANE, *response.add_nodes());
   }
   for (const auto& [name, candidate] : candidates_) {
     pb::NodeInfo* info = response.add_nodes();
-    info->set_name(name);
-    info->set_state(ShownState(candidate));
-    for (const std::string& reason : candidate.reasons) info->add_reasons(reason);
-    info->set_connected(candidate.link != nullptr);
-    info->set_healthy(candidate.healthy);
-    info->set_health_detail(candidate.health_detail);
-    info->set_agent_version(candidate.agent_version);
-    info->set_verifies(candidate.verifies);
-    if (candidate.link) info->set_peer(candidate.link->Peer());
-    info->set_last_seen_unix_ms(candidate.last_seen_unix_ms);
-    info->set_second_agent(SecondAgentText(candidate));
-    *info->mutable_facts() = candidate.facts;
+    FillNodeInfo(candidate, pb::NODE_ROLE_CONTROL_PLANE, *info);
     info->set_candidate(true);
+  }
+  for (const auto& [name, worker] : workers_) {
+    FillNodeInfo(worker, pb::NODE_ROLE_WORKER, *response.add_nodes());
   }
   return response;
 }
@@ -140,6 +137,7 @@ pb::RolloutStatus RolloutController::BuildStatus(const EngineView& view) const {
     progress->set_last_result(node.last_result);
     progress->set_second_agent(SecondAgentText(node));
   }
+  *status.mutable_workers() = WorkerCounts();
   for (const auto& [name, candidate] : candidates_) {
     pb::NodeProgress* progress = status.add_candidates();
     progress->set_name(name);

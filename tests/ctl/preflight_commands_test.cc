@@ -245,6 +245,20 @@ TEST_F(PreflightCommandTest, EachFaultFailsExactlyItsCheckAndExitsOne) {
   }
 }
 
+// The agents check is the control plane's: a worker's agent away does not fail it.
+TEST_F(PreflightCommandTest, AWorkersAgentAwayIsNoControlPlaneAgentMissing) {
+  ApplyRbac();
+  v1::NodeInfo* worker = nodes_.add_nodes();
+  worker->set_name("ip-10-0-2-20.ec2.internal");
+  worker->set_role(v1::NODE_ROLE_WORKER);
+  worker->set_connected(false);
+  std::vector<std::string> args = Coordinator();
+  args.insert(args.end(), {"-o", "json"});
+  Result result = Run(args);
+  EXPECT_EQ(Verdicts(result.out)["agents"], "ok") << result.out;
+  EXPECT_THAT(result.out, Not(HasSubstr("ip-10-0-2-20.ec2.internal: no agent is connected")));
+}
+
 TEST_F(PreflightCommandTest, ANodeInconsistentOnlyForItsStrayFilesIsLeftToStrayFiles) {
   ApplyRbac();
   v1::NodeInfo* node = nodes_.mutable_nodes(0);

@@ -259,6 +259,34 @@ TEST_F(RolloutCommandsTest, ANodeWhoseStateIsNotKnownIsUnknownAgentAwayNeverInco
   EXPECT_THAT(result.out, HasSubstr("\ncp-2 is unknown (agent away):\n"));
 }
 
+TEST_F(RolloutCommandsTest, StatusCountsTheWorkersAndNodesListsEach) {
+  v1::RolloutStatus status = MigratingStatus();
+  v1::WorkerSummary* workers = status.mutable_workers();
+  workers->set_known(3);
+  workers->set_connected(2);
+  workers->set_in_tree(1);
+  workers->set_external(1);
+  workers->set_inconsistent(1);
+  script_.statuses = {status};
+  Result result = Run({"status"});
+  EXPECT_EQ(result.code, kExitOk) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("\nworkers:    3 known, 2 connected: 1 in-tree, 1 external, 1 "
+                                    "inconsistent or away"));
+  // None known: no line.
+  status.clear_workers();
+  script_.statuses = {status};
+  EXPECT_THAT(Run({"status"}).out, Not(HasSubstr("workers:")));
+
+  v1::NodesResponse nodes;
+  v1::NodeInfo* worker = nodes.add_nodes();
+  worker->set_name("w-1");
+  worker->set_role(v1::NODE_ROLE_WORKER);
+  worker->set_state(v1::NODE_STATE_IN_TREE);
+  worker->set_connected(true);
+  script_.nodes = nodes;
+  EXPECT_THAT(Run({"nodes"}).out, HasSubstr("\nw-1 (worker)  in-tree"));
+}
+
 TEST_F(RolloutCommandsTest, StatusOfAReplacementShowsWhatItWaitsForAndTheCommands) {
   v1::RolloutStatus status = MigratingStatus();
   status.set_strategy(v1::STRATEGY_REPLACE);

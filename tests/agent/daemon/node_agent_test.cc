@@ -12,6 +12,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "tests/agent/daemon/daemon_fixture.h"
+#include "tests/agent/engine/worker_fixture.h"
 #include "tests/support/fake_clock.h"
 
 namespace handoff {
@@ -730,6 +731,47 @@ TEST_F(NodeAgentTest, MoveDelayWaitsAfterRecordingTheMoveAsStarted) {
   EXPECT_EQ(result.outcome(), v1::CommandResult::SUCCEEDED);
   EXPECT_GE(clock_.Now() - before, absl::Minutes(3));
   EXPECT_THAT(log_.str(), HasSubstr("waiting 3m before applying (--move-delay)"));
+}
+
+// The worker role: the agent reads the node as a worker, says so in its hello, and moves its
+// kubelet alone, in-tree <-> external, keeping its own role and worker settings whatever the
+// coordinator's settings say.
+TEST(WorkerNodeAgentTest, AWorkersAgentMovesItsKubeletAndSaysItIsAWorker) {
+  FaultInjectionFileSystem fs(testing::WorkerNode());
+  const Settings settings = testing::WorkerSettingsFor();
+  testing::FakeKubelet kubelet(fs, settings.paths);
+  FakeClock clock;
+  std::ostringstream log;
+  NodeAgentOptions options;
+  options.node_name = testing::kWorkerNodeName;
+  options.paths = settings.paths;
+  options.role = NodeRole::kWorker;
+  options.worker = settings.worker;
+  options.apply.verify_options.timeout = absl::Minutes(1);
+  absl::StatusOr<std::unique_ptr<NodeAgent>> agent = NodeAgent::Open(
+      Host{fs, kubelet, kubelet, clock, kubelet, kubelet}, options, log);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+
+  const v1::AgentHello hello = (*agent)->Hello();
+  EXPECT_EQ(hello.role(), v1::NODE_ROLE_WORKER);
+  EXPECT_EQ(hello.report().state(), v1::NODE_STATE_IN_TREE)
+      << StrJoin(hello.report().reasons(), "; ");
+  EXPECT_TRUE(hello.report().healthy()) << hello.report().health_detail();
+
+  v1::CommandResult result = (*agent)->Execute(
+      MoveCommand("r1-1", v1::NODE_STATE_IN_TREE, v1::NODE_STATE_EXTERNAL));
+  ASSERT_EQ(result.outcome(), v1::CommandResult::SUCCEEDED) << result.message();
+  EXPECT_EQ(result.report().state(), v1::NODE_STATE_EXTERNAL);
+  EXPECT_THAT(kubelet.kubelet().argv, ::testing::Contains("--cloud-provider=external"));
+
+  result = (*agent)->Execute(MoveCommand("r1-2", v1::NODE_STATE_EXTERNAL, v1::NODE_STATE_IN_TREE));
+  ASSERT_EQ(result.outcome(), v1::CommandResult::SUCCEEDED) << result.message();
+  EXPECT_EQ(result.report().state(), v1::NODE_STATE_IN_TREE);
+  EXPECT_THAT(kubelet.kubelet().argv, ::testing::Contains("--cloud-provider=aws"));
+}
+
+TEST_F(NodeAgentTest, AControlPlaneAgentSaysSo) {
+  EXPECT_EQ(OpenAgent()->Hello().role(), v1::NODE_ROLE_CONTROL_PLANE);
 }
 
 }  // namespace

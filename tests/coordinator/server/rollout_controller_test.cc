@@ -931,6 +931,63 @@ TEST_F(RolloutControllerTest, AnUnknownNodeWaitsAsACandidateAndJoinsWhenAdded) {
   EXPECT_EQ(controller_->AddNode("bob", "cp-9", "").status().code(), absl::StatusCode::kNotFound);
 }
 
+// A worker's agent is known and counted, never a candidate and never moved; a control-plane
+// member's agent that says it is a worker's is refused.
+TEST_F(RolloutControllerTest, AWorkersAgentIsCountedNeverACandidateAndNeverMoved) {
+  ConnectAll(NodeState::kInTree);
+  pb::AgentHello hello = Hello("w-1", NodeState::kInTree);
+  hello.set_role(pb::NODE_ROLE_WORKER);
+  std::shared_ptr<RecordingLink> worker = Connect("w-1", hello);
+  ASSERT_FALSE(worker->sent.empty());
+  EXPECT_TRUE(worker->sent.front().has_welcome());
+  pb::AgentHello external = Hello("w-2", NodeState::kExternal);
+  external.set_role(pb::NODE_ROLE_WORKER);
+  std::shared_ptr<RecordingLink> second = Connect("w-2", external);
+
+  pb::RolloutStatus status = controller_->Status();
+  EXPECT_THAT(status.candidates(), SizeIs(0));
+  EXPECT_EQ(status.workers().known(), 2);
+  EXPECT_EQ(status.workers().connected(), 2);
+  EXPECT_EQ(status.workers().in_tree(), 1);
+  EXPECT_EQ(status.workers().external(), 1);
+  pb::NodesResponse nodes = controller_->Nodes();
+  ASSERT_THAT(nodes.nodes(), SizeIs(5));
+  EXPECT_EQ(nodes.nodes(3).name(), "w-1");
+  EXPECT_EQ(nodes.nodes(3).role(), pb::NODE_ROLE_WORKER);
+  EXPECT_FALSE(nodes.nodes(3).candidate());
+  EXPECT_EQ(nodes.nodes(0).role(), pb::NODE_ROLE_CONTROL_PLANE);
+  EXPECT_EQ(controller_->AddNode("bob", "w-1", "").status().code(), absl::StatusCode::kNotFound);
+
+  // The rollout runs to its goal without a command to either worker.
+  ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
+  RunToCompletion();
+  EXPECT_EQ(controller_->Status().phase(), pb::RolloutStatus::DONE);
+  EXPECT_THAT(worker->sent, SizeIs(1));
+  EXPECT_THAT(second->sent, SizeIs(1));
+
+  // Gone, it stays known, counted as not connected; back, connected again.
+  controller_->AgentDisconnected("w-1", worker.get());
+  status = controller_->Status();
+  EXPECT_EQ(status.workers().known(), 2);
+  EXPECT_EQ(status.workers().connected(), 1);
+  EXPECT_EQ(status.workers().inconsistent(), 1);
+  worker = Connect("w-1", hello);
+  EXPECT_EQ(controller_->Status().workers().connected(), 2);
+
+  // A second agent process for the same worker is refused while the first one's stream lives.
+  pb::AgentHello clone = hello;
+  clone.set_instance_id("another-process");
+  EXPECT_EQ(controller_->AgentConnected("w-1", clone, std::make_shared<RecordingLink>()).code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  // A member's agent claiming the worker role is refused, naming why.
+  pb::AgentHello wrong = Hello("cp-1", NodeState::kMigrated);
+  wrong.set_role(pb::NODE_ROLE_WORKER);
+  absl::Status refused = controller_->AgentConnected("cp-1", wrong, std::make_shared<RecordingLink>());
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("is a control-plane member of the rollout"));
+}
+
 TEST_F(RolloutControllerTest, AJoinTheRulesForbidIsRefusedAndChangesNothing) {
   ConnectAll(NodeState::kInTree);
   ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
