@@ -484,10 +484,15 @@ int SandboxRun::RunUnsafeOrder() {
     err_ << "handoffctl sandbox: " << status.message() << "\n";
     return Summarise(false, StrCat("unsafe order (test-only) not set up: ", status.message()));
   }
-  // A node not yet on a cloud-controller-manager (in-tree, else prepared), and not the one whose
+  // A node not yet on a cloud-controller-manager (prepared, else in-tree), and not the one whose
   // kube-controller-manager holds the main lease: that one, gone external, would keep the lease
   // and no in-tree manager would run the controllers beside the CCM. The holder runs them
-  // without Leader Migration (in-tree) either way.
+  // without Leader Migration (in-tree) either way. Prepared first: with the prepared node gone
+  // to the CCM, every other kube-controller-manager is in-tree, so a holder that loses its lease
+  // meanwhile (a loaded machine, a 4 s lease) hands it to another in-tree manager, which runs the
+  // controllers beside the CCM too. With an in-tree node chosen instead, a prepared manager could
+  // take the lease and, with Leader Migration, leave them to the CCM: no double run to catch (so
+  // it went once in CI).
   std::string holder;
   for (const ControllerStats& stats : cluster_->Poll(absl::Now()).controllers) {
     if (!stats.runs.empty() && stats.runs.back().end == RunEnd::kStillRunning) {
@@ -495,7 +500,7 @@ int SandboxRun::RunUnsafeOrder() {
     }
   }
   const NodeRun* chosen = nullptr;
-  for (v1::NodeState wanted : {v1::NODE_STATE_IN_TREE, v1::NODE_STATE_PREPARED}) {
+  for (v1::NodeState wanted : {v1::NODE_STATE_PREPARED, v1::NODE_STATE_IN_TREE}) {
     for (const NodeRun& candidate : nodes_) {
       bool fits = false;
       for (const v1::NodeProgress& node : paused->nodes()) {
