@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "common/base/strings.h"
-#include "nlohmann/json.hpp"
+#include "common/kube/resource.h"
 
 namespace handoff {
 
@@ -12,7 +12,7 @@ std::string ProbeImage(std::string_view registry) {
 }
 
 std::string CredentialProviderRequest(std::string_view api_version, std::string_view image) {
-  const nlohmann::ordered_json request = {{"apiVersion", std::string(api_version)},
+  const kube::Json request = {{"apiVersion", std::string(api_version)},
                                   {"kind", "CredentialProviderRequest"},
                                   {"image", std::string(image)}};
   return request.dump() + "\n";
@@ -25,14 +25,11 @@ absl::Status CheckCredentialProviderResponse(std::string_view answer, std::strin
         StrCat(binary, " answered a request for ", registry, " ", what,
                "; the external kubelet would pull no image from ECR"));
   };
-  const nlohmann::json response = nlohmann::json::parse(answer, nullptr, /*allow_exceptions=*/false);
+  const kube::Json response = kube::Json::parse(answer, nullptr, /*allow_exceptions=*/false);
   if (response.is_discarded() || !response.is_object()) {
     return refuse(StrCat("with something that is not JSON (", answer.size(), " bytes)"));
   }
-  const auto text = [&](std::string_view key) -> std::string {
-    const auto it = response.find(std::string(key));
-    return it != response.end() && it->is_string() ? it->get<std::string>() : "";
-  };
+  const auto text = [&](std::string_view key) { return kube::StringAt(response, {key}); };
   if (text("kind") != "CredentialProviderResponse") {
     return refuse(StrCat("with kind \"", text("kind"), "\", not CredentialProviderResponse"));
   }

@@ -8,15 +8,6 @@
 #include "common/kube/resource.h"
 
 namespace handoff {
-namespace {
-
-std::string Text(const kube::Json& object, std::string_view key) {
-  const auto it = object.find(std::string(key));
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-}  // namespace
-
 absl::StatusOr<std::vector<CriContainer>> ParseCriContainers(std::string_view json) {
   const kube::Json answer = kube::Json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (answer.is_discarded() || !answer.is_object() || !answer.contains("containers") ||
@@ -29,16 +20,11 @@ absl::StatusOr<std::vector<CriContainer>> ParseCriContainers(std::string_view js
   for (const kube::Json& item : answer["containers"]) {
     if (!item.is_object()) continue;
     CriContainer container;
-    container.id = Text(item, "id");
-    container.pod_sandbox_id = Text(item, "podSandboxId");
-    if (item.contains("metadata") && item["metadata"].is_object()) {
-      container.name = Text(item["metadata"], "name");
-    }
-    if (item.contains("labels") && item["labels"].is_object()) {
-      const kube::Json& labels = item["labels"];
-      container.pod = StrCat(Text(labels, "io.kubernetes.pod.namespace"), "/",
-                             Text(labels, "io.kubernetes.pod.name"));
-    }
+    container.id = kube::StringAt(item, {"id"});
+    container.pod_sandbox_id = kube::StringAt(item, {"podSandboxId"});
+    container.name = kube::StringAt(item, {"metadata", "name"});
+    container.pod = StrCat(kube::StringAt(item, {"labels", "io.kubernetes.pod.namespace"}), "/",
+                           kube::StringAt(item, {"labels", "io.kubernetes.pod.name"}));
     // crictl prints createdAt as a string of nanoseconds; an older one as a number.
     if (item.contains("createdAt")) {
       container.created_at = item["createdAt"].is_string() ? item["createdAt"].get<std::string>()
@@ -76,9 +62,7 @@ std::vector<std::string> RestartedContainers(const std::vector<CriContainer>& be
 
 absl::StatusOr<NodeReadiness> ReadNodeReadiness(const kube::Json& node) {
   NodeReadiness readiness;
-  if (node.contains("metadata") && node["metadata"].is_object()) {
-    readiness.uid = Text(node["metadata"], "uid");
-  }
+  readiness.uid = kube::StringAt(node, {"metadata", "uid"});
   if (readiness.uid.empty()) {
     return absl::InvalidArgumentError(StrCat("Node ", kube::ObjectName(node), " has no uid"));
   }
@@ -87,19 +71,18 @@ absl::StatusOr<NodeReadiness> ReadNodeReadiness(const kube::Json& node) {
     return readiness;
   }
   for (const kube::Json& condition : node["status"]["conditions"]) {
-    if (!condition.is_object() || Text(condition, "type") != "Ready") continue;
-    readiness.ready = Text(condition, "status") == "True";
+    if (kube::StringAt(condition, {"type"}) != "Ready") continue;
+    readiness.ready = kube::StringAt(condition, {"status"}) == "True";
   }
   return readiness;
 }
 
 std::optional<absl::Time> LeaseRenewTime(const kube::Json& lease, std::string_view node_name) {
-  if (!lease.contains("spec") || !lease["spec"].is_object()) return std::nullopt;
-  const kube::Json& spec = lease["spec"];
-  if (Text(spec, "holderIdentity") != node_name) return std::nullopt;
+  if (kube::StringAt(lease, {"spec", "holderIdentity"}) != node_name) return std::nullopt;
   absl::Time at;
   std::string error;
-  if (!absl::ParseTime(absl::RFC3339_full, Text(spec, "renewTime"), &at, &error)) {
+  if (!absl::ParseTime(absl::RFC3339_full, kube::StringAt(lease, {"spec", "renewTime"}), &at,
+                       &error)) {
     return std::nullopt;
   }
   return at;
