@@ -25,6 +25,76 @@ struct PreflightFlags {
 
 // The agents as the coordinator knows them: every member's agent connected, its node consistent
 // and healthy.
+// "a, b, c, d, e and 12 more".
+std::string FirstNames(const std::vector<std::string>& names) {
+  constexpr size_t kShown = 5;
+  if (names.size() <= kShown) return StrJoin(names, ", ");
+  return StrCat(StrJoin(std::vector<std::string>(names.begin(), names.begin() + kShown), ", "),
+                " and ", names.size() - kShown, " more");
+}
+
+// The workers' agents: every Node without the control-plane role needs one (its kubelet moves
+// only through it), and one whose node is inconsistent will not be moved until it is repaired.
+preflight::CheckResult CheckWorkerAgents(const v1::NodesResponse& nodes) {
+  preflight::CheckResult result{"worker-agents", preflight::Verdict::kOk, {}, ""};
+  std::vector<std::string> without;
+  std::vector<std::string> inconsistent;
+  size_t workers = 0;
+  for (const v1::NodeInfo& node : nodes.nodes()) {
+    if (node.role() != v1::NODE_ROLE_WORKER) continue;
+    ++workers;
+    if (node.without_agent()) {
+      without.push_back(node.name());
+    } else if (node.connected() && node.state() == v1::NODE_STATE_INCONSISTENT) {
+      inconsistent.push_back(StrCat(
+          node.name(), ": inconsistent (",
+          StrJoin(std::vector<std::string>(node.reasons().begin(), node.reasons().end()), "; "),
+          ")"));
+    }
+  }
+  if (!without.empty()) {
+    result.verdict = preflight::Verdict::kFail;
+    result.evidence.push_back(StrCat(without.size(),
+                                     without.size() == 1 ? " worker has" : " workers have",
+                                     " no agent: their kubelets cannot be moved (",
+                                     FirstNames(without), ")"));
+    result.action =
+        "install the worker agent (README: moving the workers) on every worker; a kubelet 1.27 "
+        "refuses --cloud-provider=aws, so no node may be left";
+  }
+  if (!inconsistent.empty()) {
+    if (result.verdict == preflight::Verdict::kOk) result.verdict = preflight::Verdict::kWarn;
+    result.evidence.insert(result.evidence.end(), inconsistent.begin(), inconsistent.end());
+    if (result.action.empty()) {
+      result.action = "repair what `handoff-agent status` lists on those workers";
+    }
+  }
+  if (result.evidence.empty()) {
+    result.evidence.push_back(workers == 0 ? std::string("no workers: every Node is a "
+                                                         "control-plane node")
+                                           : StrCat(workers, workers == 1 ? " worker" : " workers",
+                                                    ": agent known, node consistent"));
+  }
+  return result;
+}
+
+// W3: whether the cluster may now be upgraded to 1.27, as the coordinator judges it. A warning
+// while it may not: before and during the move that is the expected answer.
+preflight::CheckResult CheckUpgradeGate(const v1::NodesResponse& nodes) {
+  preflight::CheckResult result{"upgrade-1.27", preflight::Verdict::kOk, {}, ""};
+  const v1::UpgradeGate& gate = nodes.upgrade_gate();
+  if (gate.open()) {
+    result.evidence.push_back(
+        "every kubelet and manager is external and every Node initialized: the cluster may be "
+        "upgraded to 1.27");
+    return result;
+  }
+  result.verdict = preflight::Verdict::kWarn;
+  result.evidence.assign(gate.reasons().begin(), gate.reasons().end());
+  result.action = "finish the move (handoffctl start --finalize) before upgrading to 1.27";
+  return result;
+}
+
 preflight::CheckResult CheckAgents(const v1::NodesResponse& nodes) {
   preflight::CheckResult result{"agents", preflight::Verdict::kOk, {}, ""};
   std::vector<std::string> stray_only;
@@ -103,9 +173,12 @@ int RunPreflight(CommandContext& context, const PreflightFlags& flags) {
                  : kExitRefused;
     }
     results.push_back(CheckAgents(*nodes));
+    results.push_back(CheckWorkerAgents(*nodes));
+    // (A coordinator before the workers says nothing of the gate.)
+    if (nodes->has_upgrade_gate()) results.push_back(CheckUpgradeGate(*nodes));
     std::vector<preflight::NodeFacts> facts;
     for (const v1::NodeInfo& node : nodes->nodes()) {
-      if (node.candidate()) continue;
+      if (node.candidate() || node.without_agent()) continue;
       facts.push_back(
           preflight::FromReport(node.name(), node.has_facts() ? &node.facts() : nullptr));
       if (std::optional<preflight::KubeletFacts> kubelet =
@@ -120,6 +193,11 @@ int RunPreflight(CommandContext& context, const PreflightFlags& flags) {
         preflight::Verdict::kWarn,
         {"not asked: no coordinator was given"},
         "pass --coordinator (or set HANDOFF_COORDINATOR) to check every node's agent"});
+    results.push_back(preflight::CheckResult{
+        "worker-agents",
+        preflight::Verdict::kWarn,
+        {"not asked: only the coordinator knows the workers' agents (no coordinator)"},
+        "pass --coordinator (or set HANDOFF_COORDINATOR)"});
   }
 
   absl::StatusOr<std::unique_ptr<kube::KubeClient>> client = context.Connect(flags.connection);

@@ -67,6 +67,13 @@ struct StartFlags : Flags {
   std::string strategy = "leader-migration";
   std::vector<std::string> ignore_preflight;
   std::string ignore_reason;
+  std::string max_unavailable;  // "" keeps the rollout's
+  int failure_budget = 0;       // 0 keeps the rollout's
+};
+
+struct NodesFlags : Flags {
+  int limit = 0;
+  std::string after;
 };
 
 struct ReasonFlags : Flags {
@@ -201,6 +208,60 @@ std::string CloudControllersText(const v1::RolloutStatus& status) {
 std::string Seconds(int64_t ms) { return StrCat(ms / 1000, ".", (ms % 1000) / 100, " s"); }
 
 // The replace strategy's step while it waits for a join or a removal: what, and the commands.
+// The workers' counts, the batch in flight, the failures and the Nodes without an agent; then
+// whether the cluster may be upgraded to 1.27 (W3).
+std::string WorkersText(const v1::RolloutStatus& status) {
+  const v1::WorkerSummary& workers = status.workers();
+  std::string text;
+  if (workers.known() > 0 || workers.without_agent() > 0) {
+    StrAppend(&text, "\nworkers:    ", workers.known() + workers.without_agent(), " (",
+              workers.known(), " with an agent, ", workers.connected(), " connected): ",
+              workers.in_tree(), " in-tree, ", workers.external(), " external, ",
+              workers.inconsistent(), " inconsistent or away");
+    if (workers.without_agent() > 0) {
+      StrAppend(&text, ", ", workers.without_agent(), " without an agent");
+    }
+    text += "\n";
+    if (workers.target() != v1::NODE_STATE_UNSPECIFIED) {
+      StrAppend(&text, "            towards ", NodeStateName(FromProto(workers.target()).value_or(NodeState::kInconsistent)),
+                ", ", workers.max_unavailable(), " at a time, pausing after ",
+                workers.failure_budget(), " failed\n");
+    }
+    auto names = [](const google::protobuf::RepeatedPtrField<std::string>& list, int count) {
+      std::string joined = StrJoin(list, ", ");
+      if (count > list.size()) StrAppend(&joined, " and ", count - list.size(), " more");
+      return joined;
+    };
+    if (workers.in_flight() > 0) {
+      StrAppend(&text, "            moving: ", names(workers.batch(), workers.in_flight()), "\n");
+    }
+    for (const std::string& failure : workers.failures()) {
+      StrAppend(&text, "            failed: ", failure, "\n");
+    }
+    if (workers.failed() > workers.failures_size()) {
+      StrAppend(&text, "            failed: ", workers.failed() - workers.failures_size(),
+                " more (handoffctl nodes)\n");
+    }
+    if (workers.without_agent() > 0) {
+      StrAppend(&text, "            ", workers.without_agent(),
+                workers.without_agent() == 1 ? " worker has" : " workers have",
+                " no agent: their kubelets cannot be moved (",
+                names(workers.without_agent_names(), workers.without_agent()), ")\n");
+    }
+  }
+  if (status.goal() != v1::NODE_STATE_UNSPECIFIED && status.has_upgrade_gate()) {
+    const v1::UpgradeGate& gate = status.upgrade_gate();
+    if (gate.open()) {
+      text += "\nupgrade:    the cluster may now be upgraded to 1.27 (every kubelet and manager "
+              "is external, every Node initialized)\n";
+    } else {
+      text += "\nupgrade:    not yet to 1.27:\n";
+      for (const std::string& reason : gate.reasons()) StrAppend(&text, "  - ", reason, "\n");
+    }
+  }
+  return text;
+}
+
 std::string ReplacementText(const v1::RolloutStatus& status) {
   if (!status.has_replacement()) return "";
   const v1::Replacement& replacement = status.replacement();
@@ -311,14 +372,7 @@ std::string StatusText(const v1::RolloutStatus& status) {
               "`handoffctl nodes add ",
               node.name(), "` makes it one\n");
   }
-  if (status.workers().known() > 0) {
-    const v1::WorkerSummary& workers = status.workers();
-    StrAppend(&text, "\nworkers:    ", workers.known(), " known, ", workers.connected(),
-              " connected: ", workers.in_tree(), " in-tree, ", workers.external(), " external, ",
-              workers.inconsistent(),
-              " inconsistent or away (`handoffctl nodes` lists each; the rollout does not move "
-              "workers yet)\n");
-  }
+  text += WorkersText(status);
   text += ReplacementText(status);
   text += CloudControllersText(status);
   return text;
@@ -618,12 +672,15 @@ int History(CommandContext& context, const HistoryFlags& flags) {
   return kExitOk;
 }
 
-int Nodes(CommandContext& context, const Flags& flags) {
+int Nodes(CommandContext& context, const NodesFlags& flags) {
   CoordinatorEndpoint endpoint;
   absl::StatusOr<std::unique_ptr<OperatorClient>> client =
       context.ConnectCoordinator(flags.coordinator, endpoint);
   if (!client.ok()) return context.Fail(client.status());
-  absl::StatusOr<v1::NodesResponse> nodes = (*client)->Nodes(v1::NodesRequest());
+  v1::NodesRequest request;
+  request.set_limit(flags.limit);
+  request.set_after(flags.after);
+  absl::StatusOr<v1::NodesResponse> nodes = (*client)->Nodes(request);
   if (!nodes.ok()) return FailCall(context, endpoint, "nodes", nodes.status(), false);
   if (flags.format == "json") {
     absl::StatusOr<std::string> json = JsonLine(*nodes);
@@ -646,7 +703,10 @@ int Nodes(CommandContext& context, const Flags& flags) {
                     NodeStateCell(node.state(), node.connected()), YesNo(node.connected()),
                     YesNo(node.healthy()), YesNo(node.verifies()), OrDash(node.agent_version()),
                     OrDash(node.peer()), TimeText(node.last_seen_unix_ms()),
-                    OrDash(node.last_result())});
+                    !node.in_flight_command_id().empty()
+                        ? StrCat("moving (", node.in_flight_command_id(), ")")
+                        : OrDash(node.last_result())});
+    if (!node.failure().empty()) StrAppend(&details, node.name(), " failed: ", node.failure(), "\n");
     if (!node.reasons().empty()) {
       StrAppend(&details, node.name(), " is ", NodeStateCell(node.state(), node.connected()),
                 ":\n");
@@ -661,6 +721,10 @@ int Nodes(CommandContext& context, const Flags& flags) {
   }
   context.out() << Table(rows);
   if (!details.empty()) context.out() << "\n" << details;
+  if (!nodes->next_after().empty()) {
+    context.out() << "\n" << nodes->nodes_size() << " of " << nodes->total()
+                  << " nodes; the next page: --after " << nodes->next_after() << "\n";
+  }
   return kExitOk;
 }
 
@@ -744,6 +808,13 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
   start->add_option("--ignore-reason", start_flags->ignore_reason,
                     "Why the checks of --ignore-preflight are skipped (a change ticket, who "
                     "decided): written to the history with each one skipped");
+  start->add_option("--max-unavailable", start_flags->max_unavailable,
+                    "How many workers move at once: a number (3) or a percentage of the workers "
+                    "(10%), spread over their zones; the rollout keeps it (1 for a new one)");
+  start->add_option("--failure-budget", start_flags->failure_budget,
+                    "Failed workers (each rolled back by its agent) after which the rollout "
+                    "pauses, each listed with why; the rollout keeps it (1 for a new one)")
+      ->check(CLI::PositiveNumber);
   AddFormat(*start, *start_flags);
   start->callback([&context, start_flags] {
     context.exit_code = Change(context, *start_flags, "start", [&](OperatorClient& client) {
@@ -763,6 +834,8 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
         request.add_ignore_preflight(check);
       }
       request.set_ignore_reason(start_flags->ignore_reason);
+      request.set_max_unavailable(start_flags->max_unavailable);
+      request.set_failure_budget(start_flags->failure_budget);
       return client.Start(request);
     });
   });
@@ -885,7 +958,7 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
   history->callback(
       [&context, history_flags] { context.exit_code = History(context, *history_flags); });
 
-  auto nodes_flags = std::make_shared<Flags>();
+  auto nodes_flags = std::make_shared<NodesFlags>();
   CLI::App* nodes = app.add_subcommand(
       "nodes",
       "The control-plane nodes as the coordinator knows them: state, connected, healthy, whether "
@@ -893,7 +966,12 @@ void AddRolloutCommands(CLI::App& app, CommandContext& context) {
       "why a node is inconsistent or not healthy. A node whose agent is connected but which is "
       "not a member of the rollout (a machine that joined the control plane) is listed as a "
       "candidate: `nodes add` makes it a member, `nodes remove` takes a member whose machine is "
-      "gone out of the rollout");
+      "gone out of the rollout. The workers follow (each Node without the control-plane role, "
+      "with its agent or without one), by name, a page at a time with --limit and --after");
+  nodes->add_option("--limit", nodes_flags->limit, "At most this many nodes (0: every one)")
+      ->check(CLI::NonNegativeNumber);
+  nodes->add_option("--after", nodes_flags->after,
+                    "Begin after this node name (the last one of the previous page)");
   AddFormat(*nodes, *nodes_flags);
   nodes->footer(Footer(""));
 

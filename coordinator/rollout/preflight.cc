@@ -233,7 +233,8 @@ absl::Status CheckIgnorable(const std::vector<std::string>& ignore) {
   static const std::set<std::string> kChecks = {
       "agents",           "transactions", "leases",       "rbac",          "image",
       "leader-migration", "settings",     "node-names",   "stray-files",   "ebs-csi",
-      "ecr-credentials",  "cloud-routes", "leader-elect", "control-plane", "cluster-tag"};
+      "ecr-credentials",  "cloud-routes", "leader-elect", "control-plane", "cluster-tag",
+      "worker-agents"};
   for (const std::string& check : std::set<std::string>(ignore.begin(), ignore.end())) {
     if (check != "all" && kChecks.count(check) == 0) {
       return absl::InvalidArgumentError(

@@ -38,14 +38,15 @@ int Distance(NodeState a, NodeState b) {
 
 Phase PhaseOf(const std::optional<NodeState>& goal, const Control& control,
               const std::optional<NodeState>& moving_to, const Decision& next,
-              std::optional<NodeState> moving_from) {
+              std::optional<NodeState> moving_from, bool workers_moving) {
   using Kind = Decision::Kind;
   if (!goal) return Phase::kIdle;
-  if (next.kind == Kind::kDone && !moving_to) return Phase::kDone;
+  if (next.kind == Kind::kDone && !moving_to && !workers_moving) return Phase::kDone;
   // Halted and paused before the move in flight: it finishes, but the operator must know that
   // nothing follows it.
   if (control.halted) return Phase::kHalted;
   if (control.paused) return Phase::kPaused;
+  if (!moving_to && workers_moving) return Phase::kMovingWorkers;
   if (moving_to) {
     if (IsStepBack(*goal, *moving_to, moving_from)) return Phase::kRollingBack;
     if (*moving_to == NodeState::kStopped) return Phase::kStopping;

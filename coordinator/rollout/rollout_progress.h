@@ -23,10 +23,11 @@ using ::handoff::Phase;
 // decision. The phase is the kind of move the rollout makes, so a move the engine has decided
 // but not yet sent (it is sent within the same event) is no phase of its own.
 // `moving_from` (the move's from) tells external → finalized (starting) from migrated →
-// finalized (finalizing).
+// finalized (finalizing). `workers_moving`: workers' moves are in flight (and no control-plane
+// move is): moving-workers, after halted and paused.
 Phase PhaseOf(const std::optional<NodeState>& goal, const Control& control,
               const std::optional<NodeState>& moving_to, const Decision& next,
-              std::optional<NodeState> moving_from = std::nullopt);
+              std::optional<NodeState> moving_from = std::nullopt, bool workers_moving = false);
 
 // What the rollout does next, in one line: "move cp-1 to migrated", "done: every node is
 // migrated" ("done" without a goal), or the decision's reason.

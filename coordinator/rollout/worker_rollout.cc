@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <utility>
 
 #include "common/base/strings.h"
 
@@ -258,9 +259,17 @@ FleetDecision NextFleetStep(const std::vector<NodeStatus>& control_plane,
                             ClusterFacts facts, const WorkerPolicy& policy,
                             const Control& control) {
   facts.external_workers = ExternalWorkers(workers);
+  return CombineFleet(NextStep(control_plane, goal, facts, control), control_plane, workers,
+                      goal.target, policy, control);
+}
+
+FleetDecision CombineFleet(Decision control_plane_decision,
+                           const std::vector<NodeStatus>& control_plane,
+                           const std::vector<WorkerStatus>& workers, NodeState goal,
+                           const WorkerPolicy& policy, const Control& control) {
   FleetDecision fleet;
-  fleet.control_plane = NextStep(control_plane, goal, facts, control);
-  fleet.workers = NextWorkers(control_plane, workers, goal.target, policy, control);
+  fleet.control_plane = std::move(control_plane_decision);
+  fleet.workers = NextWorkers(control_plane, workers, goal, policy, control);
   const bool control_plane_done = fleet.control_plane.kind == Decision::Kind::kDone;
   const bool workers_done = fleet.workers.kind == WorkerDecision::Kind::kDone;
   if (control_plane_done && workers_done) {
@@ -277,7 +286,7 @@ FleetDecision NextFleetStep(const std::vector<NodeStatus>& control_plane,
     if (worker.in_transition) workers_moving.push_back(worker.name);
   }
   // Forward: the control plane first. Backward: the workers first.
-  const bool control_plane_turn = Forward(goal.target) ? !control_plane_done : workers_done;
+  const bool control_plane_turn = Forward(goal) ? !control_plane_done : workers_done;
   if (control_plane_turn) {
     if (!workers_moving.empty() && fleet.control_plane.kind == Decision::Kind::kMove) {
       fleet.reason = StrCat("waiting for ", Count(workers_moving.size(), "worker", "workers"),

@@ -116,6 +116,13 @@ struct FleetDecision {
   std::string reason;  // the deciding part's reason
 };
 
+// The turns for a control-plane decision already made (NextStep's, or the replacement planner's,
+// judged with ExternalWorkers(workers) in its facts): NextFleetStep after its NextStep.
+FleetDecision CombineFleet(Decision control_plane_decision,
+                           const std::vector<NodeStatus>& control_plane,
+                           const std::vector<WorkerStatus>& workers, NodeState goal,
+                           const WorkerPolicy& policy, const Control& control);
+
 // The fleet's next step (the turns in this header's first comment): `facts.external_workers` is
 // set from `workers` before the control plane is judged.
 FleetDecision NextFleetStep(const std::vector<NodeStatus>& control_plane,

@@ -515,11 +515,19 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
       NodeState goal = request->goal() == pb::NODE_STATE_UNSPECIFIED
                            ? NodeState::kMigrated
                            : StateOrInconsistent(request->goal());
+      WorkerPolicyChange workers;
+      if (!request->max_unavailable().empty()) {
+        absl::StatusOr<rollout::MaxUnavailable> parsed =
+            rollout::ParseMaxUnavailable(request->max_unavailable());
+        if (!parsed.ok()) return absl::StatusOr<pb::RolloutStatus>(parsed.status());
+        workers.max_unavailable = *parsed;
+      }
+      if (request->failure_budget() != 0) workers.failure_budget = request->failure_budget();
       return controller_.Start(actor, goal,
                                std::vector<std::string>(request->ignore_preflight().begin(),
                                                         request->ignore_preflight().end()),
                                FromProto(request->strategy()).value_or(Strategy::kLeaderMigration),
-                               request->ignore_reason());
+                               request->ignore_reason(), workers);
     });
   }
 
@@ -612,7 +620,7 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
   }
 
   grpc::ServerUnaryReactor* Nodes(grpc::CallbackServerContext* context,
-                                  const pb::NodesRequest* /*request*/,
+                                  const pb::NodesRequest* request,
                                   pb::NodesResponse* response) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     absl::StatusOr<std::string> actor = OperatorOf(context);
@@ -620,8 +628,8 @@ class OperatorServiceImpl final : public pb::OperatorService::CallbackService {
       reactor->Finish(ToGrpc(actor.status()));
       return reactor;
     }
-    thread_.Post([this, reactor, response] {
-      *response = controller_.Nodes();
+    thread_.Post([this, reactor, request, response] {
+      *response = controller_.Nodes(request->limit(), request->after());
       reactor->Finish(grpc::Status::OK);
     });
     return reactor;

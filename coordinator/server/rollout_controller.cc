@@ -134,6 +134,8 @@ absl::StatusOr<std::unique_ptr<RolloutController>> RolloutController::Create(
   if (absl::Status nodes = CheckNodes(options.nodes); !nodes.ok()) return nodes;
   absl::StatusOr<std::optional<store::StoredRollout>> loaded = store.Load();
   if (!loaded.ok()) return loaded.status();
+  absl::StatusOr<std::vector<store::StoredWorker>> workers = store.LoadWorkers();
+  if (!workers.ok()) return workers.status();
   if (*loaded) {
     if (absl::Status resumable = CheckResumable(**loaded, options); !resumable.ok()) {
       return resumable;
@@ -145,6 +147,7 @@ absl::StatusOr<std::unique_ptr<RolloutController>> RolloutController::Create(
   RolloutController& self = *controller;
   std::lock_guard<std::mutex> lock(self.mu_);
   self.Restore(*std::move(loaded));
+  self.RestoreWorkers(*std::move(workers));
   std::string message =
       self.rollout_.goal
           ? StrCat("coordinator started; rollout ", self.rollout_.rollout_id, " towards ",
@@ -153,6 +156,10 @@ absl::StatusOr<std::unique_ptr<RolloutController>> RolloutController::Create(
   if (self.rollout_.in_flight) {
     StrAppend(&message, "; move ", self.rollout_.in_flight->command_id, " to ",
               self.rollout_.in_flight->node, " is settled first");
+  }
+  if (!self.workers_.empty()) {
+    StrAppend(&message, "; ", self.workers_.size(), " known workers, ",
+              self.WorkersInFlight(), " with a move in flight (each settled at its agent's hello)");
   }
   absl::Status committed =
       self.Commit({self.Entry("coordinator", "resume-after-restart", "", message)});
@@ -226,8 +233,17 @@ absl::Status RolloutController::Commit(std::vector<store::HistoryEntry> history)
                   ")")}}.dump();
     }
   }
-  absl::StatusOr<std::vector<store::HistoryEntry>> stored = store_.Commit(rollout_, history);
+  store::WorkerChanges workers;
+  for (const std::string& name : dirty_workers_) {
+    auto it = workers_.find(name);
+    if (it != workers_.end()) workers.write.push_back(StoredOf(it->second));
+  }
+  workers.forget.assign(forgotten_workers_.begin(), forgotten_workers_.end());
+  absl::StatusOr<std::vector<store::HistoryEntry>> stored =
+      store_.Commit(rollout_, history, workers);
   if (stored.ok()) {
+    dirty_workers_.clear();
+    forgotten_workers_.clear();
     if (!stored->empty()) ForgetOldHistory(stored->back().sequence);
     return absl::OkStatus();
   }
@@ -343,12 +359,18 @@ absl::Status RolloutController::AgentConnected(const std::string& name, const pb
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (hello.role() == pb::NODE_ROLE_WORKER) return WorkerConnected(name, hello, link);
-    if (workers_.count(name) != 0 && workers_[name].link) {
-      return absl::FailedPreconditionError(
-          StrCat("node ", name, " has a worker's agent connected; an agent as a control-plane "
-                 "node for the same Node is refused"));
+    if (auto known = workers_.find(name); known != workers_.end()) {
+      if (known->second.link || known->second.in_flight) {
+        return absl::FailedPreconditionError(StrCat(
+            "node ", name, " is a worker whose agent ",
+            known->second.link ? "is connected" : "has a move in flight",
+            "; an agent as a control-plane node for the same Node is refused"));
+      }
+      // Its agent now runs as a control-plane node's: no longer a worker.
+      forgotten_workers_.insert(name);
+      dirty_workers_.erase(name);
+      workers_.erase(known);
     }
-    workers_.erase(name);
     Node* node = FindNode(name);
     const bool candidate = node == nullptr;
     if (candidate) {
@@ -709,6 +731,7 @@ void RolloutController::SetFacts(const FactsReport& facts) {
   facts_ = facts;
   facts_checked_ms_ = NowMs();
   facts_read_ms_ = facts.read_unix_ms != 0 ? facts.read_unix_ms : facts_checked_ms_;
+  TakeClusterView();
   Advance();
 }
 
@@ -859,6 +882,7 @@ RolloutController::EngineView RolloutController::View() const {
   EngineView view;
   view.nodes = EngineNodes();
   view.facts = EngineFacts(view.nodes);
+  view.facts.external_workers = ExternalWorkerCount();
   view.control = EngineControl();
   return view;
 }
@@ -920,8 +944,18 @@ bool RolloutController::DecideAndSend(EngineView& view) {
     next_.reason = "no rollout yet: `handoffctl start` begins one";
     return true;
   }
-  next_ = Decide(view);
-  if (next_.kind != rollout::Decision::Kind::kMove) return rollout_.in_flight.has_value();
+  const rollout::FleetDecision fleet = DecideFleet(view);
+  if (fleet.part == rollout::FleetDecision::Part::kWorkers) {
+    if (fleet.workers.kind == rollout::WorkerDecision::Kind::kMove &&
+        SendWorkerMoves(fleet.workers, view)) {
+      view = View();
+      DecideFleet(view);
+    }
+    return WorkersInFlight() > 0;
+  }
+  if (next_.kind != rollout::Decision::Kind::kMove) {
+    return rollout_.in_flight.has_value() || WorkersInFlight() > 0;
+  }
   if (FactsStale()) {
     // Which node to move next depends on who holds the leases (holders last), and the last move
     // may have changed that: decide on the leases as it left them.
@@ -953,8 +987,34 @@ bool RolloutController::DecideAndSend(EngineView& view) {
     status.in_transition = rollout_.in_flight && rollout_.in_flight->node == status.name;
   }
   view.control = EngineControl();
-  next_ = Decide(view);
+  view.facts.external_workers = ExternalWorkerCount();
+  DecideFleet(view);
   return rollout_.in_flight.has_value();
+}
+
+rollout::FleetDecision RolloutController::DecideFleet(EngineView& view) {
+  using Fleet = rollout::FleetDecision;
+  using Workers = rollout::WorkerDecision;
+  rollout::FleetDecision fleet =
+      rollout::CombineFleet(Decide(view), view.nodes, WorkerStatuses(), *rollout_.goal,
+                            WorkerPolicyNow(), view.control);
+  next_ = rollout::Decision{};
+  next_.reason = fleet.reason;
+  if (fleet.done) {
+    next_.kind = rollout::Decision::Kind::kDone;
+  } else if (fleet.part == Fleet::Part::kControlPlane) {
+    next_ = fleet.control_plane;
+  } else if (fleet.part == Fleet::Part::kNeither) {
+    next_.kind = rollout::Decision::Kind::kWait;
+  } else if (fleet.workers.kind == Workers::Kind::kMove) {
+    next_.kind = rollout::Decision::Kind::kMove;
+    next_.node = StrJoin(fleet.workers.nodes, ", ");
+    next_.to = fleet.workers.to;
+  } else {
+    next_.kind = fleet.workers.kind == Workers::Kind::kStuck ? rollout::Decision::Kind::kStuck
+                                                               : rollout::Decision::Kind::kWait;
+  }
+  return fleet;
 }
 
 rollout::Decision RolloutController::Decide(EngineView& view) {
@@ -1193,6 +1253,16 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::SetGoal(const std::string& 
   if (!rollout_.goal || *rollout_.goal != goal) {
     // Progress is counted from where each node stands when the goal is set.
     for (Node& node : nodes_) node.goal_start = node.state;
+    for (auto& [name, worker] : workers_) {
+      worker.goal_start = worker.state;
+      dirty_workers_.insert(name);
+    }
+  }
+  ClearWorkerFailures(message);
+  if (!workers_.empty() || !agentless_.empty()) {
+    const rollout::WorkerPolicy policy = WorkerPolicyNow();
+    StrAppend(&message, "; workers ", rollout::FormatMaxUnavailable(policy.max_unavailable),
+              " at a time, pausing after ", policy.failure_budget, " failed");
   }
   if (rollout_.halted) StrAppend(&message, "; clears the halt (", rollout_.halt_reason, ")");
   if (rollout_.paused) StrAppend(&message, "; clears the pause");
@@ -1223,7 +1293,8 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::SetGoal(const std::string& 
 
 absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
     const std::string& actor, NodeState goal, const std::vector<std::string>& ignore_preflight,
-    Strategy strategy, const std::string& ignore_reason) {
+    Strategy strategy, const std::string& ignore_reason,
+    const WorkerPolicyChange& workers) {
   const bool replace = strategy == Strategy::kReplace;
   if (goal != NodeState::kPrepared && goal != NodeState::kMigrated &&
       goal != NodeState::kFinalized) {
@@ -1242,13 +1313,20 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
   if (absl::Status ignorable = rollout::CheckIgnorable(ignore_preflight); !ignorable.ok()) {
     return ignorable;
   }
+  if (workers.failure_budget && *workers.failure_budget < 1) {
+    return absl::InvalidArgumentError(StrCat("--failure-budget must be at least 1, not ",
+                                             *workers.failure_budget));
+  }
   const bool downtime = strategy == Strategy::kDowntime;
   std::shared_ptr<const preflight::ClusterView> fresh;
   if (options_.read_cluster_view && ClusterViewRefuses(downtime, ignore_preflight)) {
     fresh = options_.read_cluster_view();
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (fresh != nullptr) facts_.cluster_view = std::move(fresh);
+  if (fresh != nullptr) {
+    facts_.cluster_view = std::move(fresh);
+    TakeClusterView();
+  }
   if (goal == NodeState::kPrepared) {
     // Forward only: prepared as a goal from a node that runs a cloud-controller-manager would
     // walk it back, which is the rollback's to do.
@@ -1290,6 +1368,10 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
     // of the replacement under way.
     rollout_.replace_size = nodes_.size();
   }
+  if (workers.max_unavailable) {
+    rollout_.worker_max_unavailable = rollout::FormatMaxUnavailable(*workers.max_unavailable);
+  }
+  if (workers.failure_budget) rollout_.worker_failure_budget = *workers.failure_budget;
   bool all_in_tree = true;
   for (const Node& node : nodes_) all_in_tree = all_in_tree && node.state == NodeState::kInTree;
   if (strategy != rollout_.strategy || all_in_tree) {
@@ -1322,6 +1404,15 @@ std::vector<rollout::PreflightProblem> RolloutController::RunPreflight(const Eng
   if (facts_.lease_held) input.migration = {facts_.lease_holder_node, engine.holders.migration};
   std::vector<rollout::PreflightProblem> problems =
       rollout::Preflight(std::move(input), options_.settings_yaml, "--settings");
+  if (!agentless_.empty()) {
+    std::vector<std::string> names;
+    for (const auto& [name, zone] : agentless_) names.push_back(name);
+    problems.push_back(rollout::PreflightProblem{
+        "worker-agents",
+        StrCat(names.size(), names.size() == 1 ? " worker has" : " workers have",
+               " no agent: their kubelets cannot be moved (", rollout::FewNames(names),
+               "); install the worker agent on them (README: moving the workers)")});
+  }
   if (facts_.cluster_view == nullptr) return problems;
 
   // The checks `handoffctl preflight` makes, on the view the facts source read last and the
@@ -1532,8 +1623,12 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Resume(const std::string& a
   if (!rollout_.goal) {
     return absl::FailedPreconditionError("no rollout has started: `handoffctl start` begins one");
   }
-  if (rollout_.paused || rollout_.halted || long_gaps_acknowledged_ != long_gaps_) {
+  bool failed_workers = false;
+  for (const auto& [name, worker] : workers_) failed_workers |= !worker.failure.empty();
+  if (rollout_.paused || rollout_.halted || long_gaps_acknowledged_ != long_gaps_ ||
+      failed_workers) {
     std::string message = "resumed";
+    ClearWorkerFailures(message);
     if (rollout_.halted) StrAppend(&message, " after the halt (", rollout_.halt_reason, ")");
     if (long_gaps_acknowledged_ != long_gaps_) {
       StrAppend(&message, "; goes on without a runner of ", StrJoin(KeysOf(long_gaps_), ", "),

@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@
 #include "coordinator/rollout/preflight.h"
 #include "coordinator/rollout/replacement.h"
 #include "coordinator/rollout/rollout_engine.h"
+#include "coordinator/rollout/worker_rollout.h"
 #include "coordinator/server/coordinator_events.h"
 #include "coordinator/store/store.h"
 #include "handoff/v1/handoff.pb.h"
@@ -161,6 +163,13 @@ class EntryBudget {
   int64_t not_written_ = 0;
 };
 
+// What a Start changes of the workers' policy (rollout/worker_rollout.h); each part unset keeps
+// the rollout's (one at a time, a failure budget of 1 for a new one).
+struct WorkerPolicyChange {
+  std::optional<rollout::MaxUnavailable> max_unavailable;
+  std::optional<int> failure_budget;  // at least 1
+};
+
 // PlanRollout's answer arrives later (the agents compute the diffs); `done` is called once,
 // from some thread, without the controller's mutex held.
 using PlanCallback = std::function<void(absl::StatusOr<pb::PlanRolloutResponse>)>;
@@ -233,10 +242,13 @@ class RolloutController {
   // ("node-added" by the coordinator), and a node it asked to leave ("leave-requested", stored:
   // the one it waits for until it has left, whatever it reports meanwhile) is taken out once its
   // agent is gone and neither the API server nor etcd lists it ("node-removed").
+  // `workers`: how many workers move at once and after how many failed ones the rollout pauses
+  // (rollout/worker_rollout.h W4, W5), stored with the rollout.
   absl::StatusOr<pb::RolloutStatus> Start(const std::string& actor, NodeState goal,
                                           const std::vector<std::string>& ignore_preflight = {},
                                           Strategy strategy = Strategy::kLeaderMigration,
-                                          const std::string& ignore_reason = "");
+                                          const std::string& ignore_reason = "",
+                                          const WorkerPolicyChange& workers = {});
   absl::StatusOr<pb::RolloutStatus> Pause(const std::string& actor, const std::string& reason);
   absl::StatusOr<pb::RolloutStatus> Resume(const std::string& actor);
   absl::StatusOr<pb::RolloutStatus> Abort(const std::string& actor, const std::string& reason);
@@ -267,7 +279,9 @@ class RolloutController {
   // wait on a commit (a gRPC reactor) answers with. Its updated_unix_ms says when it was built.
   pb::RolloutStatus LatestStatus() const;
   absl::StatusOr<pb::HistoryResponse> History(int64_t after_sequence, int limit);
-  pb::NodesResponse Nodes();
+  // Every node by name (members, candidates, workers, and the Nodes without an agent), at most
+  // `limit` (0: all) after the name `after`.
+  pb::NodesResponse Nodes(int limit = 0, const std::string& after = "");
 
   // Calls `watcher` with the latest status at once, then with every new one (revision changed),
   // under a lock of the status feed's own (never the controller's mutex, so a watch begins while a
@@ -306,6 +320,13 @@ class RolloutController {
     std::vector<std::string> unfinished_transactions;
     bool join_recorded = false;  // a candidate's "join-request" entry is written
   };
+  // A worker (rollout_controller_workers.cc): a node as its agent reports it, with what is
+  // stored of a worker beyond a node's (store::StoredWorker).
+  struct Worker : Node {
+    std::string zone;  // its instance's availability zone, as its agent last said
+    std::optional<store::InFlight> in_flight;
+    std::string failure;  // why its last move failed since the goal was set; "" when none
+  };
   // Candidates (nodes that are not members) whose agents are connected, at most this many.
   static constexpr size_t kMaxCandidates = 16;
   // A PlanRollout waiting for its agents' diffs (rollout_controller_plans.cc).
@@ -339,7 +360,37 @@ class RolloutController {
   bool WorkerMessage(const std::string& name, const AgentLink* link,
                      const pb::AgentMessage& message);
   bool WorkerDisconnected(const std::string& name, const AgentLink* link);
-  pb::WorkerSummary WorkerCounts() const;
+  // Takes up the stored workers (those named as members are control-plane nodes now: skipped).
+  void RestoreWorkers(std::vector<store::StoredWorker> stored);
+  // The workers as the rollout engine reads them (rollout/worker_rollout.h): every known worker,
+  // then each Node the cluster view lists without an agent.
+  std::vector<rollout::WorkerStatus> WorkerStatuses() const;
+  rollout::WorkerPolicy WorkerPolicyNow() const;
+  // W2's count: workers external or in transition.
+  size_t ExternalWorkerCount() const;
+  size_t WorkersInFlight() const;
+  // Records each of `decision`'s workers' move as in flight, in one commit, then sends them; the
+  // workers CheckWorkerMove refuses are left out (logged). False when nothing was sent.
+  bool SendWorkerMoves(const rollout::WorkerDecision& decision, const EngineView& view);
+  void FinishWorkerMove(Worker& worker, const pb::CommandResult& result,
+                        std::vector<store::HistoryEntry>& history);
+  // On a worker's hello: settles its move in flight, as SettleInFlight does a member's, except
+  // that a worker found neither old nor new is a failure of its own (W5), not a halt.
+  void SettleWorkerInFlight(Worker& worker, const pb::AgentHello& hello,
+                            std::vector<store::HistoryEntry>& history);
+  void FailWorker(Worker& worker, const std::string& why,
+                  std::vector<store::HistoryEntry>& history);
+  // An operator's decision (a goal, a resume) retries the failed workers: their failures cleared,
+  // and what it did appended to `message`.
+  void ClearWorkerFailures(std::string& message);
+  // From a new cluster view: the Nodes without an agent, the Node problems of the upgrade gate,
+  // and the known workers whose Node is gone (forgotten, with an entry, when their agent is away
+  // and no move is in flight).
+  void TakeClusterView();
+  pb::WorkerSummary WorkerSummary() const;
+  pb::UpgradeGate UpgradeGateNow(const EngineView& view) const;
+  // The stored part of a worker.
+  static store::StoredWorker StoredOf(const Worker& worker);
   // One node of Nodes(): a member, a candidate or a worker.
   void FillNodeInfo(const Node& node, pb::NodeRole role, pb::NodeInfo& info) const;
   // Whether `node`'s agent may add `entry` to the history now (its bucket); when it may and
@@ -394,6 +445,9 @@ class RolloutController {
   // Advance's decision: sets next_ and sends the move it names. True when what it leaves in
   // next_ is a wait every move passes through (for a move's result, for facts read after it).
   bool DecideAndSend(EngineView& view);
+  // The fleet's next step (rollout/worker_rollout.h: the control plane's Decide and the workers'
+  // batch, taking turns); sets next_ to what the status shows of it.
+  rollout::FleetDecision DecideFleet(EngineView& view);
   // A history entry ("waiting" or "stuck") when why the rollout waits changed since the last
   // call, unless `routine` (or paused, or halted: those have entries of their own); keeps
   // why_since_ms_.
@@ -465,10 +519,19 @@ class RolloutController {
   store::StoredRollout rollout_;  // goal, control, in flight, settings (nodes_ is the truth)
   std::vector<Node> nodes_;       // the members, in rollout order
   std::map<std::string, Node> candidates_;  // connected agents of nodes that are not members
-  // The workers' agents (AgentHello.role WORKER) that said hello since this coordinator started,
-  // connected or not (rollout_controller_workers.cc): never members or candidates, never moved
-  // yet; counted in the status and listed by Nodes.
-  std::map<std::string, Node> workers_;
+  // The workers whose agents (AgentHello.role WORKER) said hello, in this run or a stored one,
+  // connected or not (rollout_controller_workers.cc): never members or candidates; the rollout
+  // moves them in batches (rollout/worker_rollout.h), after the control plane
+  // forward and before it back; counted in the status and listed by Nodes.
+  std::map<std::string, Worker> workers_;
+  // The workers changed since the last commit (Commit writes their rows), and those to delete.
+  std::set<std::string> dirty_workers_;
+  std::set<std::string> forgotten_workers_;
+  // From the cluster view last taken (TakeClusterView): the Nodes without the control-plane role
+  // whose agent never said hello (name → zone label), and what the Node checks found.
+  const preflight::ClusterView* view_taken_ = nullptr;
+  std::map<std::string, std::string> agentless_;
+  std::vector<std::string> node_problems_;
   FactsReport facts_;
   int64_t facts_checked_ms_ = 0;
   int64_t facts_read_ms_ = 0;          // when the facts in facts_ began to be read

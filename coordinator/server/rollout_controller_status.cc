@@ -2,6 +2,7 @@
 // history as operators read them, and the watchers told of each change. The rollout's phase,
 // next step and each node's steps are derived in rollout/rollout_progress.h; this maps them onto
 // the wire.
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -75,19 +76,51 @@ void RolloutController::FillNodeInfo(const Node& node, pb::NodeRole role,
   info.set_role(role);
 }
 
-pb::NodesResponse RolloutController::Nodes() {
+pb::NodesResponse RolloutController::Nodes(int limit, const std::string& after) {
   std::lock_guard<std::mutex> lock(mu_);
   pb::NodesResponse response;
-  for (const Node& node : nodes_) {
-    FillNodeInfo(node, pb::NODE_ROLE_CONTROL_PLANE, *response.add_nodes());
-  }
+  // One list by name: the members, candidates, workers, and the Nodes without an agent.
+  struct Entry {
+    const Node* node = nullptr;  // null: a Node without an agent
+    pb::NodeRole role = pb::NODE_ROLE_CONTROL_PLANE;
+    bool candidate = false;
+  };
+  std::map<std::string, Entry> all;
+  for (const Node& node : nodes_) all[node.name] = Entry{&node, pb::NODE_ROLE_CONTROL_PLANE};
   for (const auto& [name, candidate] : candidates_) {
-    pb::NodeInfo* info = response.add_nodes();
-    FillNodeInfo(candidate, pb::NODE_ROLE_CONTROL_PLANE, *info);
-    info->set_candidate(true);
+    all[name] = Entry{&candidate, pb::NODE_ROLE_CONTROL_PLANE, true};
   }
-  for (const auto& [name, worker] : workers_) {
-    FillNodeInfo(worker, pb::NODE_ROLE_WORKER, *response.add_nodes());
+  for (const auto& [name, worker] : workers_) all[name] = Entry{&worker, pb::NODE_ROLE_WORKER};
+  for (const auto& [name, zone] : agentless_) {
+    all.emplace(name, Entry{nullptr, pb::NODE_ROLE_WORKER});
+  }
+  response.set_total(static_cast<int32_t>(all.size()));
+  *response.mutable_upgrade_gate() = UpgradeGateNow(View());
+  for (auto it = after.empty() ? all.begin() : all.upper_bound(after); it != all.end(); ++it) {
+    if (limit > 0 && response.nodes_size() == limit) {
+      response.set_next_after(response.nodes(response.nodes_size() - 1).name());
+      break;
+    }
+    pb::NodeInfo* info = response.add_nodes();
+    const Entry& entry = it->second;
+    if (entry.node == nullptr) {
+      info->set_name(it->first);
+      info->set_role(pb::NODE_ROLE_WORKER);
+      info->set_without_agent(true);
+      info->add_reasons("no agent has said hello for this Node: its kubelet cannot be moved");
+      info->mutable_facts()->set_availability_zone(agentless_.at(it->first));
+      continue;
+    }
+    FillNodeInfo(*entry.node, entry.role, *info);
+    info->set_candidate(entry.candidate);
+    if (entry.role == pb::NODE_ROLE_WORKER) {
+      const Worker& worker = workers_.at(it->first);
+      if (worker.in_flight) info->set_in_flight_command_id(worker.in_flight->command_id);
+      info->set_failure(worker.failure);
+      if (info->facts().availability_zone().empty()) {
+        info->mutable_facts()->set_availability_zone(worker.zone);
+      }
+    }
   }
   return response;
 }
@@ -108,8 +141,9 @@ pb::RolloutStatus RolloutController::BuildStatus(const EngineView& view) const {
     moving_to = rollout_.in_flight->to;
     moving_from = rollout_.in_flight->from;
   }
-  status.set_phase(
-      ToProto(rollout::PhaseOf(rollout_.goal, EngineControl(), moving_to, next_, moving_from)));
+  const pb::WorkerSummary workers = WorkerSummary();
+  status.set_phase(ToProto(rollout::PhaseOf(rollout_.goal, EngineControl(), moving_to, next_,
+                                            moving_from, workers.in_flight() > 0)));
   if (rollout_.goal) status.set_strategy(ToProto(rollout_.strategy));
   if (replacement_) *status.mutable_replacement() = *replacement_;
   if (std::optional<pb::Downtime> downtime = MeasuredDowntime()) {
@@ -137,7 +171,8 @@ pb::RolloutStatus RolloutController::BuildStatus(const EngineView& view) const {
     progress->set_last_result(node.last_result);
     progress->set_second_agent(SecondAgentText(node));
   }
-  *status.mutable_workers() = WorkerCounts();
+  *status.mutable_workers() = workers;
+  *status.mutable_upgrade_gate() = UpgradeGateNow(view);
   for (const auto& [name, candidate] : candidates_) {
     pb::NodeProgress* progress = status.add_candidates();
     progress->set_name(name);

@@ -24,12 +24,13 @@ namespace {
 
 // A file written by a newer coordinator is refused outright: only its writer knows whether this
 // code could read it without losing anything. An older one is upgraded on open (kUpgradeFrom1
-// to kUpgradeFrom4). Version 1: the released coordinator's schema. Version 2: the rollout's
+// to kUpgradeFrom5). Version 1: the released coordinator's schema. Version 2: the rollout's
 // strategy and the downtime strategy's measured outage. Version 3: the nodes the membership began
 // as (launch_nodes), once operators can add and remove nodes. Version 4: the control-plane size a
 // replacement keeps (replace_size), with the strategy 'replace'. Version 5: the node a
-// replacement asked to leave (replace_leaving).
-constexpr int64_t kSchemaVersion = 5;
+// replacement asked to leave (replace_leaving). Version 6: the workers (their own table, one row
+// each, written only when one changes) and the rollout's worker policy.
+constexpr int64_t kSchemaVersion = 6;
 constexpr int64_t kOldestSchemaVersion = 1;
 
 // Constant SQL only; every value goes in through a bound parameter.
@@ -59,7 +60,21 @@ CREATE TABLE rollout (
   downtime_cloud_controllers_back_unix_ms INTEGER NOT NULL DEFAULT 0,
   launch_nodes TEXT NOT NULL DEFAULT '',
   replace_size INTEGER NOT NULL DEFAULT 0,
-  replace_leaving TEXT NOT NULL DEFAULT ''
+  replace_leaving TEXT NOT NULL DEFAULT '',
+  worker_max_unavailable TEXT NOT NULL DEFAULT '1',
+  worker_failure_budget INTEGER NOT NULL DEFAULT 1
+);
+CREATE TABLE workers (
+  name TEXT PRIMARY KEY NOT NULL,
+  state TEXT NOT NULL,
+  goal_start TEXT NOT NULL,
+  last_result TEXT NOT NULL,
+  zone TEXT NOT NULL,
+  in_flight_command_id TEXT,
+  in_flight_from TEXT,
+  in_flight_to TEXT,
+  in_flight_sent_unix_ms INTEGER,
+  failure TEXT NOT NULL
 );
 CREATE TABLE nodes (
   position INTEGER PRIMARY KEY NOT NULL,
@@ -109,6 +124,26 @@ UPDATE meta SET value = 4 WHERE key = 'schema_version';
 constexpr char kUpgradeFrom4[] = R"sql(
 ALTER TABLE rollout ADD COLUMN replace_leaving TEXT NOT NULL DEFAULT '';
 UPDATE meta SET value = 5 WHERE key = 'schema_version';
+)sql";
+
+// Version 5 to 6, likewise. A version 5 coordinator moved no worker: the table starts empty, and
+// the policy is a new rollout's.
+constexpr char kUpgradeFrom5[] = R"sql(
+ALTER TABLE rollout ADD COLUMN worker_max_unavailable TEXT NOT NULL DEFAULT '1';
+ALTER TABLE rollout ADD COLUMN worker_failure_budget INTEGER NOT NULL DEFAULT 1;
+CREATE TABLE workers (
+  name TEXT PRIMARY KEY NOT NULL,
+  state TEXT NOT NULL,
+  goal_start TEXT NOT NULL,
+  last_result TEXT NOT NULL,
+  zone TEXT NOT NULL,
+  in_flight_command_id TEXT,
+  in_flight_from TEXT,
+  in_flight_to TEXT,
+  in_flight_sent_unix_ms INTEGER,
+  failure TEXT NOT NULL
+);
+UPDATE meta SET value = 6 WHERE key = 'schema_version';
 )sql";
 
 struct DatabaseCloser {
@@ -387,15 +422,17 @@ class SqliteStore : public Store {
   explicit SqliteStore(Connection connection) : connection_(std::move(connection)) {}
 
   absl::StatusOr<std::optional<StoredRollout>> Load() override;
+  absl::StatusOr<std::vector<StoredWorker>> LoadWorkers() override;
   absl::StatusOr<std::vector<HistoryEntry>> Commit(
-      const StoredRollout& rollout, const std::vector<HistoryEntry>& history) override;
+      const StoredRollout& rollout, const std::vector<HistoryEntry>& history,
+      const WorkerChanges& workers) override;
   absl::StatusOr<std::vector<HistoryEntry>> History(int64_t after_sequence, int limit) override;
   absl::Status ForgetHistoryThrough(int64_t through) override;
 
   // Decodes every stored row as Load and History would, and checks what History's readers need:
   // kDataLoss naming the first row that does not decode.
   absl::Status VerifyRows() const;
-  // Upgrades a version 1 to 4 database to kSchemaVersion and verifies its rows, in one
+  // Upgrades a version 1 to 5 database to kSchemaVersion and verifies its rows, in one
   // transaction: on any error nothing of the upgrade stays. Nothing to do when another process
   // upgraded the file since `CheckSchema` read its version.
   absl::Status Upgrade() const;
@@ -407,6 +444,8 @@ class SqliteStore : public Store {
   // VerifyRows' checks, inside the caller's transaction.
   absl::Status CheckRows() const;
   absl::Status ReadRollout(std::optional<StoredRollout>& out) const;
+  absl::Status ReadWorkers(std::vector<StoredWorker>& out) const;
+  absl::Status WriteWorkers(const WorkerChanges& workers) const;
   absl::Status ReadState(const Statement& row, int column, std::string_view what,
                          NodeState& out) const;
   absl::Status WriteRollout(const StoredRollout& rollout) const;
@@ -435,7 +474,8 @@ absl::Status SqliteStore::ReadRollout(std::optional<StoredRollout>& out) const {
       "in_flight_node, in_flight_from, in_flight_to, in_flight_sent_unix_ms, "
       "next_command_sequence, revision, settings_yaml, strategy, downtime_all_stopped_unix_ms, "
       "downtime_controller_manager_back_unix_ms, downtime_cloud_controllers_back_unix_ms, "
-      "launch_nodes, replace_size, replace_leaving FROM rollout WHERE id = 1",
+      "launch_nodes, replace_size, replace_leaving, worker_max_unavailable, "
+      "worker_failure_budget FROM rollout WHERE id = 1",
       "load the rollout");
   if (!select.ok()) return select.status();
   absl::StatusOr<bool> row = select->Step();
@@ -493,6 +533,15 @@ absl::Status SqliteStore::ReadRollout(std::optional<StoredRollout>& out) const {
   }
   rollout.replace_size = static_cast<size_t>(select->Int(18));
   rollout.replace_leaving = select->Text(19);
+  rollout.worker_max_unavailable = select->Text(20);
+  if (rollout.worker_max_unavailable.empty()) {
+    return Damaged("the workers' max-unavailable (column worker_max_unavailable) is empty");
+  }
+  rollout.worker_failure_budget = select->Int(21);
+  if (rollout.worker_failure_budget < 1) {
+    return Damaged(StrCat("the workers' failure budget (column worker_failure_budget) is ",
+                          rollout.worker_failure_budget, ", not at least 1"));
+  }
 
   absl::StatusOr<Statement> nodes = connection_.Prepare(
       "SELECT name, state, goal_start, last_result FROM nodes ORDER BY position", "load the nodes");
@@ -520,6 +569,103 @@ absl::Status SqliteStore::ReadRollout(std::optional<StoredRollout>& out) const {
   return absl::OkStatus();
 }
 
+absl::Status SqliteStore::ReadWorkers(std::vector<StoredWorker>& out) const {
+  absl::StatusOr<Statement> select = connection_.Prepare(
+      "SELECT name, state, goal_start, last_result, zone, in_flight_command_id, in_flight_from, "
+      "in_flight_to, in_flight_sent_unix_ms, failure FROM workers ORDER BY name",
+      "load the workers");
+  if (!select.ok()) return select.status();
+  out.clear();
+  while (true) {
+    absl::StatusOr<bool> row = select->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return absl::OkStatus();
+    StoredWorker worker;
+    worker.name = select->Text(0);
+    const std::string whose = StrCat("worker ", worker.name, "'s ");
+    if (absl::Status status = ReadState(*select, 1, StrCat(whose, "state"), worker.state);
+        !status.ok()) {
+      return status;
+    }
+    if (absl::Status status =
+            ReadState(*select, 2, StrCat(whose, "goal start"), worker.goal_start);
+        !status.ok()) {
+      return status;
+    }
+    worker.last_result = select->Text(3);
+    worker.zone = select->Text(4);
+    if (!select->IsNull(5)) {
+      InFlight move;
+      move.command_id = select->Text(5);
+      move.node = worker.name;
+      if (select->IsNull(8)) return Damaged(StrCat(whose, "move in flight has no send time"));
+      if (absl::Status status = ReadState(*select, 6, StrCat(whose, "move's from"), move.from);
+          !status.ok()) {
+        return status;
+      }
+      if (absl::Status status = ReadState(*select, 7, StrCat(whose, "move's to"), move.to);
+          !status.ok()) {
+        return status;
+      }
+      move.sent_unix_ms = select->Int(8);
+      worker.in_flight = std::move(move);
+    }
+    worker.failure = select->Text(9);
+    out.push_back(std::move(worker));
+  }
+}
+
+absl::StatusOr<std::vector<StoredWorker>> SqliteStore::LoadWorkers() {
+  std::vector<StoredWorker> workers;
+  absl::Status status = connection_.InTransaction("BEGIN", "load the workers",
+                                                  [&] { return ReadWorkers(workers); });
+  if (!status.ok()) return status;
+  return workers;
+}
+
+absl::Status SqliteStore::WriteWorkers(const WorkerChanges& changes) const {
+  if (!changes.forget.empty()) {
+    absl::StatusOr<Statement> forget =
+        connection_.Prepare("DELETE FROM workers WHERE name = ?", "commit: forget workers");
+    if (!forget.ok()) return forget.status();
+    for (const std::string& name : changes.forget) {
+      forget->Reset();
+      forget->BindText(ToUtf8(name));
+      if (absl::Status status = forget->Run(); !status.ok()) {
+        return WithContext(status, StrCat("worker '", name, "'"));
+      }
+    }
+  }
+  if (changes.write.empty()) return absl::OkStatus();
+  absl::StatusOr<Statement> insert = connection_.Prepare(
+      "INSERT OR REPLACE INTO workers (name, state, goal_start, last_result, zone, "
+      "in_flight_command_id, in_flight_from, in_flight_to, in_flight_sent_unix_ms, failure) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "commit: write the workers");
+  if (!insert.ok()) return insert.status();
+  for (const StoredWorker& worker : changes.write) {
+    insert->Reset();
+    insert->BindText(ToUtf8(worker.name))
+        .BindState(worker.state)
+        .BindState(worker.goal_start)
+        .BindText(ToUtf8(worker.last_result))
+        .BindText(ToUtf8(worker.zone));
+    if (worker.in_flight) {
+      insert->BindText(worker.in_flight->command_id)
+          .BindState(worker.in_flight->from)
+          .BindState(worker.in_flight->to)
+          .BindInt(worker.in_flight->sent_unix_ms);
+    } else {
+      insert->BindNull().BindNull().BindNull().BindNull();
+    }
+    insert->BindText(ToUtf8(worker.failure));
+    if (absl::Status status = insert->Run(); !status.ok()) {
+      return WithContext(status, StrCat("worker '", worker.name, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::optional<StoredRollout>> SqliteStore::Load() {
   std::optional<StoredRollout> rollout;
   // One read transaction, so that the rollout and its nodes come from the same commit even if
@@ -542,8 +688,9 @@ absl::Status SqliteStore::WriteRollout(const StoredRollout& rollout) const {
       "in_flight_command_id, in_flight_node, in_flight_from, in_flight_to, "
       "in_flight_sent_unix_ms, next_command_sequence, revision, settings_yaml, strategy, "
       "downtime_all_stopped_unix_ms, downtime_controller_manager_back_unix_ms, "
-      "downtime_cloud_controllers_back_unix_ms, launch_nodes, replace_size, replace_leaving) "
-      "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "downtime_cloud_controllers_back_unix_ms, launch_nodes, replace_size, replace_leaving, "
+      "worker_max_unavailable, worker_failure_budget) "
+      "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       "commit: write the rollout");
   if (!insert.ok()) return insert.status();
   insert->BindText(rollout.rollout_id);
@@ -573,7 +720,9 @@ absl::Status SqliteStore::WriteRollout(const StoredRollout& rollout) const {
       .BindInt(rollout.downtime.cloud_controllers_back_unix_ms)
       .BindText(StrJoin(rollout.launch_nodes, "\n"))
       .BindInt(static_cast<int64_t>(rollout.replace_size))
-      .BindText(rollout.replace_leaving);
+      .BindText(rollout.replace_leaving)
+      .BindText(rollout.worker_max_unavailable)
+      .BindInt(rollout.worker_failure_budget);
   if (absl::Status status = insert->Run(); !status.ok()) return status;
 
   if (absl::Status status = connection_.Execute("DELETE FROM nodes", "commit: clear the nodes");
@@ -632,7 +781,8 @@ absl::Status SqliteStore::AppendHistory(const std::vector<HistoryEntry>& history
 }
 
 absl::StatusOr<std::vector<HistoryEntry>> SqliteStore::Commit(
-    const StoredRollout& rollout, const std::vector<HistoryEntry>& history) {
+    const StoredRollout& rollout, const std::vector<HistoryEntry>& history,
+    const WorkerChanges& workers) {
   std::vector<HistoryEntry> stored;
   stored.reserve(history.size());
   // IMMEDIATE takes the write lock up front, so a busy database fails the commit before anything
@@ -640,6 +790,7 @@ absl::StatusOr<std::vector<HistoryEntry>> SqliteStore::Commit(
   absl::Status status =
       connection_.InTransaction("BEGIN IMMEDIATE", "commit", [&]() -> absl::Status {
         if (absl::Status written = WriteRollout(rollout); !written.ok()) return written;
+        if (absl::Status written = WriteWorkers(workers); !written.ok()) return written;
         return AppendHistory(history, stored);
       });
   if (!status.ok()) return status;
@@ -724,6 +875,8 @@ absl::Status SqliteStore::VerifyHistory() const {
 absl::Status SqliteStore::CheckRows() const {
   std::optional<StoredRollout> rollout;
   if (absl::Status status = ReadRollout(rollout); !status.ok()) return status;
+  std::vector<StoredWorker> workers;
+  if (absl::Status status = ReadWorkers(workers); !status.ok()) return status;
   return VerifyHistory();
 }
 
@@ -770,6 +923,13 @@ absl::Status SqliteStore::Upgrade() const {
         if (*version <= 4) {
           if (absl::Status status =
                   connection_.Execute(kUpgradeFrom4, "upgrade the schema from version 4");
+              !status.ok()) {
+            return status;
+          }
+        }
+        if (*version <= 5) {
+          if (absl::Status status =
+                  connection_.Execute(kUpgradeFrom5, "upgrade the schema from version 5");
               !status.ok()) {
             return status;
           }

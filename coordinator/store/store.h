@@ -43,6 +43,21 @@ struct StoredNode {
   std::string last_result;  // one line, "" before any
 };
 
+// What the coordinator remembers of one worker (a Node without the control-plane role whose
+// agent said hello), one row each: a commit writes only the workers it is given, so that what it
+// costs grows with what changed, never with the fleet.
+struct StoredWorker : StoredNode {
+  std::string zone;                   // its instance's availability zone; "" when not known
+  std::optional<InFlight> in_flight;  // its move sent and not answered (node == name)
+  std::string failure;                // why its last move failed since the goal; "" when none
+};
+
+// The workers a commit changes; the others stay as stored.
+struct WorkerChanges {
+  std::vector<StoredWorker> write;
+  std::vector<std::string> forget;  // by name
+};
+
 // How the rollout moves the nodes (proto/vocabulary/strategy.h), stored by its name:
 // "leader-migration", "downtime" or "replace".
 using ::handoff::Strategy;
@@ -76,6 +91,10 @@ struct StoredRollout {
   // The member the replace strategy asked to leave, until it has left; "" when none
   // (rollout/replacement.h: it is the replacement's next step whatever its agent reports).
   std::string replace_leaving;
+  // The workers' batches (rollout/worker_rollout.h): --max-unavailable as given ("3", "10%")
+  // and the failed workers that pause the rollout.
+  std::string worker_max_unavailable = "1";
+  int64_t worker_failure_budget = 1;
 };
 
 struct HistoryEntry {
@@ -117,14 +136,15 @@ class Store {
   // both versions). A write-ahead log <path>-wal without the database is refused with kDataLoss
   // too: a new database beside it would take the old log's pages for its own.
   //
-  // A database of an older schema version is upgraded in place to version 5 once the checks of
+  // A database of an older schema version is upgraded in place to version 6 once the checks of
   // its file and schema pass: version 1 (a coordinator that knew only Leader Migration) gains the
   // strategy (leader-migration) and the downtime marks (0), versions 1 and 2 the launch nodes
   // (none: their membership never changed), versions 1 to 3 the replacement's size (0: none
-  // replaced nodes), versions 1 to 4 the node a replacement asked to leave (none); the schema
-  // version becomes 5 and the rows are decoded, all in one SQLite transaction, so that a crash or
-  // a row that does not decode leaves the database as it was. A version 5 database is not
-  // touched.
+  // replaced nodes), versions 1 to 4 the node a replacement asked to leave (none), versions 1 to 5
+  // the workers (none) and the rollout's worker policy (one at a time, a failure budget of 1);
+  // the schema version becomes 6 and the rows are decoded, all in one SQLite transaction, so
+  // that a crash or a row that does not decode leaves the database as it was. A version 6
+  // database is not touched.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
                                                      const StoreOptions& options);
@@ -134,10 +154,16 @@ class Store {
   // The rollout as last committed; std::nullopt on a new database.
   virtual absl::StatusOr<std::optional<StoredRollout>> Load() = 0;
 
-  // Replaces the stored rollout with `rollout` and appends `history` in one transaction. Returns
-  // the entries as stored (sequence numbers set). On error nothing of this commit is stored.
+  // The workers as last committed, by name.
+  virtual absl::StatusOr<std::vector<StoredWorker>> LoadWorkers() = 0;
+
+  // Replaces the stored rollout with `rollout`, writes each worker of `workers.write` (a new one
+  // added, a known one replaced), deletes those named in `workers.forget`, leaves every other
+  // worker as it is, and appends `history`, in one transaction. Returns the entries as stored
+  // (sequence numbers set). On error nothing of this commit is stored.
   virtual absl::StatusOr<std::vector<HistoryEntry>> Commit(
-      const StoredRollout& rollout, const std::vector<HistoryEntry>& history) = 0;
+      const StoredRollout& rollout, const std::vector<HistoryEntry>& history,
+      const WorkerChanges& workers = {}) = 0;
 
   // History entries with sequence > after_sequence, oldest first, at most `limit`
   // (limit > 0, else kInvalidArgument).

@@ -16,7 +16,7 @@ struct Word {
   std::string_view name;
   std::string_view label;
 };
-constexpr std::array<Word, 13> kWords = {{
+constexpr std::array<Word, 14> kWords = {{
     {Phase::kIdle, v1::RolloutStatus::IDLE, "idle", "idle"},
     {Phase::kPreparing, v1::RolloutStatus::PREPARING, "preparing", "preparing"},
     {Phase::kMigrating, v1::RolloutStatus::MIGRATING, "migrating", "migrating"},
@@ -30,6 +30,8 @@ constexpr std::array<Word, 13> kWords = {{
     {Phase::kStopping, v1::RolloutStatus::STOPPING, "stopping", "stopping"},
     {Phase::kSwitching, v1::RolloutStatus::SWITCHING, "switching", "switching"},
     {Phase::kStarting, v1::RolloutStatus::STARTING, "starting", "starting"},
+    {Phase::kMovingWorkers, v1::RolloutStatus::MOVING_WORKERS, "moving-workers",
+     "moving_workers"},
 }};
 
 }  // namespace

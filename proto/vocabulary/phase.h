@@ -25,6 +25,7 @@ enum class Phase {
   kStopping,   // in-tree → stopped (a kube-controller-manager parked)
   kSwitching,  // stopped → external
   kStarting,   // external → finalized (a cloud-controller-manager started)
+  kMovingWorkers,  // workers' kubelets in-tree ⇄ external (RolloutStatus.workers.batch)
 };
 
 v1::RolloutStatus::Phase ToProto(Phase phase);

@@ -138,7 +138,7 @@ TEST_F(PreflightCommandTest, AHealthyClusterPassesAndNothingIsWritten) {
   EXPECT_THAT(result.out, HasSubstr("ok    control-plane    3 control-plane nodes Ready"));
   EXPECT_THAT(result.out, HasSubstr("ok    node-names       3 nodes named after their instances, "
                                     "providerIDs matching\n"));
-  EXPECT_THAT(result.out, HasSubstr("\n0 failed, 0 warned, 10 ok\n"));
+  EXPECT_THAT(result.out, HasSubstr("\n0 failed, 0 warned, 11 ok\n"));
   EXPECT_EQ(result.err, "");
   EXPECT_EQ(Snapshot(), before);
 }
@@ -150,7 +150,7 @@ TEST_F(PreflightCommandTest, WithoutACoordinatorTheAgentsAreAWarningNotAFailure)
   EXPECT_THAT(result.out, HasSubstr("warn  agents           not asked: no coordinator was given\n"
                                     "                       -> pass --coordinator"));
   EXPECT_THAT(result.out, HasSubstr("warn  node-names       not asked"));
-  EXPECT_THAT(result.out, HasSubstr("\n0 failed, 4 warned, 6 ok\n"));
+  EXPECT_THAT(result.out, HasSubstr("\n0 failed, 5 warned, 6 ok\n"));
 }
 
 TEST_F(PreflightCommandTest, EachFaultFailsExactlyItsCheckAndExitsOne) {
@@ -257,6 +257,27 @@ TEST_F(PreflightCommandTest, AWorkersAgentAwayIsNoControlPlaneAgentMissing) {
   Result result = Run(args);
   EXPECT_EQ(Verdicts(result.out)["agents"], "ok") << result.out;
   EXPECT_THAT(result.out, Not(HasSubstr("ip-10-0-2-20.ec2.internal: no agent is connected")));
+}
+
+// A Node without the control-plane role and without an agent blocks the move of its kubelet:
+// worker-agents fails naming it; the gate says why the cluster may not be upgraded yet.
+TEST_F(PreflightCommandTest, AWorkerWithoutAnAgentFailsWorkerAgentsAndTheGateIsShown) {
+  ApplyRbac();
+  v1::NodeInfo* worker = nodes_.add_nodes();
+  worker->set_name("ip-10-0-2-21.ec2.internal");
+  worker->set_role(v1::NODE_ROLE_WORKER);
+  worker->set_without_agent(true);
+  nodes_.mutable_upgrade_gate()->add_reasons("1 worker has no agent: ip-10-0-2-21.ec2.internal");
+  std::vector<std::string> args = Coordinator();
+  args.insert(args.end(), {"-o", "json"});
+  Result result = Run(args);
+  EXPECT_EQ(result.code, kExitProblems) << result.out;
+  std::map<std::string, std::string> verdicts = Verdicts(result.out);
+  EXPECT_EQ(verdicts["worker-agents"], "fail");
+  EXPECT_EQ(verdicts["upgrade-1.27"], "warn");
+  EXPECT_EQ(verdicts["agents"], "ok");
+  EXPECT_THAT(result.out, HasSubstr("1 worker has no agent: their kubelets cannot be moved "
+                                    "(ip-10-0-2-21.ec2.internal)"));
 }
 
 TEST_F(PreflightCommandTest, ANodeInconsistentOnlyForItsStrayFilesIsLeftToStrayFiles) {

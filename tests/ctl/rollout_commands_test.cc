@@ -270,8 +270,37 @@ TEST_F(RolloutCommandsTest, StatusCountsTheWorkersAndNodesListsEach) {
   script_.statuses = {status};
   Result result = Run({"status"});
   EXPECT_EQ(result.code, kExitOk) << result.err;
-  EXPECT_THAT(result.out, HasSubstr("\nworkers:    3 known, 2 connected: 1 in-tree, 1 external, 1 "
-                                    "inconsistent or away"));
+  EXPECT_THAT(result.out, HasSubstr("\nworkers:    3 (3 with an agent, 2 connected): 1 in-tree, "
+                                    "1 external, 1 inconsistent or away\n"));
+  // The batch, the failures, the blockers and the gate.
+  workers->set_without_agent(23);
+  for (int i = 0; i < 20; ++i) workers->add_without_agent_names("w-x" + std::to_string(i));
+  workers->set_in_flight(2);
+  workers->add_batch("w-2");
+  workers->add_batch("w-3");
+  workers->set_failed(1);
+  workers->add_failures("w-4: in-tree -> external ROLLED_BACK: no credential provider");
+  workers->set_max_unavailable("10%");
+  workers->set_failure_budget(3);
+  workers->set_target(v1::NODE_STATE_EXTERNAL);
+  status.mutable_upgrade_gate()->add_reasons("2 workers' kubelets are not external: w-1, w-4");
+  script_.statuses = {status};
+  result = Run({"status"});
+  EXPECT_THAT(result.out, HasSubstr(", 23 without an agent\n"
+                                    "            towards external, 10% at a time, pausing after 3 "
+                                    "failed\n"
+                                    "            moving: w-2, w-3\n"
+                                    "            failed: w-4: in-tree -> external ROLLED_BACK: no "
+                                    "credential provider\n"
+                                    "            23 workers have no agent: their kubelets cannot be "
+                                    "moved (w-x0, w-x1, "));
+  EXPECT_THAT(result.out, HasSubstr("w-x19 and 3 more)\n"));
+  EXPECT_THAT(result.out, HasSubstr("\nupgrade:    not yet to 1.27:\n  - 2 workers' kubelets are "
+                                    "not external: w-1, w-4\n"));
+  status.mutable_upgrade_gate()->Clear();
+  status.mutable_upgrade_gate()->set_open(true);
+  script_.statuses = {status};
+  EXPECT_THAT(Run({"status"}).out, HasSubstr("\nupgrade:    the cluster may now be upgraded"));
   // None known: no line.
   status.clear_workers();
   script_.statuses = {status};
@@ -283,8 +312,15 @@ TEST_F(RolloutCommandsTest, StatusCountsTheWorkersAndNodesListsEach) {
   worker->set_role(v1::NODE_ROLE_WORKER);
   worker->set_state(v1::NODE_STATE_IN_TREE);
   worker->set_connected(true);
+  worker->set_in_flight_command_id("r-9");
+  nodes.set_next_after("w-1");
+  nodes.set_total(40);
   script_.nodes = nodes;
-  EXPECT_THAT(Run({"nodes"}).out, HasSubstr("\nw-1 (worker)  in-tree"));
+  result = Run({"nodes", "--limit", "1"});
+  EXPECT_THAT(result.out, HasSubstr("\nw-1 (worker)  in-tree"));
+  EXPECT_THAT(result.out, HasSubstr("moving (r-9)"));
+  EXPECT_THAT(result.out, HasSubstr("\n1 of 40 nodes; the next page: --after w-1\n"));
+  EXPECT_THAT(script_.calls, ::testing::Contains(HasSubstr("Nodes {limit: 1")));
 }
 
 TEST_F(RolloutCommandsTest, StatusOfAReplacementShowsWhatItWaitsForAndTheCommands) {

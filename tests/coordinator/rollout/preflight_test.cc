@@ -218,13 +218,16 @@ TEST(PreflightTest, OnlyTheChecksSettingsAndAllMayBeIgnored) {
   EXPECT_TRUE(CheckIgnorable({"node-names", "stray-files", "ebs-csi", "ecr-credentials",
                               "cloud-routes", "leader-elect", "control-plane", "cluster-tag"})
                   .ok());
+  // The coordinator's own check of the workers.
+  EXPECT_TRUE(CheckIgnorable({"worker-agents"}).ok());
   absl::Status unknown = CheckIgnorable({"rbac", "lease"});
   EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(unknown.message(),
             "no preflight check is called \"lease\"; the checks are agents, cloud-routes, "
             "cluster-tag, control-plane, ebs-csi, ecr-credentials, image, leader-elect, "
             "leader-migration, "
-            "leases, node-names, rbac, settings, stray-files, transactions (or all)");
+            "leases, node-names, rbac, settings, stray-files, transactions, worker-agents (or "
+            "all)");
 }
 
 TEST(PreflightTest, TheIgnoredChecksDoNotRefuseAndAllIgnoresEveryOne) {

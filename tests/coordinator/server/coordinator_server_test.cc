@@ -579,9 +579,12 @@ class GatedStore : public store::Store {
  public:
   explicit GatedStore(std::unique_ptr<store::Store> inner) : inner_(std::move(inner)) {}
   absl::StatusOr<std::optional<store::StoredRollout>> Load() override { return inner_->Load(); }
+  absl::StatusOr<std::vector<store::StoredWorker>> LoadWorkers() override {
+    return inner_->LoadWorkers();
+  }
   absl::StatusOr<std::vector<store::HistoryEntry>> Commit(
-      const store::StoredRollout& rollout,
-      const std::vector<store::HistoryEntry>& history) override {
+      const store::StoredRollout& rollout, const std::vector<store::HistoryEntry>& history,
+      const store::WorkerChanges& workers) override {
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (!open_ && Names(history, shut_for_)) {
@@ -591,7 +594,7 @@ class GatedStore : public store::Store {
         --held_;
       }
     }
-    return inner_->Commit(rollout, history);
+    return inner_->Commit(rollout, history, workers);
   }
   absl::StatusOr<std::vector<store::HistoryEntry>> History(int64_t after_sequence,
                                                            int limit) override {

@@ -933,7 +933,7 @@ TEST_F(RolloutControllerTest, AnUnknownNodeWaitsAsACandidateAndJoinsWhenAdded) {
 
 // A worker's agent is known and counted, never a candidate and never moved; a control-plane
 // member's agent that says it is a worker's is refused.
-TEST_F(RolloutControllerTest, AWorkersAgentIsCountedNeverACandidateAndNeverMoved) {
+TEST_F(RolloutControllerTest, AWorkersAgentIsCountedAndNeverACandidate) {
   ConnectAll(NodeState::kInTree);
   pb::AgentHello hello = Hello("w-1", NodeState::kInTree);
   hello.set_role(pb::NODE_ROLE_WORKER);
@@ -958,11 +958,13 @@ TEST_F(RolloutControllerTest, AWorkersAgentIsCountedNeverACandidateAndNeverMoved
   EXPECT_EQ(nodes.nodes(0).role(), pb::NODE_ROLE_CONTROL_PLANE);
   EXPECT_EQ(controller_->AddNode("bob", "w-1", "").status().code(), absl::StatusCode::kNotFound);
 
-  // The rollout runs to its goal without a command to either worker.
+  // The control plane moves first, without a command to either worker; then the in-tree one
+  // (worker_batches_test.cc has the batches).
   ASSERT_TRUE(controller_->Start("alice", NodeState::kMigrated).ok());
   RunToCompletion();
-  EXPECT_EQ(controller_->Status().phase(), pb::RolloutStatus::DONE);
-  EXPECT_THAT(worker->sent, SizeIs(1));
+  EXPECT_EQ(controller_->Status().phase(), pb::RolloutStatus::MOVING_WORKERS);
+  ASSERT_THAT(worker->Commands(), SizeIs(1));
+  EXPECT_EQ(worker->Commands()[0].move().to(), pb::NODE_STATE_EXTERNAL);
   EXPECT_THAT(second->sent, SizeIs(1));
 
   // Gone, it stays known, counted as not connected; back, connected again.

@@ -68,6 +68,8 @@ void ExpectSameRollout(const StoredRollout& actual, const StoredRollout& expecte
   EXPECT_EQ(actual.launch_nodes, expected.launch_nodes);
   EXPECT_EQ(actual.replace_size, expected.replace_size);
   EXPECT_EQ(actual.replace_leaving, expected.replace_leaving);
+  EXPECT_EQ(actual.worker_max_unavailable, expected.worker_max_unavailable);
+  EXPECT_EQ(actual.worker_failure_budget, expected.worker_failure_budget);
   ASSERT_EQ(actual.nodes.size(), expected.nodes.size());
   for (size_t i = 0; i < expected.nodes.size(); ++i) {
     EXPECT_EQ(Fields(actual.nodes[i]), Fields(expected.nodes[i])) << "node " << i;
@@ -109,7 +111,26 @@ StoredRollout FullRollout() {
   };
   rollout.launch_nodes = {"cp-1", "cp-2", "cp-9"};
   rollout.replace_leaving = "cp-4";
+  rollout.worker_max_unavailable = "10%";
+  rollout.worker_failure_budget = 3;
   return rollout;
+}
+
+StoredWorker Worker(std::string name, NodeState state, std::string zone) {
+  StoredWorker worker;
+  worker.name = std::move(name);
+  worker.state = state;
+  worker.goal_start = NodeState::kInTree;
+  worker.zone = std::move(zone);
+  return worker;
+}
+
+// By value: a worker without a move compares its empty InFlight's fields.
+auto Fields(const StoredWorker& worker) {
+  const InFlight move = worker.in_flight.value_or(InFlight{});
+  return std::make_tuple(worker.name, worker.state, worker.goal_start, worker.last_result,
+                         worker.zone, worker.in_flight.has_value(), move.command_id, move.node,
+                         move.from, move.to, move.sent_unix_ms, worker.failure);
 }
 
 HistoryEntry Entry(std::string kind, std::string message, int64_t unix_ms = 1000) {
@@ -318,12 +339,13 @@ class SqliteStoreTest : public ::testing::Test {
     EXPECT_EQ(ReadFile(), before);
   }
 
-  // The rollout table's columns as SQLite describes them: name, type, NOT NULL, default.
-  std::string RolloutColumns() {
+  // A table's columns as SQLite describes them: name, type, NOT NULL, default, key.
+  std::string RolloutColumns(const std::string& table = "rollout") {
     RawDatabase raw(path_);
     return raw.Query(
         "SELECT group_concat(name || ' ' || type || ' ' || \"notnull\" || ' ' || "
-        "ifnull(dflt_value, '-'), ', ') FROM pragma_table_info('rollout')");
+        "ifnull(dflt_value, '-') || ' ' || pk, ', ') FROM pragma_table_info('" +
+        table + "')");
   }
 
   std::string SchemaVersion() {
@@ -474,7 +496,7 @@ TEST_F(SqliteStoreTest, UsesWalJournalMode) {
   ASSERT_NE(OpenStore(), nullptr);
   RawDatabase raw(path_);
   EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "5");
+  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "6");
 }
 
 TEST_F(SqliteStoreTest, CommitAppendsHistoryWithIncreasingSequences) {
@@ -610,12 +632,12 @@ TEST_F(SqliteStoreTest, CommitFailingPartWayStoresNothing) {
 
 TEST_F(SqliteStoreTest, RefusesANewerSchemaVersion) {
   ASSERT_NE(OpenStore(), nullptr);
-  for (int version : {6, 99}) {
+  for (int version : {7, 99}) {
     ASSERT_NO_FATAL_FAILURE(Tamper("UPDATE meta SET value = " + std::to_string(version) +
                                    " WHERE key = 'schema_version'"));
     SCOPED_TRACE(version);
     ExpectOpenRefused(absl::StatusCode::kFailedPrecondition,
-                      {"schema version " + std::to_string(version), "reads schema version 5"});
+                      {"schema version " + std::to_string(version), "reads schema version 6"});
   }
 }
 
@@ -712,7 +734,7 @@ TEST_F(SqliteStoreTest, CreatesTheDatabaseWholeAndLeavesNoTemporaryFile) {
   ASSERT_EQ(::stat(path_.c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0600u);
   RawDatabase raw(path_);
-  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "5");
+  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "6");
 }
 
 TEST_F(SqliteStoreTest, StoresHistoryTextAsUtf8) {
@@ -793,6 +815,69 @@ TEST_F(SqliteStoreTest, OpenReportsAnUnknownNodeState) {
   ExpectOpenRefused(absl::StatusCode::kDataLoss, {"cp-1", "'sideways'"});
 }
 
+// A commit writes the workers it is given and leaves every other row as it was: what it costs
+// grows with what changed, not with the fleet.
+TEST_F(SqliteStoreTest, CommitsOnlyTheWorkersGivenAndLoadsThemAll) {
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  StoredWorker a = Worker("w-a", NodeState::kInTree, "us-east-1a");
+  StoredWorker b = Worker("w-b", NodeState::kExternal, "");
+  b.last_result = "in-tree → external SUCCEEDED: 'quoted' ünïcödé";
+  StoredWorker c = Worker("w-c", NodeState::kInconsistent, "us-east-1b");
+  c.failure = "in-tree → external ROLLED_BACK: the credential provider did not answer";
+  ASSERT_TRUE(store->Commit(FullRollout(), {Entry("start", "goal migrated")}, {{c, a, b}, {}}).ok());
+
+  a.in_flight = InFlight{"r-9", "w-a", NodeState::kInTree, NodeState::kExternal, 1714567890123};
+  ASSERT_TRUE(store->Commit(FullRollout(), {Entry("command", "move")}, {{a}, {}}).ok());
+  // A commit without workers leaves them too.
+  ASSERT_TRUE(store->Commit(FullRollout(), {}).ok());
+
+  std::unique_ptr<Store> reopened;
+  store.reset();
+  reopened = OpenStore();
+  ASSERT_NE(reopened, nullptr);
+  absl::StatusOr<std::vector<StoredWorker>> loaded = reopened->LoadWorkers();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_THAT(*loaded, SizeIs(3));
+  EXPECT_EQ(Fields((*loaded)[0]), Fields(a));
+  EXPECT_EQ(Fields((*loaded)[1]), Fields(b));
+  EXPECT_EQ(Fields((*loaded)[2]), Fields(c));
+  ASSERT_NO_FATAL_FAILURE(ExpectLoads(*reopened, FullRollout()));
+
+  // Its result: the row replaced, the move no longer in flight.
+  a.in_flight.reset();
+  a.state = NodeState::kExternal;
+  ASSERT_TRUE(reopened->Commit(FullRollout(), {}, {{a}, {}}).ok());
+  loaded = reopened->LoadWorkers();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(Fields((*loaded)[0]), Fields(a));
+  // A worker whose Node is gone is forgotten, the others kept.
+  ASSERT_TRUE(reopened->Commit(FullRollout(), {}, {{}, {"w-b"}}).ok());
+  loaded = reopened->LoadWorkers();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_THAT(*loaded, SizeIs(2));
+  EXPECT_EQ((*loaded)[1].name, "w-c");
+}
+
+TEST_F(SqliteStoreTest, OpenReportsAWorkerRowThatDoesNotDecode) {
+  {
+    std::unique_ptr<Store> store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    StoredWorker moving = Worker("w-7", NodeState::kInTree, "us-east-1a");
+    moving.in_flight = InFlight{"r-1", "w-7", NodeState::kInTree, NodeState::kExternal, 5};
+    ASSERT_TRUE(store->Commit(FullRollout(), {}, {{moving}, {}}).ok());
+  }
+  ASSERT_NO_FATAL_FAILURE(Tamper("UPDATE workers SET state = 'sideways'"));
+  ExpectOpenRefused(absl::StatusCode::kDataLoss, {"worker w-7's state", "'sideways'"});
+  ASSERT_NO_FATAL_FAILURE(
+      Tamper("UPDATE workers SET state = 'in-tree', in_flight_sent_unix_ms = NULL"));
+  ExpectOpenRefused(absl::StatusCode::kDataLoss, {"worker w-7's move in flight has no send time"});
+  ASSERT_NO_FATAL_FAILURE(
+      Tamper("UPDATE workers SET in_flight_sent_unix_ms = 5; "
+             "UPDATE rollout SET worker_failure_budget = 0"));
+  ExpectOpenRefused(absl::StatusCode::kDataLoss, {"column worker_failure_budget", "0"});
+}
+
 TEST_F(SqliteStoreTest, RoundTripsBothStrategiesAndTheDowntimeMarks) {
   std::unique_ptr<Store> store = OpenStore();
   ASSERT_NE(store, nullptr);
@@ -869,13 +954,16 @@ TEST_F(SqliteStoreTest, UpgradesAVersion1DatabaseKeepingEveryValue) {
             std::make_tuple(2, 1714567890123, "coordinator", "command", "cp-2", "r-20240501-a-4",
                             "prepared -> migrated", R"({"from":"prepared","to":"migrated"})"));
   EXPECT_EQ(history[0].actor, "CN=alice");
-  EXPECT_EQ(SchemaVersion(), "5");
+  EXPECT_EQ(SchemaVersion(), "6");
 
   // The upgraded file has the shape of a new one (the columns, their types and defaults).
   const std::string upgraded_columns = RolloutColumns();
+  const std::string upgraded_workers = RolloutColumns("workers");
   ASSERT_TRUE(std::filesystem::remove(path_));
   ASSERT_NE(OpenStore(), nullptr);
   EXPECT_EQ(upgraded_columns, RolloutColumns());
+  EXPECT_EQ(upgraded_workers, RolloutColumns("workers"));
+  EXPECT_THAT(upgraded_workers, HasSubstr("name TEXT 1 - 1"));
   EXPECT_THAT(upgraded_columns,
               AllOf(HasSubstr("strategy TEXT 1 'leader-migration'"),
                     HasSubstr("downtime_all_stopped_unix_ms INTEGER 1 0"),
@@ -903,7 +991,7 @@ TEST_F(SqliteStoreTest, UpgradesAVersion2DatabaseKeepingEveryValue) {
     ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
     EXPECT_THAT(AllHistory(*store), SizeIs(2));
   }
-  EXPECT_EQ(SchemaVersion(), "5");
+  EXPECT_EQ(SchemaVersion(), "6");
   EXPECT_THAT(RolloutColumns(), HasSubstr("launch_nodes TEXT 1 ''"));
 }
 
@@ -926,7 +1014,7 @@ TEST_F(SqliteStoreTest, UpgradesAVersion3DatabaseAndKeepsAReplacement) {
     expected.replace_size = 3;
     ASSERT_TRUE(store->Commit(expected, {}).ok());
   }
-  EXPECT_EQ(SchemaVersion(), "5");
+  EXPECT_EQ(SchemaVersion(), "6");
   std::unique_ptr<Store> store = OpenStore();
   ASSERT_NE(store, nullptr);
   ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
@@ -952,11 +1040,50 @@ TEST_F(SqliteStoreTest, UpgradesAVersion4DatabaseAndKeepsTheLeavingNode) {
     expected.replace_leaving = "cp-2";
     ASSERT_TRUE(store->Commit(expected, {}).ok());
   }
-  EXPECT_EQ(SchemaVersion(), "5");
+  EXPECT_EQ(SchemaVersion(), "6");
   EXPECT_THAT(RolloutColumns(), HasSubstr("replace_leaving TEXT 1 ''"));
   std::unique_ptr<Store> store = OpenStore();
   ASSERT_NE(store, nullptr);
   ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
+}
+
+// A version 5 database (before the workers) gains the workers' table, empty, and the policy of a
+// new rollout (one at a time, a budget of 1); workers then round-trip.
+TEST_F(SqliteStoreTest, UpgradesAVersion5DatabaseWithNoWorkers) {
+  WriteVersion1Database();
+  ASSERT_NO_FATAL_FAILURE(
+      Tamper(std::string(kVersion2Columns) +
+             "ALTER TABLE rollout ADD COLUMN launch_nodes TEXT NOT NULL DEFAULT '';"
+             "ALTER TABLE rollout ADD COLUMN replace_size INTEGER NOT NULL DEFAULT 0;"
+             "ALTER TABLE rollout ADD COLUMN replace_leaving TEXT NOT NULL DEFAULT '';"
+             "UPDATE rollout SET replace_leaving = 'cp-2';"
+             "UPDATE meta SET value = 5 WHERE key = 'schema_version';"));
+  StoredRollout expected = Version1Rollout();
+  expected.replace_leaving = "cp-2";
+  {
+    std::unique_ptr<Store> store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
+    absl::StatusOr<std::vector<StoredWorker>> workers = store->LoadWorkers();
+    ASSERT_TRUE(workers.ok()) << workers.status();
+    EXPECT_THAT(*workers, SizeIs(0));
+    expected.worker_max_unavailable = "25%";
+    expected.worker_failure_budget = 4;
+    ASSERT_TRUE(
+        store->Commit(expected, {}, {{Worker("w-1", NodeState::kExternal, "us-east-1c")}, {}})
+            .ok());
+  }
+  EXPECT_EQ(SchemaVersion(), "6");
+  const std::string upgraded_columns = RolloutColumns();
+  EXPECT_THAT(upgraded_columns, AllOf(HasSubstr("worker_max_unavailable TEXT 1 '1'"),
+                                      HasSubstr("worker_failure_budget INTEGER 1 1")));
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
+  absl::StatusOr<std::vector<StoredWorker>> workers = store->LoadWorkers();
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  ASSERT_THAT(*workers, SizeIs(1));
+  EXPECT_EQ(Fields((*workers)[0]), Fields(Worker("w-1", NodeState::kExternal, "us-east-1c")));
 }
 
 TEST_F(SqliteStoreTest, UpgradesAnEmptyVersion1Database) {
@@ -966,7 +1093,7 @@ TEST_F(SqliteStoreTest, UpgradesAnEmptyVersion1Database) {
   absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_FALSE(loaded->has_value());
-  EXPECT_EQ(SchemaVersion(), "5");
+  EXPECT_EQ(SchemaVersion(), "6");
 }
 
 TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
@@ -975,7 +1102,7 @@ TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
   const std::string columns = RolloutColumns();
   StoredRollout rollout = Version1Rollout();
   {
-    // Opened again: already version 5, nothing to add (a second ALTER would fail).
+    // Opened again: already version 6, nothing to add (a second ALTER would fail).
     std::unique_ptr<Store> store = OpenStore();
     ASSERT_NE(store, nullptr);
     ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, rollout));
@@ -991,7 +1118,7 @@ TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
   std::unique_ptr<Store> store = OpenStore();
   ASSERT_NE(store, nullptr);
   ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, rollout));
-  EXPECT_EQ(SchemaVersion(), "5");
+  EXPECT_EQ(SchemaVersion(), "6");
 }
 
 // The upgrade is one transaction: the columns added before the schema version's update fails

@@ -59,7 +59,7 @@ TEST(VocabularyTest, EveryWirePhaseHasOnePhaseANameAndTheMetricsLabel) {
         EXPECT_TRUE(names.insert(name).second) << name;
       });
   // Every phase the engine derives reaches the wire.
-  for (int i = 0; i <= static_cast<int>(Phase::kStarting); ++i) {
+  for (int i = 0; i <= static_cast<int>(Phase::kMovingWorkers); ++i) {
     EXPECT_NE(ToProto(static_cast<Phase>(i)), v1::RolloutStatus::PHASE_UNSPECIFIED) << i;
   }
   EXPECT_EQ(PhaseName(v1::RolloutStatus::PHASE_UNSPECIFIED), "-");
