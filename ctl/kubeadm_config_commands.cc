@@ -1,14 +1,19 @@
 // handoffctl kubeadm-config plan|apply: kubeadm's stored ClusterConfiguration made external at
 // the nodes' version, so that a later `kubeadm upgrade` keeps the move and a later
 // `kubeadm join --control-plane` builds the node alike, or put back to the in-tree one for a
-// rollback (coordinator/kube/kubeadm_config.h).
+// rollback (coordinator/kube/kubeadm_config.h); and a worker's JoinConfiguration for a machine that
+// joins after the move (coordinator/kube/kubeadm_join.h) with the credential provider's
+// configuration it needs.
 #include <memory>
 
+#include "agent/engine/credential_provider.h"
+#include "agent/engine/node_snapshot.h"
 #include "agent/engine/settings.h"
 #include "agent/leadermigration/config.h"
 #include "common/base/kube_version.h"
 #include "common/base/strings.h"
 #include "coordinator/kube/kubeadm_config.h"
+#include "coordinator/kube/kubeadm_join.h"
 #include "ctl/command_context.h"
 #include "nlohmann/json.hpp"
 
@@ -187,6 +192,66 @@ int LeaderMigrationFile(CommandContext& context, const LeaderMigrationFileFlags&
   return kExitOk;
 }
 
+struct WorkerJoinFlags {
+  std::string settings_file;
+  std::string to = "external";
+  kube::WorkerJoinOptions join;
+};
+
+// The worker settings' paths (the defaults, or --settings' worker.*), unless given as flags.
+absl::Status FillCredentialProvider(CommandContext& context, const std::string& settings_file,
+                                    kube::WorkerJoinOptions& join) {
+  WorkerSettings worker;
+  if (!settings_file.empty()) {
+    absl::StatusOr<Settings> settings = context.ReadSettings(settings_file);
+    if (!settings.ok()) return settings.status();
+    worker = settings->worker;
+  }
+  if (join.credential_provider_config.empty()) {
+    join.credential_provider_config = worker.credential_provider_config;
+  }
+  if (join.credential_provider_bin_dir.empty()) {
+    join.credential_provider_bin_dir = worker.credential_provider_bin_dir;
+  }
+  return absl::OkStatus();
+}
+
+// A worker's JoinConfiguration on stdout; on stderr what the machine needs before kubeadm join.
+int WorkerJoin(CommandContext& context, WorkerJoinFlags flags) {
+  flags.join.target =
+      flags.to == "in-tree" ? kube::WorkerJoinTarget::kInTree : kube::WorkerJoinTarget::kExternal;
+  if (absl::Status filled =
+          FillCredentialProvider(context, flags.settings_file, flags.join);
+      !filled.ok()) {
+    return context.Fail(filled);
+  }
+  absl::StatusOr<std::string> text = kube::RenderWorkerJoinConfiguration(flags.join);
+  if (!text.ok()) return context.Fail(text.status());
+  context.out() << *text;
+  if (flags.join.target == kube::WorkerJoinTarget::kInTree) {
+    context.err() << "worker-join: the kubelet joins with --cloud-provider=aws, as the other "
+                     "nodes run while the rollback to the in-tree provider goes on; a kubelet "
+                     "1.27 refuses it, so join this machine at version N\n";
+    return kExitOk;
+  }
+  context.err()
+      << "worker-join: on the machine, before `kubeadm join --config FILE`:\n"
+      << "  install " << kEcrCredentialProvider << " (k8s.io/cloud-provider-aws, the "
+      << "cloud-controller-manager's version) as " << flags.join.credential_provider_bin_dir << "/"
+      << kEcrCredentialProvider << "\n"
+      << "  handoffctl kubeadm-config credential-provider-config > "
+      << flags.join.credential_provider_config << "\n"
+      << "  the instance profile allows ecr:GetAuthorizationToken (the credential provider asks "
+         "ECR with the instance's credentials)\n";
+  if (flags.join.node_name.empty()) {
+    context.err() << "note: without --node-name the Node is named after the machine's host name; "
+                     "the cloud-controller-manager finds the instance of a Node without a "
+                     "providerID by its private DNS name (ip-10-0-0-1.ec2.internal), so give "
+                     "that name unless the host name is it\n";
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 void AddKubeadmConfigCommands(CLI::App& app, CommandContext& context) {
@@ -227,6 +292,57 @@ void AddKubeadmConfigCommands(CLI::App& app, CommandContext& context) {
       ->required();
   file->callback(
       [&context, file_flags] { context.exit_code = LeaderMigrationFile(context, *file_flags); });
+
+  auto join_flags = std::make_shared<WorkerJoinFlags>();
+  CLI::App* join = group->add_subcommand(
+      "worker-join",
+      "Print the kubeadm JoinConfiguration (kubeadm.k8s.io/v1beta3) a worker joins with after "
+      "the move: its kubelet --cloud-provider=external from its first start, with the ECR "
+      "credential provider (--image-credential-provider-config and -bin-dir), as handoff-agent "
+      "moves a worker. kubeadm join refuses --config beside --token, so the discovery is in the "
+      "file. What the machine needs first goes to stderr. Reads no cluster");
+  join->add_option("--to", join_flags->to,
+                   "external (after the move: the default) or in-tree (a machine that joins "
+                   "while the rollback to the in-tree provider goes on: --cloud-provider=aws)")
+      ->check(CLI::IsMember({"external", "in-tree"}));
+  join->add_option("--api-server-endpoint", join_flags->join.api_server_endpoint,
+                   "The control plane's HOST:PORT (discovery.bootstrapToken.apiServerEndpoint)");
+  join->add_option("--token", join_flags->join.token,
+                   "A bootstrap token, [a-z0-9]{6}.[a-z0-9]{16} (`kubeadm token create`)");
+  join->add_option("--discovery-token-ca-cert-hash", join_flags->join.ca_cert_hashes,
+                   "sha256:<hex> of the cluster CA's public key; repeatable");
+  join->add_flag("--discovery-token-unsafe-skip-ca-verification",
+                 join_flags->join.unsafe_skip_ca_verification,
+                 "Trust the API server without a CA hash (as kubeadm's flag of that name)");
+  join->add_option("--discovery-file", join_flags->join.discovery_file,
+                   "A kubeconfig to discover the cluster with instead of the token "
+                   "(discovery.file.kubeConfigPath): a file on the machine, or an https:// URL");
+  join->add_option("--node-name", join_flags->join.node_name,
+                   "nodeRegistration.name: the Node's name (kubeadm sets --hostname-override "
+                   "when it is not the host name); on AWS the instance's private DNS name");
+  join->add_option("--cri-socket", join_flags->join.cri_socket,
+                   "nodeRegistration.criSocket (e.g. unix:///run/containerd/containerd.sock)");
+  join->add_option("--settings", join_flags->settings_file,
+                   "The workers' handoff-agent settings: worker.credentialProviderConfig and "
+                   "worker.credentialProviderBinDir give the paths (their defaults otherwise)");
+  join->add_option("--credential-provider-config", join_flags->join.credential_provider_config,
+                   "The CredentialProviderConfig's path on the machine (default: "
+                   "worker.credentialProviderConfig)");
+  join->add_option("--credential-provider-bin-dir", join_flags->join.credential_provider_bin_dir,
+                   "Where ecr-credential-provider is installed on the machine (default: "
+                   "worker.credentialProviderBinDir)");
+  join->callback([&context, join_flags] { context.exit_code = WorkerJoin(context, *join_flags); });
+
+  CLI::App* provider = group->add_subcommand(
+      "credential-provider-config",
+      "Print the kubelet's CredentialProviderConfig (kubelet.config.k8s.io/v1) for "
+      "ecr-credential-provider and every ECR registry's image pattern, as handoff-agent writes "
+      "it on a worker it moves: what a machine joined with `worker-join` needs at "
+      "--credential-provider-config. Reads no cluster");
+  provider->callback([&context] {
+    context.out() << EcrCredentialProviderConfig();
+    context.exit_code = kExitOk;
+  });
 }
 
 }  // namespace handoff::ctl

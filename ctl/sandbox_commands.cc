@@ -117,6 +117,12 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context) {
       "the sandbox could not be set up");
   command->add_option("--nodes", flags->options.nodes,
                       "Control-plane nodes (default 3, at most 9)");
+  command->add_option("--workers", flags->options.workers,
+                      "Worker nodes (model cluster: default 2, at most 20): each a kubelet with "
+                      "--cloud-provider=aws and a workload from ECR, whose agent moves it to "
+                      "external once the control plane runs a cloud-controller-manager (same Node, "
+                      "workload kept, the credential provider answering) and back first on the "
+                      "rollback");
   command->add_option("--dir", flags->options.dir,
                       "Directory to build the sandbox in (new or empty; default a new one under "
                       "$TMPDIR or /tmp)");

@@ -90,6 +90,8 @@ absl::StatusOr<std::unique_ptr<WorkerScope>> WorkerScope::Open(
   WorkerProofOptions options;
   options.node_name = settings.worker.node_name;
   options.ecr_registry = settings.worker.ecr_registry;
+  options.crictl = settings.worker.crictl;
+  options.crictl.insert(options.crictl.end(), {"ps", "-o", "json"});
   scope->proof_ = std::make_unique<WorkerKubeletProof>(
       options, *scope->client_, commands, clock,
       [&fs, settings] { return NamedCredentialProvider(fs, settings); });

@@ -56,6 +56,17 @@ class Reader {
       out = node.Scalar() == "true";
     };
   }
+  Handler StringList(std::vector<std::string>& out) {
+    return [this, &out](const YAML::Node& node, const std::string& path) {
+      if (!node.IsSequence()) return Problem(path, "must be a list of strings");
+      std::vector<std::string> items;
+      for (size_t i = 0; i < node.size(); ++i) {
+        if (!node[i].IsScalar()) return Problem(StrCat(path, "[", i, "]"), "must be a string");
+        items.push_back(node[i].Scalar());
+      }
+      out = std::move(items);
+    };
+  }
   Handler StringMap(std::map<std::string, std::string>& out) {
     return [this, &out](const YAML::Node& node, const std::string& path) {
       if (!node.IsMap()) return Problem(path, "must be a map of strings");
@@ -257,6 +268,7 @@ absl::StatusOr<Settings> ParseSettings(std::string_view text, std::string_view s
                             {"nodeName", reader.String(settings.worker.node_name)},
                             {"kubeconfig", reader.String(settings.worker.kubeconfig)},
                             {"ecrRegistry", reader.String(settings.worker.ecr_registry)},
+                            {"crictl", reader.StringList(settings.worker.crictl)},
                         });
            }},
           {"clusterId", reader.String(settings.cluster_id)},
@@ -299,6 +311,10 @@ absl::StatusOr<Settings> ParseSettings(std::string_view text, std::string_view s
     if (value->empty() || value->front() != '/') {
       reader.Problem(key, StrCat("\"", *value, "\" is not an absolute path"));
     }
+  }
+  if (settings.worker.crictl.empty() || settings.worker.crictl.front().empty()) {
+    reader.Problem("worker.crictl", "must name the crictl command (e.g. [crictl], or [crictl, "
+                                    "--runtime-endpoint, unix:///run/containerd/containerd.sock])");
   }
   if (absl::Status id = CheckClusterId(settings.cluster_id); !id.ok()) {
     reader.Problem("clusterId", std::string(id.message()));

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -92,6 +93,10 @@ struct WorkerSettings {
   // (<account>.dkr.ecr.<region>.amazonaws.com). "" = the instance's own account and region, from
   // the instance metadata's identity document.
   std::string ecr_registry;
+  // Settings key worker.crictl: the command, with its flags, that lists this node's containers
+  // (the agent adds `ps -o json`) to prove the kubelet's restart left them running: crictl with
+  // --runtime-endpoint when /etc/crictl.yaml does not name the runtime's socket.
+  std::vector<std::string> crictl = {"crictl"};
 };
 
 struct Settings {

@@ -107,6 +107,25 @@ absl::StatusOr<KubeletOptions> ParseKubeletOptions(const std::vector<std::string
       options.pod_restart_jitter = value;
     }
   }
+  if (std::optional<std::string> kubeconfig = get("kubeconfig"); kubeconfig && !kubeconfig->empty()) {
+    if (!StartsWith(*kubeconfig, "/")) {
+      problems.push_back(
+          StrCat("--kubeconfig must be an absolute path under --root, not ", *kubeconfig));
+    } else {
+      options.kubeconfig = *kubeconfig;
+    }
+  }
+  if (std::optional<std::string> interval = get("node-lease-renew-interval")) {
+    absl::Duration duration;
+    if (!absl::ParseDuration(*interval, &duration) || duration <= absl::ZeroDuration()) {
+      problems.push_back(StrCat(
+          "--node-lease-renew-interval must be a positive duration (\"10s\", \"1s\"), not ",
+          *interval));
+    } else {
+      options.node_lease_renew_interval =
+          std::chrono::milliseconds(std::max<int64_t>(1, absl::ToInt64Milliseconds(duration)));
+    }
+  }
   if (!problems.empty()) return absl::InvalidArgumentError(StrJoin(problems, "; "));
   return options;
 }

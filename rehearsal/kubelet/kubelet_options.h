@@ -17,6 +17,9 @@
 //   --pod-restart-delay DURATION     a changed pod starts this long after its predecessor
 //                                    stopped (default 10s, the real kubelet's retry back-off)
 //   --pod-restart-jitter FRACTION    ... plus up to this fraction of it at random (default 0.5)
+//   --kubeconfig PATH                host path under --root: with it the kubelet renews its
+//                                    node's Lease in kube-node-lease (node_heartbeat.h)
+//   --node-lease-renew-interval DURATION  how often (default 10s, the real kubelet's)
 // Every other flag (--container-runtime-endpoint, --cloud-provider, ...) is accepted and ignored.
 #ifndef HANDOFF_REHEARSAL_KUBELET_KUBELET_OPTIONS_H_
 #define HANDOFF_REHEARSAL_KUBELET_KUBELET_OPTIONS_H_
@@ -64,6 +67,8 @@ struct KubeletOptions {
   std::chrono::milliseconds pod_restart_delay{
       std::chrono::duration_cast<std::chrono::milliseconds>(kChangedPodRestartDelay)};
   double pod_restart_jitter = kChangedPodRestartJitter;
+  std::string kubeconfig;  // a path under `root`; "" = no heartbeat
+  std::chrono::milliseconds node_lease_renew_interval{10000};
 };
 
 // Parses `args` (without argv[0]). Relative --root, --standin, --real-bin-dir and --records are

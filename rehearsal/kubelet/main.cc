@@ -4,6 +4,7 @@
 //   handoff-sandbox-kubelet start --root DIR --standin PATH [kubelet flags...]
 //   handoff-sandbox-kubelet restart --root DIR
 //   handoff-sandbox-kubelet stop --root DIR [--pods]
+//   handoff-sandbox-kubelet crictl --root DIR ps -o json   (the node's running pods, cri_listing.h)
 // and, hidden (the kubelet spawns it in a real pod's place, pod_exec.h):
 //   handoff-sandbox-kubelet pod-exec --hostname NODE --binary PATH --scratch DIR [--mount ...]
 //                                    -- ARGV...
@@ -20,7 +21,10 @@
 #include "agent/manifest/flag_list.h"
 #include "common/base/strings.h"
 #include "common/fs/host_path.h"
+#include "common/fs/file_system.h"
+#include "rehearsal/kubelet/cri_listing.h"
 #include "rehearsal/kubelet/kubelet_control.h"
+#include "rehearsal/kubelet/pod_state.h"
 #include "rehearsal/kubelet/kubelet_options.h"
 #include "rehearsal/kubelet/pod_exec.h"
 #include "rehearsal/kubelet/sandbox_kubelet.h"
@@ -35,6 +39,7 @@ constexpr char kUsage[] =
     "                                     [--file-check-frequency DURATION] [other flags]\n"
     "       handoff-sandbox-kubelet restart --root DIR\n"
     "       handoff-sandbox-kubelet stop --root DIR [--pods]\n"
+    "       handoff-sandbox-kubelet crictl --root DIR ps -o json\n"
     "Run as argv[0] \"kubelet\" (as `start` does) it is the node's kubelet.\n";
 
 int Fail(const absl::Status& status) {
@@ -56,6 +61,23 @@ int RunKubelet(const std::vector<std::string>& args) {
     spdlog::error("{}", std::string(status.message()));
     return 1;
   }
+  return 0;
+}
+
+// crictl --root DIR ps -o json: the only form the agent's proof runs.
+int ListContainers(const std::vector<std::string>& args) {
+  if (args.size() != 5 || args[0] != "--root" || args[1].empty() || args[2] != "ps" ||
+      args[3] != "-o" || args[4] != "json") {
+    std::cerr << "handoff-sandbox-kubelet crictl: only `crictl --root DIR ps -o json` is "
+                 "modelled\n"
+              << kUsage;
+    return 2;
+  }
+  const std::unique_ptr<handoff::FileSystem> fs = handoff::NewPosixFileSystem(args[1]);
+  absl::StatusOr<handoff::sandbox::PodProcesses> pods = handoff::sandbox::LoadPodState(*fs);
+  if (!pods.ok()) return Fail(pods.status());
+  std::cout << handoff::sandbox::CriListing(*pods, handoff::BaseName(args[1]),
+                                            handoff::sandbox::RunningSince);
   return 0;
 }
 
@@ -89,6 +111,7 @@ int main(int argc, char** argv) {
     std::cerr << "handoff-sandbox-kubelet: " << failed.message() << "\n";
     return 127;
   }
+  if (command == "crictl") return ListContainers(args);
   const handoff::sandbox::ControlOptions options;
   if (command == "start") {
     const std::string binary = SelfExecutable();

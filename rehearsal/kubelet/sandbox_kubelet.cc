@@ -26,6 +26,7 @@
 #include "common/fs/file_system.h"
 #include "common/fs/host_path.h"
 #include "common/system/service_lifecycle.h"
+#include "rehearsal/kubelet/node_heartbeat.h"
 #include "rehearsal/kubelet/pod_binaries.h"
 #include "rehearsal/kubelet/pod_exec.h"
 #include "rehearsal/kubelet/pod_spec.h"
@@ -97,6 +98,7 @@ class Kubelet {
   // Stops the accept loop only once it runs: httplib's stop() before that is lost, and the join
   // would then wait forever (a SIGTERM right after the start).
   HttplibServingThread serving_;
+  std::unique_ptr<NodeHeartbeat> heartbeat_;  // with --kubeconfig
   std::string healthz_url_;
   DesiredPods desired_;
   std::vector<std::string> logged_problems_;
@@ -145,6 +147,13 @@ absl::Status Kubelet::Setup() {
   LinkProcess(::getpid());
   Adopt();
   if (absl::Status healthz = StartHealthz(); !healthz.ok()) return healthz;
+  if (!options_.kubeconfig.empty()) {
+    absl::StatusOr<std::unique_ptr<NodeHeartbeat>> heartbeat =
+        NodeHeartbeat::Start(*fs_, options_.kubeconfig, options_.node_name,
+                             absl::FromChrono(options_.node_lease_renew_interval));
+    if (!heartbeat.ok()) return heartbeat.status();
+    heartbeat_ = *std::move(heartbeat);
+  }
   inotify_fd_ = UniqueFd(inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   if (!inotify_fd_.valid()) {
     return absl::InternalError(StrCat("inotify_init1: ", std::strerror(errno)));
@@ -183,6 +192,7 @@ absl::Status Kubelet::StartHealthz() {
 void Kubelet::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  heartbeat_.reset();
   serving_.Stop();
   UnlinkProcess(::getpid());
   // Only the lock holder wrote the pid and health files, and only while they still name this

@@ -243,6 +243,17 @@ absl::Status SandboxRun::Setup() {
     setup.nodes.push_back(node.node);
     nodes_.push_back(std::move(node));
   }
+  for (int i = 1; i <= options_.workers; ++i) {
+    NodeRun worker;
+    worker.node.spec = MakeSandboxWorker(i);
+    worker.node.worker = true;
+    worker.node.host_name = SandboxWorkerHostName(i);
+    worker.node.root = Path(StrCat("nodes/", worker.node.host_name));
+    absl::Status made = EnsureDirectory(*fs_, worker.root(), 0755);
+    if (!made.ok()) return made;
+    setup.workers.push_back(worker.node);
+    workers_.push_back(std::move(worker));
+  }
   // Machines to join later: one for a join after the move; for a replacement one per node each
   // way.
   const int spares = options_.kubeadm_upgrade ? 1 : options_.replace ? 2 * options_.nodes : 0;
@@ -263,7 +274,8 @@ absl::Status SandboxRun::Setup() {
       NewSandboxCluster(options_.cluster, setup);
   if (!cluster.ok()) return cluster.status();
   cluster_ = *std::move(cluster);
-  Say(StrCat("sandbox in ", dir_, ": ", options_.nodes, " kubeadm 1.26 control-plane nodes"));
+  Say(StrCat("sandbox in ", dir_, ": ", options_.nodes, " kubeadm 1.26 control-plane nodes",
+             workers_.empty() ? std::string() : StrCat(" and ", workers_.size(), " workers")));
   return absl::OkStatus();
 }
 
@@ -320,7 +332,7 @@ absl::Status SandboxRun::MakeCertificates() {
       {"init", "--validity", "24h"},
       coordinator,
       {"issue", "--operator", kOperator, "--out", Path("pki/operator")}};
-  for (const std::vector<NodeRun>* group : {&nodes_, &spares_}) {
+  for (const std::vector<NodeRun>* group : {&nodes_, &spares_, &workers_}) {
     for (const NodeRun& node : *group) {
       commands.push_back({"issue", "--node", node.spec().name, "--out",
                           Path(StrCat("pki/agent-", node.spec().name))});
@@ -530,7 +542,7 @@ void SandboxRun::TearDown() {
   if (torn_down_) return;
   torn_down_ = true;
   feed_.reset();
-  for (std::vector<NodeRun>* group : {&nodes_, &spares_}) {
+  for (std::vector<NodeRun>* group : {&nodes_, &spares_, &workers_}) {
     for (NodeRun& node : *group) {
       if (node.agent) node.agent->Stop(SIGTERM, absl::Seconds(5));
     }

@@ -40,6 +40,11 @@ bool ParseClusterKind(const std::string& name, ClusterKind* kind);
 struct ClusterNode {
   SandboxNode spec;
   std::string root;  // the node's directory on the host (absolute)
+  // A worker (ClusterSetup::workers): no control-plane role, only its kubelet moves; its agent
+  // runs with role: worker.
+  bool worker = false;
+  // A worker's host name, which is not its Node's name ("" = the Node's).
+  std::string host_name;
 };
 
 // What the sandbox has made before it chooses its cluster. Every path is absolute.
@@ -51,6 +56,9 @@ struct ClusterSetup {
   // Machines launched with the others but not part of the cluster yet: each joins later
   // (SandboxCluster::JoinWithKubeadm). Only the kubeadm cluster has any.
   std::vector<ClusterNode> spares;
+  // The worker nodes (--workers), each with a kubelet and a workload; only the model cluster
+  // has any.
+  std::vector<ClusterNode> workers;
   bool keep = false;  // --keep: the directory stays after the run
   // --network: the kubeadm cluster's /24 ("" = kDefaultKubeadmNetwork), already checked.
   std::string network;

@@ -54,7 +54,9 @@ class ModelCluster : public SimulatedCluster {
     store_ = std::make_unique<fakeapi::ApiStore>();
     std::vector<SandboxNode> specs;
     for (const ClusterNode& node : setup_.nodes) specs.push_back(node.spec);
-    absl::Status seeded = store_->Seed(ClusterSeedYaml(specs), "the sandbox's cluster");
+    std::vector<SandboxNode> workers;
+    for (const ClusterNode& node : setup_.workers) workers.push_back(node.spec);
+    absl::Status seeded = store_->Seed(ClusterSeedYaml(specs, workers), "the sandbox's cluster");
     if (!seeded.ok()) return seeded;
     fakeapi::FakeApiServerOptions options;
     options.cert_file = certificates.serving_cert_file;

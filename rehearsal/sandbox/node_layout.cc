@@ -68,6 +68,21 @@ SandboxNode MakeSandboxNode(int index) {
   return node;
 }
 
+SandboxNode MakeSandboxWorker(int index) {
+  static const char* const kZones[] = {"us-east-1a", "us-east-1b", "us-east-1c"};
+  SandboxNode node;
+  node.name = StrCat("ip-127-0-2-", index, ".ec2.internal");
+  node.ip = StrCat("127.0.2.", index);
+  node.zone = kZones[(index - 1) % 3];
+  char instance[32];
+  std::snprintf(instance, sizeof(instance), "i-%017llx",
+                0x0beef000000000000ULL + static_cast<unsigned long long>(index));
+  node.provider_id = StrCat("aws:///", node.zone, "/", instance);
+  return node;
+}
+
+std::string SandboxWorkerHostName(int index) { return StrCat("w-", index); }
+
 std::string GoDuration(absl::Duration duration) {
   int64_t ms = absl::ToInt64Milliseconds(duration);
   if (ms % 1000 == 0) return StrCat(ms / 1000, "s");
@@ -135,6 +150,46 @@ absl::Status WriteNodeLayout(FileSystem& fs, const SandboxNode& node, const Layo
   return absl::OkStatus();
 }
 
+absl::Status WriteWorkerLayout(FileSystem& fs, const SandboxNode& node, const LayoutInputs& inputs,
+                               const WorkerLayoutInputs& worker) {
+  struct File {
+    std::string path;
+    std::string content;
+    unsigned mode = 0644;
+  };
+  const std::vector<File> files = {
+      {"/etc/hostname", StrCat(worker.host_name, "\n")},
+      {"/etc/kubernetes/kubelet.conf",
+       KubeconfigYaml(inputs.api_server_url, inputs.kube_ca_pem, worker.kubelet_client,
+                      StrCat("system:node:", node.name)),
+       0600},
+      {"/etc/kubernetes/pki/ca.crt", inputs.kube_ca_pem},
+      // kubeadm's nodeRegistration.kubeletExtraArgs {cloud-provider: aws} on a worker.
+      {"/var/lib/kubelet/kubeadm-flags.env",
+       "KUBELET_KUBEADM_ARGS=\"--cloud-provider=aws "
+       "--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock "
+       "--pod-infra-container-image=registry.k8s.io/pause:3.9\"\n"},
+      // The node's workload, pulled from its account's ECR registry: the kubelet needs the
+      // credential provider for it once the in-tree provider is gone.
+      {"/etc/kubernetes/manifests/workload.yaml",
+       "apiVersion: v1\nkind: Pod\nmetadata:\n  name: workload\n  namespace: default\n"
+       "spec:\n  containers:\n  - name: workload\n"
+       "    image: 123456789012.dkr.ecr.us-east-1.amazonaws.com/workload:1.0\n"
+       "    command:\n    - workload\n"},
+      {StrCat(worker.credential_provider_dir, "/ecr-credential-provider"),
+       worker.credential_provider_script, 0755},
+  };
+  for (const File& file : files) {
+    absl::Status written = Write(fs, file.path, file.content, file.mode);
+    if (!written.ok()) return written;
+  }
+  for (const char* dir : {"/var/lib/handoff", "/var/log/pods", "/run"}) {
+    absl::Status made = EnsureDirectory(fs, dir, 0755);
+    if (!made.ok()) return made;
+  }
+  return absl::OkStatus();
+}
+
 std::string RolloutSettingsYaml(const LeaseTiming& timing) {
   return StrCat(
       "# handoffctl sandbox: the rollout's settings, sent with every move.\n"
@@ -153,7 +208,8 @@ std::string RolloutSettingsYaml(const LeaseTiming& timing) {
       "    webhook-secure-port: \"0\"\n");
 }
 
-std::string ClusterSeedYaml(const std::vector<SandboxNode>& nodes) {
+std::string ClusterSeedYaml(const std::vector<SandboxNode>& nodes,
+                            const std::vector<SandboxNode>& workers) {
   // Kubernetes 1.26 bootstraps the kube-controller-manager's leader-locking Role with configmap
   // rules only (plugin/pkg/auth/authorizer/rbac/bootstrappolicy/namespace_policy.go); the
   // migration lease rules are added by `rbac apply`, as on a real cluster.
@@ -176,6 +232,14 @@ std::string ClusterSeedYaml(const std::vector<SandboxNode>& nodes) {
         "\n    node-role.kubernetes.io/control-plane: \"\"\n    topology.kubernetes.io/zone: ",
         node.zone, "\nspec:\n  providerID: ", node.provider_id,
         "\n  taints:\n  - key: node-role.kubernetes.io/control-plane\n    effect: NoSchedule\n");
+  }
+  for (const SandboxNode& node : workers) {
+    StrAppend(&seed, "---\nkind: Node\napiVersion: v1\nmetadata:\n  name: ", node.name,
+              "\n  labels:\n    kubernetes.io/hostname: ", node.name,
+              "\n    topology.kubernetes.io/zone: ", node.zone,
+              "\nspec:\n  providerID: ", node.provider_id,
+              "\nstatus:\n  conditions:\n  - type: Ready\n    status: \"True\"\n"
+              "    reason: KubeletReady\n  nodeInfo:\n    kubeletVersion: v1.26.13\n");
   }
   return seed;
 }

@@ -27,6 +27,13 @@ struct SandboxNode {
 // Node i (1-based) of the sandbox.
 SandboxNode MakeSandboxNode(int index);
 
+// Worker i (1-based) of the model sandbox: its Node named after the instance's private DNS name,
+// ip-127-0-2-<i>.ec2.internal, as the in-tree provider names it, while the host is named w-<i>
+// (so its move to external needs --hostname-override); address 127.0.2.<i>, zones in turn.
+SandboxNode MakeSandboxWorker(int index);
+// The worker's host name (/etc/hostname): w-<i>.
+std::string SandboxWorkerHostName(int index);
+
 // Leader-election timing of every manager in the sandbox (short, so a handover takes about a
 // second): written into the kube-controller-manager manifests and the cloud-controller-manager's
 // extraArgs.
@@ -59,14 +66,32 @@ struct LayoutInputs {
 // Writes the node's files through `fs` (rooted at the node's root). Fails naming the file.
 absl::Status WriteNodeLayout(FileSystem& fs, const SandboxNode& node, const LayoutInputs& inputs);
 
+// What a simulated worker has besides the API server's address and CA (LayoutInputs's).
+struct WorkerLayoutInputs {
+  std::string host_name;       // /etc/hostname
+  pki::KeyPair kubelet_client;  // CN system:node:<name>, O system:nodes
+  // ecr-credential-provider, as the node has it in worker.credentialProviderBinDir: a script that
+  // runs the stand-in under that name.
+  std::string credential_provider_dir;
+  std::string credential_provider_script;
+};
+
+// The worker's files through `fs` (rooted at its root): /etc/hostname, the kubelet's kubeconfig
+// /etc/kubernetes/kubelet.conf, kubeadm-flags.env with --cloud-provider=aws, a workload static
+// pod (the stand-in as "workload", its image in the node's ECR registry) and the credential
+// provider. Fails naming the file.
+absl::Status WriteWorkerLayout(FileSystem& fs, const SandboxNode& node, const LayoutInputs& inputs,
+                               const WorkerLayoutInputs& worker);
+
 // The rollout's settings (sent by the coordinator with every move): version 1.27, the AWS
 // cloud-controller-manager image, and the sandbox's lease timing as its extraArgs.
 std::string RolloutSettingsYaml(const LeaseTiming& timing);
 
 // Seed objects for the fake API server: the 1.26 bootstrap leader-locking Role and RoleBinding
-// of the kube-controller-manager, and one control-plane Node per sandbox node with its
-// providerID.
-std::string ClusterSeedYaml(const std::vector<SandboxNode>& nodes);
+// of the kube-controller-manager, one control-plane Node per sandbox node with its providerID,
+// and one Node per worker, Ready, with its providerID.
+std::string ClusterSeedYaml(const std::vector<SandboxNode>& nodes,
+                            const std::vector<SandboxNode>& workers = {});
 
 // A kubeconfig with embedded CA, client certificate and key.
 std::string KubeconfigYaml(const std::string& server, const std::string& ca_pem,

@@ -64,6 +64,16 @@ std::string ProgressLine(const v1::RolloutStatus& status) {
     }
     if (!node.connected()) StrAppend(&line, " (agent away)");
   }
+  // The workers in aggregate, as `handoffctl status` counts them.
+  if (const v1::WorkerSummary& workers = status.workers(); workers.known() > 0) {
+    StrAppend(&line, "  | workers: ", workers.in_tree(), " in-tree, ", workers.external(),
+              " external");
+    if (workers.in_flight() > 0) StrAppend(&line, ", ", workers.in_flight(), " moving");
+    if (workers.failed() > 0) StrAppend(&line, ", ", workers.failed(), " failed");
+    if (workers.connected() < workers.known()) {
+      StrAppend(&line, ", ", workers.known() - workers.connected(), " away");
+    }
+  }
   // Why it waits, or what it needs: the coordinator's own words, as `handoffctl status` shows.
   if ((status.phase() == v1::RolloutStatus::WAITING ||
        status.phase() == v1::RolloutStatus::STUCK) &&

@@ -20,12 +20,13 @@
 namespace handoff::sandbox {
 namespace {
 
-bool EveryAgentConnectedInTree(const v1::RolloutStatus& status) {
+// Every control-plane agent and `workers` workers' agents connected, every node in-tree.
+bool EveryAgentConnectedInTree(const v1::RolloutStatus& status, int workers) {
   if (status.nodes_size() == 0) return false;
   for (const v1::NodeProgress& node : status.nodes()) {
     if (!node.connected() || node.state() != v1::NODE_STATE_IN_TREE) return false;
   }
-  return true;
+  return status.workers().connected() == workers && status.workers().in_tree() == workers;
 }
 
 }  // namespace
@@ -53,7 +54,7 @@ std::vector<std::string> SandboxRun::ScrapeMetrics() {
   std::vector<Scraped> daemons = {{"coordinator", "127.0.0.1", coordinator_metrics_port_,
                                    coordinator_ && coordinator_->running()}};
   // The agents running now: a replaced node's stopped with its machine, a joined one's started.
-  for (const std::vector<NodeRun>* group : {&nodes_, &spares_}) {
+  for (const std::vector<NodeRun>* group : {&nodes_, &spares_, &workers_}) {
     for (const NodeRun& node : *group) {
       daemons.push_back({StrCat("agent-", node.spec().name),
                          cluster_->AgentHostOf(node.node).metrics_host, node.metrics_port,
@@ -116,6 +117,7 @@ int SandboxRun::Summarise(bool completed, const std::string& outcome) {
   inputs.metrics = ScrapeMetrics();
   inputs.downtime = downtime_;
   inputs.cluster = cluster_->SummaryLines();
+  inputs.cluster.insert(inputs.cluster.end(), worker_lines_.begin(), worker_lines_.end());
   // The picture of the same run, written whole or not at all, so that an operator never opens
   // half a file.
   TimelineInputs timeline;
@@ -165,24 +167,36 @@ int SandboxRun::Run() {
     return kSandboxSetupFailed;
   }
   status = StartCoordinator();
-  for (NodeRun& node : nodes_) {
-    if (status.ok()) status = StartAgent(node);
+  for (std::vector<NodeRun>* group : {&nodes_, &workers_}) {
+    for (NodeRun& node : *group) {
+      if (status.ok()) status = StartAgent(node);
+    }
   }
   if (!status.ok()) {
     err_ << "handoffctl sandbox: " << status.message() << "\n";
     return kSandboxSetupFailed;
   }
   feed_ = std::make_unique<StatusFeed>([this] { return ConnectOperator(); });
-  absl::StatusOr<v1::RolloutStatus> ready =
-      Await("every agent to connect", EveryAgentConnectedInTree, absl::Seconds(30));
+  const int workers = static_cast<int>(workers_.size());
+  absl::StatusOr<v1::RolloutStatus> ready = Await(
+      "every agent to connect",
+      [workers](const v1::RolloutStatus& s) { return EveryAgentConnectedInTree(s, workers); },
+      absl::Seconds(30));
   if (!ready.ok()) {
     err_ << "handoffctl sandbox: " << ready.status().message() << "\n";
     return kSandboxSetupFailed;
   }
   Say(StrCat("coordinator on ", cluster_->CoordinatorHost(), ":", coordinator_port_, ", ",
-             options_.nodes,
+             options_.nodes + workers,
              " agents connected (mutual TLS, one certificate each from handoffctl certs; every "
-             "daemon started from its --config file)"));
+             "daemon started from its --config file)",
+             workers == 0 ? std::string()
+                          : StrCat("; ", workers, " of them workers', with role: worker")));
+  status = RecordWorkerBaseline();
+  if (!status.ok()) {
+    err_ << "handoffctl sandbox: " << status.message() << "\n";
+    return kSandboxSetupFailed;
+  }
   if (options_.unsafe_order) return RunUnsafeOrder();
   if (options_.replace) return RunReplacement();
   return options_.kubeadm_upgrade ? RunKubeadmUpgrade() : RunRollout();
@@ -258,7 +272,18 @@ int RunSandbox(const SandboxOptions& options, std::ostream& out, std::ostream& e
     err << "handoffctl sandbox: --nodes must be between 1 and 9\n";
     return kSandboxSetupFailed;
   }
-  SandboxRun run(options, out, err, interrupted);
+  SandboxOptions resolved = options;
+  if (resolved.workers < 0) resolved.workers = options.cluster == ClusterKind::kModel ? 2 : 0;
+  if (resolved.workers > 20) {
+    err << "handoffctl sandbox: --workers must be between 0 and 20\n";
+    return kSandboxSetupFailed;
+  }
+  if (resolved.workers > 0 && options.cluster != ClusterKind::kModel) {
+    err << "handoffctl sandbox: --workers needs --cluster model: the real and kubeadm clusters "
+           "have control-plane nodes only\n";
+    return kSandboxSetupFailed;
+  }
+  SandboxRun run(resolved, out, err, interrupted);
   return run.Run();
 }
 

@@ -52,6 +52,10 @@ enum class SandboxGoal { kMigrated, kPrepared };
 
 struct SandboxOptions {
   int nodes = 3;
+  // --workers: worker nodes, each a kubelet with --cloud-provider=aws and a workload, moved to
+  // external after the control plane and back before it. -1 = the cluster's default: 2 on the
+  // model cluster, none on the others (which have no workers).
+  int workers = -1;
   std::string dir;  // "" = a new directory under $TMPDIR (or /tmp)
   bool keep = false;
   // The scenarios, one after another on the same cluster, each a rollout with its fault and the

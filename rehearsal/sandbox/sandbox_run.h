@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <ostream>
@@ -200,6 +201,23 @@ class SandboxRun {
       const std::string& what, const std::function<bool(const v1::RolloutStatus&)>& done,
       absl::Duration timeout);
 
+  // --- worker_checks.cc
+  // What the sandbox sees of a worker, beside its agent's proofs.
+  struct WorkerLook {
+    std::string uid;          // its Node's
+    std::string provider_id;  // its Node's
+    int workload_pid = 0;     // 0: not running
+    bool external = false;    // its flags file gives --cloud-provider=external
+    bool in_tree = false;     // ... --cloud-provider=aws
+  };
+  absl::StatusOr<WorkerLook> LookAtWorker(kube::KubeClient& client, const NodeRun& worker);
+  // Before the first rollout: each worker as it is (its workload running).
+  absl::Status RecordWorkerBaseline();
+  // After a rollout (`external`: its goal takes the workers external) or a rollback: every
+  // worker's kubelet flags say so, each Node is the same object with its providerID, and no
+  // workload was restarted; the summary gets a line.
+  absl::Status CheckWorkers(bool external);
+
   // --- sandbox.cc (report.h does the text)
   void Say(const std::string& line);
   void ShowProgress(const v1::RolloutStatus& status);
@@ -218,6 +236,10 @@ class SandboxRun {
   std::vector<NodeRun> nodes_;
   // Machines that join later (ClusterSetup::spares), with their agents once they have joined.
   std::vector<NodeRun> spares_;
+  // The worker nodes (ClusterSetup::workers), each with its agent.
+  std::vector<NodeRun> workers_;
+  std::map<std::string, WorkerLook> worker_baseline_;  // by Node name
+  std::vector<std::string> worker_lines_;              // for the summary
   size_t spares_used_ = 0;
   // The kubeadm-config applies done so far ("external", "prepared"): each once per direction.
   std::set<std::string> kubeadm_config_applied_;

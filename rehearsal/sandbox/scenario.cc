@@ -268,7 +268,7 @@ absl::StatusOr<v1::RolloutStatus> SandboxRun::AwaitGoal(v1::NodeState goal,
         return (s.phase() == v1::RolloutStatus::DONE && AllAt(s, goal)) ||
                (s.halted() && s.goal() == goal);
       },
-      ForMoves(2 * static_cast<int>(nodes_.size())));
+      ForMoves(2 * static_cast<int>(nodes_.size() + workers_.size())));
   if (done.ok() && (done->phase() != v1::RolloutStatus::DONE || !AllAt(*done, goal))) {
     return absl::AbortedError(StrCat("the rollout halted on the way to ", WireStateName(goal, "-"),
                                      ": ", done->halt_reason()));
@@ -287,6 +287,8 @@ absl::Status SandboxRun::RollBackToInTree() {
   }
   if (!status.ok()) return status;
   Say("rollback done: every node runs the in-tree cloud provider (1.26) again");
+  status = CheckWorkers(false);
+  if (!status.ok()) return status;
   // The coordinator is done once every node runs its old manifests, but the agents prove health,
   // not leadership: the last handover (a successor waiting out the lease of a manager that is
   // gone, twice for a kube-controller-manager) may still be under way. Wait for it, so that its
@@ -323,6 +325,8 @@ absl::Status SandboxRun::AwaitAllDone(v1::NodeState goal) {
   absl::Status status;
   if (options_.downtime) status = NoteDowntime(*done);
   if (status.ok() && goal != v1::NODE_STATE_PREPARED) status = CheckProviderIds();
+  // The workers go external only once a cloud-controller-manager runs (W1).
+  if (status.ok()) status = CheckWorkers(goal != v1::NODE_STATE_PREPARED);
   return status;
 }
 

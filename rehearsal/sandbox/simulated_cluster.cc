@@ -6,6 +6,7 @@
 
 #include "common/base/strings.h"
 #include "common/fs/atomic_file.h"
+#include "common/pki/pki.h"
 
 namespace handoff::sandbox {
 
@@ -66,38 +67,106 @@ absl::Status SimulatedCluster::Start(const ApiServerCertificates& certificates) 
 
   kubelets_started_ = true;
   for (const ClusterNode& node : setup_.nodes) {
-    std::vector<std::string> argv = {Kubelet(),
-                                     "start",
-                                     "--root",
-                                     node.root,
-                                     "--node-name",
-                                     node.spec.name,
-                                     "--healthz-bind-address",
-                                     node.spec.ip,
-                                     "--healthz-port",
-                                     std::to_string(kSimulatedKubeletHealthzPort)};
-    // The real kubelet's retry back-off for a changed pod (10 s), scaled as this cluster scales
-    // the managers' leases (15 s by default), so that a restart takes as long against a lease
-    // here as on a real node.
-    const absl::Duration restart_delay =
-        absl::Seconds(10) * absl::FDivDuration(setup_.timing.lease_duration, absl::Seconds(15));
-    argv.insert(argv.end(), {"--pod-restart-delay", GoDuration(restart_delay)});
-    for (std::string& arg : KubeletArgs(node)) argv.push_back(std::move(arg));
-    const std::string log = StrCat(setup_.dir, "/logs/kubelet-", node.spec.name, ".log");
-    absl::StatusOr<std::unique_ptr<Process>> start = setup_.spawn(argv, log);
-    if (!start.ok()) return start.status();
-    int status = 0;
-    if (!(*start)->WaitFor(absl::Seconds(30), &status) || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0) {
-      return absl::UnavailableError(StrCat("the simulated kubelet of ", node.spec.name,
-                                           " did not start (", DescribeWaitStatus(status),
-                                           "); see ", log));
-    }
+    absl::Status started = StartKubelet(node, KubeletArgs(node));
+    if (!started.ok()) return started;
   }
   setup_.say(StrCat(
       "kubelets running the static pods of ", setup_.nodes.size(),
       " nodes: kube-apiserver, kube-controller-manager --cloud-provider=aws, kube-scheduler"));
+  for (const ClusterNode& worker : setup_.workers) {
+    absl::Status started = StartWorker(worker, *url, certificates);
+    if (!started.ok()) return started;
+  }
+  if (!setup_.workers.empty()) {
+    setup_.say(StrCat(setup_.workers.size(),
+                      " workers: each a kubelet with --cloud-provider=aws renewing its Node's "
+                      "Lease, a workload from ECR, ecr-credential-provider installed"));
+  }
   return absl::OkStatus();
+}
+
+absl::Status SimulatedCluster::StartKubelet(const ClusterNode& node,
+                                            std::vector<std::string> extra) {
+  std::vector<std::string> argv = {Kubelet(),
+                                   "start",
+                                   "--root",
+                                   node.root,
+                                   "--node-name",
+                                   node.spec.name,
+                                   "--healthz-bind-address",
+                                   node.spec.ip,
+                                   "--healthz-port",
+                                   std::to_string(kSimulatedKubeletHealthzPort)};
+  // The real kubelet's retry back-off for a changed pod (10 s), scaled as this cluster scales
+  // the managers' leases (15 s by default), so that a restart takes as long against a lease
+  // here as on a real node.
+  const absl::Duration restart_delay =
+      absl::Seconds(10) * absl::FDivDuration(setup_.timing.lease_duration, absl::Seconds(15));
+  argv.insert(argv.end(), {"--pod-restart-delay", GoDuration(restart_delay)});
+  for (std::string& arg : extra) argv.push_back(std::move(arg));
+  const std::string log = StrCat(setup_.dir, "/logs/kubelet-", node.spec.name, ".log");
+  absl::StatusOr<std::unique_ptr<Process>> start = setup_.spawn(argv, log);
+  if (!start.ok()) return start.status();
+  int status = 0;
+  if (!(*start)->WaitFor(absl::Seconds(30), &status) || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0) {
+    return absl::UnavailableError(StrCat("the simulated kubelet of ", node.spec.name,
+                                         " did not start (", DescribeWaitStatus(status), "); see ",
+                                         log));
+  }
+  return absl::OkStatus();
+}
+
+std::string SimulatedCluster::CredentialProviderDir() const {
+  return StrCat(setup_.dir, "/credential-provider");
+}
+
+absl::Status SimulatedCluster::StartWorker(const ClusterNode& worker, const std::string& url,
+                                           const ApiServerCertificates& certificates) {
+  absl::Status made = EnsureDirectory(*fs_, worker.root, 0755);
+  if (!made.ok()) return made;
+  pki::CertificateRequest request;
+  request.common_name = StrCat("system:node:", worker.spec.name);
+  request.organizations = {"system:nodes"};
+  request.client = true;
+  request.validity = absl::Hours(24);
+  absl::StatusOr<pki::KeyPair> client =
+      pki::IssueCertificate(certificates.kube_ca, request, absl::Now());
+  if (!client.ok()) return client.status();
+  LayoutInputs inputs;
+  inputs.api_server_url = url;
+  inputs.kube_ca_pem = certificates.kube_ca.certificate_pem;
+  WorkerLayoutInputs layout;
+  layout.host_name = worker.host_name.empty() ? worker.spec.name : worker.host_name;
+  layout.kubelet_client = *std::move(client);
+  // The agent finds the binary through its --root and runs it on the host, as the kubelet
+  // would: the model's nodes share the host's processes, so the node has it at the host's path
+  // and the host has it too.
+  layout.credential_provider_dir = CredentialProviderDir();
+  layout.credential_provider_script =
+      StrCat("#!/bin/bash\n# The sandbox's ecr-credential-provider: the stand-in under that name.\n"
+             "exec -a ecr-credential-provider '", setup_.bin_dir, "/handoff-standin' \"$@\"\n");
+  absl::Status written =
+      WriteFile(StrCat(CredentialProviderDir(), "/ecr-credential-provider"),
+                layout.credential_provider_script, 0755);
+  if (!written.ok()) return written;
+  std::unique_ptr<FileSystem> node_fs = NewPosixFileSystem(worker.root);
+  absl::Status laid = WriteWorkerLayout(*node_fs, worker.spec, inputs, layout);
+  if (!laid.ok()) return laid;
+  FakeImdsOptions imds;
+  imds.instance_id = worker.spec.provider_id.substr(worker.spec.provider_id.rfind('/') + 1);
+  imds.local_hostname = worker.spec.name;
+  imds.availability_zone = worker.spec.zone;
+  imds.tags = std::map<std::string, std::string>{
+      {"Name", layout.host_name}, {"kubernetes.io/cluster/handoff-sandbox", "owned"}};
+  absl::StatusOr<std::unique_ptr<FakeImds>> served = FakeImds::Start(std::move(imds));
+  if (!served.ok()) return served.status();
+  imds_[worker.spec.name] = *std::move(served);
+  // Its workload runs the stand-in; its heartbeat is a second, so that the proof after a
+  // restart waits a second, not the real kubelet's ten.
+  return StartKubelet(worker, {"--standin", StrCat(setup_.bin_dir, "/handoff-standin"),
+                               "--kubeconfig", "/etc/kubernetes/kubelet.conf",
+                               "--node-lease-renew-interval", "1s"});
 }
 
 AgentHost SimulatedCluster::AgentHostOf(const ClusterNode& node) const {
@@ -120,6 +189,13 @@ AgentHost SimulatedCluster::AgentHostOf(const ClusterNode& node) const {
     StrAppend(&host.local_settings,
               "instanceMetadata:\n  endpoint: ", served ? *served : imds->second->endpoint(), "\n");
   }
+  if (node.worker) {
+    // Its Node's name and ECR registry come from its instance metadata, as on EC2; its
+    // containers from the simulated kubelet's record of them.
+    StrAppend(&host.local_settings, "role: worker\nworker:\n  credentialProviderBinDir: ",
+              CredentialProviderDir(), "\n  crictl: [", Kubelet(), ", crictl, --root, ", node.root,
+              "]\n");
+  }
   return host;
 }
 
@@ -138,7 +214,9 @@ absl::Status SimulatedCluster::SetCloudControllerManagerUnhealthy(const ClusterN
 void SimulatedCluster::StopKubelets() {
   if (!kubelets_started_) return;
   kubelets_started_ = false;
-  for (const ClusterNode& node : setup_.nodes) {
+  std::vector<ClusterNode> every = setup_.nodes;
+  every.insert(every.end(), setup_.workers.begin(), setup_.workers.end());
+  for (const ClusterNode& node : every) {
     absl::StatusOr<std::unique_ptr<Process>> stop =
         setup_.spawn({Kubelet(), "stop", "--root", node.root, "--pods"},
                      StrCat(setup_.dir, "/logs/kubelet-", node.spec.name, ".log"));

@@ -62,6 +62,13 @@ class SimulatedCluster : public SandboxCluster {
  private:
   absl::Status WriteFile(const std::string& path, const std::string& content, unsigned mode = 0644);
   std::string Kubelet() const;
+  // `handoff-sandbox-kubelet start` for `node`, with `extra` after the common flags.
+  absl::Status StartKubelet(const ClusterNode& node, std::vector<std::string> extra);
+  // A worker's files, its instance metadata and its kubelet (ClusterSetup::workers).
+  absl::Status StartWorker(const ClusterNode& worker, const std::string& url,
+                           const ApiServerCertificates& certificates);
+  // Where the workers' ecr-credential-provider is (worker.credentialProviderBinDir).
+  std::string CredentialProviderDir() const;
 
   std::map<std::string, std::unique_ptr<FakeImds>> imds_;  // by node name
   bool kubelets_started_ = false;

@@ -15,6 +15,7 @@ constexpr std::string_view kCloudControllerManager = "cloud-controller-manager";
 constexpr std::string_view kAwsCloudControllerManager = "aws-cloud-controller-manager";
 constexpr std::string_view kKubeApiserver = "kube-apiserver";
 constexpr std::string_view kKubeScheduler = "kube-scheduler";
+constexpr std::string_view kWorkload = "workload";
 
 // Secure ports: kube-controller-manager 10257, cloud-controller-manager 10258
 // (k8s.io/cloud-provider options), kube-apiserver 6443, kube-scheduler 10259.
@@ -28,6 +29,8 @@ int DefaultSecurePort(Role role) {
       return 6443;
     case Role::kKubeScheduler:
       return 10259;
+    case Role::kWorkload:
+      return 0;
   }
   return 0;
 }
@@ -164,11 +167,12 @@ absl::StatusOr<Role> RoleFromArgv0(std::string_view argv0) {
   }
   if (name == kKubeApiserver) return Role::kKubeApiserver;
   if (name == kKubeScheduler) return Role::kKubeScheduler;
+  if (name == kWorkload) return Role::kWorkload;
   return absl::InvalidArgumentError(StrCat(
       "the stand-in plays the component named by argv[0], and '", name,
       "' is none of them: run it as kube-controller-manager, cloud-controller-manager, "
-      "aws-cloud-controller-manager, kube-apiserver or kube-scheduler (exec with argv[0] set, as "
-      "the sandbox's kubelet does)"));
+      "aws-cloud-controller-manager, kube-apiserver, kube-scheduler, workload or "
+      "ecr-credential-provider (exec with argv[0] set, as the sandbox's kubelet does)"));
 }
 
 std::string_view RoleName(Role role) {
@@ -181,6 +185,8 @@ std::string_view RoleName(Role role) {
       return kKubeApiserver;
     case Role::kKubeScheduler:
       return kKubeScheduler;
+    case Role::kWorkload:
+      return kWorkload;
   }
   return kKubeControllerManager;
 }

@@ -24,15 +24,22 @@
 
 namespace handoff::standin {
 
-// The component a stand-in plays.
-enum class Role { kKubeControllerManager, kCloudControllerManager, kKubeApiserver, kKubeScheduler };
+// The component a stand-in plays. kWorkload is a worker's workload container: it runs until it is
+// stopped and serves nothing, so that a worker's move can be seen to leave it running.
+enum class Role {
+  kKubeControllerManager,
+  kCloudControllerManager,
+  kKubeApiserver,
+  kKubeScheduler,
+  kWorkload
+};
 
 // basename(argv[0]): "kube-controller-manager", "cloud-controller-manager" or
 // "aws-cloud-controller-manager" (the AWS image's entrypoint), "kube-apiserver",
-// "kube-scheduler". InvalidArgument naming the name for anything else.
+// "kube-scheduler", "workload". InvalidArgument naming the name for anything else.
 absl::StatusOr<Role> RoleFromArgv0(std::string_view argv0);
-// "kube-controller-manager", "cloud-controller-manager", "kube-apiserver", "kube-scheduler": the
-// `component` of its run records.
+// "kube-controller-manager", "cloud-controller-manager", "kube-apiserver", "kube-scheduler",
+// "workload": the `component` of its run records.
 std::string_view RoleName(Role role);
 // The manager a controller-manager role is; nullopt for kube-apiserver and kube-scheduler.
 std::optional<leadermigration::Component> ManagerOf(Role role);

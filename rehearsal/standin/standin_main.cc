@@ -7,6 +7,7 @@
 #include <random>
 
 #include "common/base/strings.h"
+#include "common/fs/host_path.h"
 #include "common/fs/file_system.h"
 #include "common/system/clock.h"
 #include "common/system/service_lifecycle.h"
@@ -14,6 +15,7 @@
 #include "common/kube/http_transport.h"
 #include "common/kube/kubeconfig.h"
 #include "rehearsal/standin/controller_manager.h"
+#include "rehearsal/standin/credential_provider.h"
 #include "rehearsal/standin/controller_plan.h"
 #include "rehearsal/standin/health_server.h"
 #include "rehearsal/standin/run_recorder.h"
@@ -172,6 +174,7 @@ absl::StatusOr<kube::ClusterCredentials> LoadCredentials(const StandinOptions& o
 
 int RunStandin(int argc, const char* const* argv) {
   const std::string argv0 = argc > 0 ? argv[0] : "";
+  if (BaseName(argv0) == kEcrCredentialProviderName) return RunCredentialProvider();
   absl::StatusOr<Role> role = RoleFromArgv0(argv0);
   if (!role.ok()) {
     return BadConfiguration(*NewLogger("handoff-standin"), std::string(role.status().message()));

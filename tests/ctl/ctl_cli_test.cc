@@ -23,6 +23,7 @@ using kube::Json;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 using test_support::Result;
@@ -519,6 +520,44 @@ TEST_F(CtlTest, KubeadmConfigPlanApplyAndAgain) {
   Result no_version = Run({"kubeadm-config", "leader-migration-file", "--kubernetes-version", "1"});
   EXPECT_EQ(no_version.code, kExitRefused);
   EXPECT_THAT(no_version.err, HasSubstr("--kubernetes-version 1: not a version"));
+}
+
+TEST_F(CtlTest, KubeadmConfigGivesAWorkersJoinConfigurationAndItsCredentialProvider) {
+  const std::string settings = cluster_.dir().Write(
+      "worker.yaml", "role: worker\nworker:\n  credentialProviderBinDir: /opt/ecr/bin\n");
+  Result join = Run({"kubeadm-config", "worker-join", "--api-server-endpoint", "10.0.0.10:6443",
+                     "--token", "abcdef.0123456789abcdef", "--discovery-token-ca-cert-hash",
+                     "sha256:" + std::string(64, 'a'), "--settings", settings});
+  EXPECT_EQ(join.code, kExitOk) << join.err;
+  EXPECT_THAT(join.out, AllOf(StartsWith("apiVersion: kubeadm.k8s.io/v1beta3\nkind: "
+                                         "JoinConfiguration\n"),
+                              HasSubstr("    cloud-provider: external\n"),
+                              HasSubstr("    image-credential-provider-bin-dir: /opt/ecr/bin\n"),
+                              HasSubstr("    image-credential-provider-config: "
+                                        "/etc/kubernetes/image-credential-provider-config.yaml\n")));
+  EXPECT_THAT(join.err,
+              AllOf(HasSubstr("install ecr-credential-provider (k8s.io/cloud-provider-aws, the "
+                              "cloud-controller-manager's version) as "
+                              "/opt/ecr/bin/ecr-credential-provider\n"),
+                    HasSubstr("handoffctl kubeadm-config credential-provider-config > "
+                              "/etc/kubernetes/image-credential-provider-config.yaml\n"),
+                    HasSubstr("note: without --node-name")));
+  Result in_tree = Run({"kubeadm-config", "worker-join", "--to", "in-tree", "--discovery-file",
+                        "/etc/kubernetes/discovery.conf", "--node-name", "ip-10-0-1-7.ec2.internal"});
+  EXPECT_EQ(in_tree.code, kExitOk) << in_tree.err;
+  EXPECT_THAT(in_tree.out, AllOf(HasSubstr("    cloud-provider: aws\n"),
+                                 HasSubstr("  name: ip-10-0-1-7.ec2.internal\n"),
+                                 Not(HasSubstr("image-credential-provider"))));
+  Result missing = Run({"kubeadm-config", "worker-join", "--token", "abcdef.0123456789abcdef"});
+  EXPECT_EQ(missing.code, kExitRefused);
+  EXPECT_THAT(missing.err, HasSubstr("--api-server-endpoint is missing"));
+  EXPECT_EQ(missing.out, "");
+  // The file the kubelet's --image-credential-provider-config names, as the agent writes it.
+  Result provider = Run({"kubeadm-config", "credential-provider-config"});
+  EXPECT_EQ(provider.code, kExitOk) << provider.err;
+  EXPECT_THAT(provider.out, AllOf(HasSubstr("kind: CredentialProviderConfig\n"),
+                                  HasSubstr("- name: ecr-credential-provider\n"),
+                                  HasSubstr("\"*.dkr.ecr.*.amazonaws.com\"")));
 }
 
 TEST_F(CtlTest, KubeconfigFromTheEnvironment) {

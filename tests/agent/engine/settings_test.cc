@@ -101,6 +101,7 @@ worker:
   nodeName: ip-10-0-1-20.ec2.internal
   kubeconfig: /etc/kubelet/kubeconfig
   ecrRegistry: 123456789012.dkr.ecr.eu-west-1.amazonaws.com
+  crictl: [crictl, --runtime-endpoint, unix:///run/k3s/containerd/containerd.sock]
 )",
                                                     "agent.yaml");
   ASSERT_TRUE(settings.ok()) << settings.status();
@@ -111,10 +112,15 @@ worker:
   EXPECT_EQ(settings->worker.node_name, "ip-10-0-1-20.ec2.internal");
   EXPECT_EQ(settings->worker.kubeconfig, "/etc/kubelet/kubeconfig");
   EXPECT_EQ(settings->worker.ecr_registry, "123456789012.dkr.ecr.eu-west-1.amazonaws.com");
+  EXPECT_THAT(settings->worker.crictl,
+              ::testing::ElementsAre("crictl", "--runtime-endpoint",
+                                     "unix:///run/k3s/containerd/containerd.sock"));
   EXPECT_EQ(Settings().worker.kubeconfig, "/etc/kubernetes/kubelet.conf");
+  EXPECT_THAT(Settings().worker.crictl, ::testing::ElementsAre("crictl"));
 
-  settings = ParseSettings("role: node\nworker:\n  credentialProviderBinDir: bin\n  nodename: x\n",
-                           "agent.yaml");
+  settings = ParseSettings(
+      "role: node\nworker:\n  credentialProviderBinDir: bin\n  nodename: x\n  crictl: []\n",
+      "agent.yaml");
   ASSERT_FALSE(settings.ok());
   EXPECT_THAT(settings.status().message(),
               HasSubstr("agent.yaml: role: must be control-plane or worker"));
@@ -124,7 +130,13 @@ worker:
   EXPECT_THAT(settings.status().message(),
               HasSubstr("agent.yaml: worker.nodename: unknown setting (known here: "
                         "credentialProviderConfig, credentialProviderBinDir, nodeName, kubeconfig, "
-                        "ecrRegistry)"));
+                        "ecrRegistry, crictl)"));
+  EXPECT_THAT(settings.status().message(),
+              HasSubstr("agent.yaml: worker.crictl: must name the crictl command"));
+  settings = ParseSettings("worker:\n  crictl: crictl\n", "agent.yaml");
+  ASSERT_FALSE(settings.ok());
+  EXPECT_THAT(settings.status().message(),
+              HasSubstr("agent.yaml: worker.crictl: must be a list of strings"));
 }
 
 TEST(SettingsTest, SyntaxErrorsCarryTheLine) {

@@ -78,5 +78,27 @@ TEST(KubeletOptionsTest, EveryProblemIsNamed) {
               HasSubstr("--root needs a value"));
 }
 
+TEST(KubeletOptionsTest, AKubeconfigTurnsTheNodesHeartbeatOn) {
+  absl::StatusOr<KubeletOptions> options = ParseKubeletOptions({"--root=/n", "--standin=/s"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->kubeconfig, "");
+  EXPECT_EQ(options->node_lease_renew_interval, std::chrono::seconds(10));
+  options = ParseKubeletOptions({"--root=/n", "--standin=/s", "--kubeconfig",
+                                 "/etc/kubernetes/kubelet.conf", "--node-lease-renew-interval=1s"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->kubeconfig, "/etc/kubernetes/kubelet.conf");
+  EXPECT_EQ(options->node_lease_renew_interval, std::chrono::seconds(1));
+  EXPECT_THAT(std::string(ParseKubeletOptions({"--root=/n", "--standin=/s", "--kubeconfig=k.conf"})
+                              .status()
+                              .message()),
+              HasSubstr("--kubeconfig must be an absolute path under --root, not k.conf"));
+  for (const char* bad : {"--node-lease-renew-interval=0s", "--node-lease-renew-interval=often"}) {
+    EXPECT_THAT(
+        std::string(ParseKubeletOptions({"--root=/n", "--standin=/s", bad}).status().message()),
+        HasSubstr("--node-lease-renew-interval must be a positive duration"))
+        << bad;
+  }
+}
+
 }  // namespace
 }  // namespace handoff::sandbox

@@ -23,6 +23,8 @@ TEST(RoleFromArgv0, NamesTheComponentByBasename) {
   EXPECT_EQ(*RoleFromArgv0("/bin/aws-cloud-controller-manager"), Role::kCloudControllerManager);
   EXPECT_EQ(*RoleFromArgv0("kube-apiserver"), Role::kKubeApiserver);
   EXPECT_EQ(*RoleFromArgv0("kube-scheduler"), Role::kKubeScheduler);
+  EXPECT_EQ(*RoleFromArgv0("workload"), Role::kWorkload);
+  EXPECT_EQ(RoleName(Role::kWorkload), "workload");
   absl::StatusOr<Role> other = RoleFromArgv0("/work/build/bin/handoff-standin");
   ASSERT_FALSE(other.ok());
   EXPECT_THAT(Message(other.status()), HasSubstr("'handoff-standin'"));

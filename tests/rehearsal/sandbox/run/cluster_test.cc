@@ -50,7 +50,8 @@ class ModelClusterTest : public ::testing::Test {
       return Process::Spawn(argv, log);
     };
     for (int i = 1; i <= 2; ++i) {
-      setup_.nodes.push_back({MakeSandboxNode(i), dir_ + "/nodes/cp-" + std::to_string(i)});
+      setup_.nodes.push_back(
+          {MakeSandboxNode(i), dir_ + "/nodes/cp-" + std::to_string(i), false, ""});
     }
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

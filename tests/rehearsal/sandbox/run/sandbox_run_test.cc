@@ -54,7 +54,7 @@ std::string ExpectTimelineShowsTheSummary(const KeptSandbox& sandbox) {
     moves[(*it)[1]]++;
   }
   int steps = 0;
-  const std::regex node_line("\n  (cp-[0-9]): ([0-9]+) moves, ");
+  const std::regex node_line("\n  ([a-z0-9.-]+): ([0-9]+) moves, [0-9.]+s in all(?=\n)");
   for (auto it = std::sregex_iterator(output.begin(), output.end(), node_line);
        it != std::sregex_iterator(); ++it) {
     EXPECT_EQ(moves[(*it)[1]], std::stoi((*it)[2])) << "moves of " << (*it)[1] << " in " << path;
@@ -122,9 +122,28 @@ TEST(SandboxRunTest, ThreeNodesMigrateAndComeBackWithTheInvariantHeld) {
   EXPECT_THAT(svg, HasSubstr("kube-system/cloud-controller-manager: held by "
                              "cloud-controller-manager@cp-"));
   EXPECT_THAT(run.output, HasSubstr("node providerIDs: all 3 control-plane nodes"));
-  EXPECT_THAT(run.output, HasSubstr("steps: 12 moves carried out by the agents"));
-  EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 migrated  cp-2 migrated  cp-3 migrated"));
-  EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 in-tree  cp-2 in-tree  cp-3 in-tree"));
+  // 3 control-plane nodes in-tree → prepared → migrated and back, 2 workers in-tree → external
+  // and back.
+  EXPECT_THAT(run.output, HasSubstr("steps: 16 moves carried out by the agents"));
+  EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 migrated  cp-2 migrated  cp-3 migrated  | "
+                                    "workers: 0 in-tree, 2 external\n"));
+  EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 in-tree  cp-2 in-tree  cp-3 in-tree  | "
+                                    "workers: 2 in-tree, 0 external\n"));
+  // The workers: moved after the control plane, back before it, each kept its Node and its
+  // workload, as the sandbox saw them beside their agents' proofs.
+  EXPECT_THAT(run.output, HasSubstr("5 agents connected"));
+  EXPECT_THAT(run.output,
+              HasSubstr("\nworkers: all 2 kubelets --cloud-provider=external (with "
+                        "ecr-credential-provider), each the same Node (uid) with its providerID, "
+                        "its workload never restarted\n"));
+  EXPECT_THAT(run.output, HasSubstr("\nworkers: all 2 kubelets --cloud-provider=aws again, each "
+                                    "the same Node (uid) with its providerID, its workload never "
+                                    "restarted\n"));
+  EXPECT_THAT(run.output, ::testing::ContainsRegex("\n  ip-127-0-2-1\\.ec2\\.internal: 2 moves, "));
+  const std::string flags =
+      ReadText(sandbox.sandbox_dir() + "/nodes/w-1/var/lib/kubelet/kubeadm-flags.env");
+  EXPECT_THAT(flags, HasSubstr("--cloud-provider=aws"));
+  EXPECT_THAT(flags, Not(HasSubstr("hostname-override")));
   EXPECT_THAT(run.output, HasSubstr("components:\n  model: fake API server, stand-in managers\n"));
 
   // The daemons ran as the package runs them: certificates from `handoffctl certs`, every option
@@ -151,8 +170,8 @@ TEST(SandboxRunTest, ThreeNodesMigrateAndComeBackWithTheInvariantHeld) {
   }();
   ASSERT_FALSE(releases.empty()) << run.output;
   EXPECT_THAT(run.output,
-              HasSubstr("\n  coordinator: 12 moves, 0 verification failures, 1 rollbacks, " +
-                        releases[1].str() + " lease releases, 0 double runs\n  agents: 12 moves\n"));
+              HasSubstr("\n  coordinator: 16 moves, 0 verification failures, 1 rollbacks, " +
+                        releases[1].str() + " lease releases, 0 double runs\n  agents: 16 moves\n"));
   ASSERT_TRUE(handoff::testing::HavePromtool())
       << "promtool (Debian's prometheus package, in packaging/install-deps.sh) is needed";
   for (const char* daemon : {"coordinator", "agent-cp-1", "agent-cp-2", "agent-cp-3"}) {
@@ -180,7 +199,9 @@ TEST(SandboxRunTest, TheDowntimeStrategyStopsEverythingSwitchesThenStartsAndRepo
   EXPECT_THAT(run.output, HasSubstr("invariant held: no cloud controller ran in two processes"));
   EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 finalized  cp-2 finalized  cp-3 finalized"));
   EXPECT_THAT(run.output, HasSubstr("DONE:  cp-1 in-tree  cp-2 in-tree  cp-3 in-tree"));
-  EXPECT_THAT(run.output, HasSubstr("steps: 18 moves carried out by the agents"));
+  // 18 of the control plane, 4 of the two workers, which go external only once a
+  // cloud-controller-manager runs: on this path, after the last start (W1).
+  EXPECT_THAT(run.output, HasSubstr("steps: 22 moves carried out by the agents"));
   EXPECT_THAT(run.output, HasSubstr("\ndouble-run detector: nothing found\n"));
 
   // Phase by phase: the first switch comes after the last stop, the first start after the last
@@ -221,7 +242,7 @@ TEST(SandboxRunTest, AnUnknownStrategyIsRefused) {
 }
 
 TEST(SandboxRunTest, FiveNodes) {
-  SandboxOutcome run = Sandbox({"--nodes", "5"});
+  SandboxOutcome run = Sandbox({"--nodes", "5", "--workers", "0"});
   ExpectCompletedAndHeld(run);
   EXPECT_THAT(run.output, HasSubstr("steps: 20 moves carried out by the agents"));
 }
