@@ -1,6 +1,7 @@
 #include "rehearsal/sandbox/node_layout.h"
 
 #include <cstdio>
+#include <utility>
 
 #include "absl/strings/escaping.h"
 #include "common/base/strings.h"
@@ -54,31 +55,34 @@ std::string EnvYaml(const std::vector<std::pair<std::string, std::string>>& env)
 
 std::string ManifestTemplate(const std::string& name) { return SandboxTemplate(name); }
 
-SandboxNode MakeSandboxNode(int index) {
+namespace {
+
+// Node `index` (1-based) named `name` at `ip`: zones in turn, an instance id from `instance_base`.
+SandboxNode SandboxInstance(std::string name, std::string ip, int index,
+                            unsigned long long instance_base) {
   static const char* const kZones[] = {"us-east-1a", "us-east-1b", "us-east-1c"};
   SandboxNode node;
-  node.name = StrCat("cp-", index);
-  node.ip = StrCat("127.0.1.", index);
+  node.name = std::move(name);
+  node.ip = std::move(ip);
   node.zone = kZones[(index - 1) % 3];
   char instance[32];
   // EC2 instance ids are i- and 17 hex digits.
   std::snprintf(instance, sizeof(instance), "i-%017llx",
-                0x0c0ffee0000000000ULL + static_cast<unsigned long long>(index));
+                instance_base + static_cast<unsigned long long>(index));
   node.provider_id = StrCat("aws:///", node.zone, "/", instance);
   return node;
 }
 
+}  // namespace
+
+SandboxNode MakeSandboxNode(int index) {
+  return SandboxInstance(StrCat("cp-", index), StrCat("127.0.1.", index), index,
+                         0x0c0ffee0000000000ULL);
+}
+
 SandboxNode MakeSandboxWorker(int index) {
-  static const char* const kZones[] = {"us-east-1a", "us-east-1b", "us-east-1c"};
-  SandboxNode node;
-  node.name = StrCat("ip-127-0-2-", index, ".ec2.internal");
-  node.ip = StrCat("127.0.2.", index);
-  node.zone = kZones[(index - 1) % 3];
-  char instance[32];
-  std::snprintf(instance, sizeof(instance), "i-%017llx",
-                0x0beef000000000000ULL + static_cast<unsigned long long>(index));
-  node.provider_id = StrCat("aws:///", node.zone, "/", instance);
-  return node;
+  return SandboxInstance(StrCat("ip-127-0-2-", index, ".ec2.internal"), StrCat("127.0.2.", index),
+                         index, 0x0beef000000000000ULL);
 }
 
 std::string SandboxWorkerHostName(int index) { return StrCat("w-", index); }
