@@ -207,9 +207,9 @@ std::string CloudControllersText(const v1::RolloutStatus& status) {
 
 std::string Seconds(int64_t ms) { return StrCat(ms / 1000, ".", (ms % 1000) / 100, " s"); }
 
-// The replace strategy's step while it waits for a join or a removal: what, and the commands.
-// The workers' counts, the batch in flight, the failures and the Nodes without an agent; then
-// whether the cluster may be upgraded to 1.27 (W3).
+// The workers' counts, the batch in flight, the failures and the Nodes without an agent, the
+// replace strategy's workers leaving and joining with the commands; then whether the cluster may
+// be upgraded to 1.27 (W3).
 std::string WorkersText(const v1::RolloutStatus& status) {
   const v1::WorkerSummary& workers = status.workers();
   std::string text;
@@ -248,6 +248,24 @@ std::string WorkersText(const v1::RolloutStatus& status) {
                 " no agent: their kubelets cannot be moved (",
                 names(workers.without_agent_names(), workers.without_agent()), ")\n");
     }
+    if (workers.has_replacement()) {
+      const v1::WorkerReplacement& replacement = workers.replacement();
+      StrAppend(&text, "            replacing: ", replacement.old_left(),
+                " of the old version left, ", replacement.size(), " kept, ",
+                replacement.joins_wanted(), " new wanted now\n");
+      if (replacement.leaving() > 0) {
+        StrAppend(&text, "            leaving: ",
+                  names(replacement.leaving_names(), replacement.leaving()), "\n");
+      }
+      for (const std::string& unverified : replacement.unverified()) {
+        StrAppend(&text, "            not serving yet: ", unverified, "\n");
+      }
+      if (replacement.leaving() > 0 || replacement.joins_wanted() > 0) {
+        for (int i = 0; i < replacement.commands_size(); ++i) {
+          StrAppend(&text, "              ", i + 1, ". ", replacement.commands(i), "\n");
+        }
+      }
+    }
   }
   if (status.goal() != v1::NODE_STATE_UNSPECIFIED && status.has_upgrade_gate()) {
     const v1::UpgradeGate& gate = status.upgrade_gate();
@@ -262,6 +280,7 @@ std::string WorkersText(const v1::RolloutStatus& status) {
   return text;
 }
 
+// The replace strategy's step while it waits for a join or a removal: what, and the commands.
 std::string ReplacementText(const v1::RolloutStatus& status) {
   if (!status.has_replacement()) return "";
   const v1::Replacement& replacement = status.replacement();
@@ -698,7 +717,8 @@ int Nodes(CommandContext& context, const NodesFlags& flags) {
   std::string details;
   for (const v1::NodeInfo& node : nodes->nodes()) {
     rows.push_back({node.candidate()                         ? StrCat(node.name(), " (candidate)")
-                    : node.role() == v1::NODE_ROLE_WORKER ? StrCat(node.name(), " (worker)")
+                    : node.role() == v1::NODE_ROLE_WORKER
+                        ? StrCat(node.name(), node.leaving() ? " (worker, leaving)" : " (worker)")
                                                           : node.name(),
                     NodeStateCell(node.state(), node.connected()), YesNo(node.connected()),
                     YesNo(node.healthy()), YesNo(node.verifies()), OrDash(node.agent_version()),

@@ -23,10 +23,6 @@ std::vector<std::string> NamesOf(const std::vector<WorkerStatus>& workers,
   return names;
 }
 
-std::string Count(std::size_t n, std::string_view one, std::string_view many) {
-  return StrCat(n, " ", n == 1 ? one : many);
-}
-
 }  // namespace
 
 absl::StatusOr<MaxUnavailable> ParseMaxUnavailable(std::string_view text) {
@@ -76,6 +72,10 @@ std::size_t ExternalWorkers(const std::vector<WorkerStatus>& workers) {
       }));
 }
 
+std::string CountOf(std::size_t n, std::string_view one, std::string_view many) {
+  return StrCat(n, " ", n == 1 ? one : many);
+}
+
 std::string FewNames(const std::vector<std::string>& names, std::size_t limit) {
   if (names.size() <= limit) return StrJoin(names, ", ");
   std::vector<std::string> shown(names.begin(), names.begin() + static_cast<long>(limit));
@@ -85,6 +85,24 @@ std::string FewNames(const std::vector<std::string>& names, std::size_t limit) {
 WorkerDecision NextWorkers(const std::vector<NodeStatus>& control_plane,
                            const std::vector<WorkerStatus>& workers, NodeState goal,
                            const WorkerPolicy& policy, const Control& control) {
+  std::vector<std::string> leaving;
+  for (const WorkerStatus& worker : workers) {
+    if (worker.leaving) leaving.push_back(worker.name);
+  }
+  if (!leaving.empty()) {
+    std::vector<WorkerStatus> staying;
+    for (const WorkerStatus& worker : workers) {
+      if (!worker.leaving) staying.push_back(worker);
+    }
+    WorkerDecision decision = NextWorkers(control_plane, staying, goal, policy, control);
+    if (decision.kind == WorkerDecision::Kind::kDone) {
+      decision.kind = WorkerDecision::Kind::kWait;
+      decision.reason = StrCat(decision.reason, "; waiting for ",
+                               CountOf(leaving.size(), "worker", "workers"),
+                               " asked to leave by the replacement (", FewNames(leaving), ")");
+    }
+    return decision;
+  }
   const NodeState target = WorkerTarget(goal);
   const std::string target_name(NodeStateName(target));
   WorkerDecision decision;
@@ -125,7 +143,7 @@ WorkerDecision NextWorkers(const std::vector<NodeStatus>& control_plane,
   if (!failures.empty() &&
       failures.size() >= static_cast<std::size_t>(std::max(policy.failure_budget, 1))) {
     return decide(WorkerDecision::Kind::kStuck,
-                  StrCat("W5: ", Count(failures.size(), "worker", "workers"),
+                  StrCat("W5: ", CountOf(failures.size(), "worker", "workers"),
                          " failed, the failure budget is ", std::max(policy.failure_budget, 1),
                          ": ", FewNames(failures, 10),
                          "; each was rolled back by its agent; fix the cause and resume"));
@@ -135,7 +153,7 @@ WorkerDecision NextWorkers(const std::vector<NodeStatus>& control_plane,
       target);
   if (!without_agent.empty()) {
     return decide(WorkerDecision::Kind::kStuck,
-                  StrCat(Count(without_agent.size(), "worker has", "workers have"),
+                  StrCat(CountOf(without_agent.size(), "worker has", "workers have"),
                          " no agent: their kubelets cannot be moved (", FewNames(without_agent),
                          "); install handoff-agent on them (the DaemonSet, or the package)"));
   }
@@ -148,7 +166,7 @@ WorkerDecision NextWorkers(const std::vector<NodeStatus>& control_plane,
       target);
   if (!inconsistent.empty()) {
     return decide(WorkerDecision::Kind::kStuck,
-                  StrCat("inconsistent: ", Count(inconsistent.size(), "worker is", "workers are"),
+                  StrCat("inconsistent: ", CountOf(inconsistent.size(), "worker is", "workers are"),
                          " neither in-tree nor external (", FewNames(inconsistent),
                          "); `handoff-agent status --role worker` on each says why"));
   }
@@ -201,18 +219,18 @@ WorkerDecision NextWorkers(const std::vector<NodeStatus>& control_plane,
       if (count > 0) zones.push_back(StrCat(name.empty() ? "no zone" : name, ": ", count));
     }
     return decide(WorkerDecision::Kind::kMove,
-                  StrCat("move ", Count(decision.nodes.size(), "worker", "workers"), " to ",
+                  StrCat("move ", CountOf(decision.nodes.size(), "worker", "workers"), " to ",
                          target_name, " (", FewNames(decision.nodes), "); in flight by zone: ",
                          StrJoin(zones, ", "), "; ", progress));
   }
   if (!in_flight.empty()) {
     return decide(WorkerDecision::Kind::kWait,
-                  StrCat("waiting for ", Count(in_flight.size(), "worker", "workers"),
+                  StrCat("waiting for ", CountOf(in_flight.size(), "worker", "workers"),
                          " in transition (", FewNames(in_flight), "); ", progress));
   }
   if (!disconnected.empty()) {
     return decide(WorkerDecision::Kind::kWait,
-                  StrCat("disconnected: ", Count(disconnected.size(), "worker's agent is",
+                  StrCat("disconnected: ", CountOf(disconnected.size(), "worker's agent is",
                                                  "workers' agents are"),
                          " not connected (", FewNames(disconnected), "); ", progress));
   }
@@ -267,9 +285,17 @@ FleetDecision CombineFleet(Decision control_plane_decision,
                            const std::vector<NodeStatus>& control_plane,
                            const std::vector<WorkerStatus>& workers, NodeState goal,
                            const WorkerPolicy& policy, const Control& control) {
+  WorkerDecision workers_decision = NextWorkers(control_plane, workers, goal, policy, control);
+  return CombineFleet(std::move(control_plane_decision), std::move(workers_decision),
+                      control_plane, workers, goal);
+}
+
+FleetDecision CombineFleet(Decision control_plane_decision, WorkerDecision workers_decision,
+                           const std::vector<NodeStatus>& control_plane,
+                           const std::vector<WorkerStatus>& workers, NodeState goal) {
   FleetDecision fleet;
   fleet.control_plane = std::move(control_plane_decision);
-  fleet.workers = NextWorkers(control_plane, workers, goal, policy, control);
+  fleet.workers = std::move(workers_decision);
   const bool control_plane_done = fleet.control_plane.kind == Decision::Kind::kDone;
   const bool workers_done = fleet.workers.kind == WorkerDecision::Kind::kDone;
   if (control_plane_done && workers_done) {
@@ -289,7 +315,7 @@ FleetDecision CombineFleet(Decision control_plane_decision,
   const bool control_plane_turn = Forward(goal) ? !control_plane_done : workers_done;
   if (control_plane_turn) {
     if (!workers_moving.empty() && fleet.control_plane.kind == Decision::Kind::kMove) {
-      fleet.reason = StrCat("waiting for ", Count(workers_moving.size(), "worker", "workers"),
+      fleet.reason = StrCat("waiting for ", CountOf(workers_moving.size(), "worker", "workers"),
                             " in transition (", FewNames(workers_moving),
                             ") before the control plane moves");
       return fleet;
@@ -298,7 +324,8 @@ FleetDecision CombineFleet(Decision control_plane_decision,
     fleet.reason = fleet.control_plane.reason;
     return fleet;
   }
-  if (!cp_moving.empty() && fleet.workers.kind == WorkerDecision::Kind::kMove) {
+  if (!cp_moving.empty() && (fleet.workers.kind == WorkerDecision::Kind::kMove ||
+                             fleet.workers.kind == WorkerDecision::Kind::kRetire)) {
     fleet.reason = StrCat("waiting for control-plane node ", FewNames(cp_moving),
                           " in transition before the workers move");
     return fleet;
@@ -320,7 +347,7 @@ UpgradeGate CheckUpgradeGate(const std::vector<NodeStatus>& control_plane,
   }
   if (!managers.empty()) {
     gate.reasons.push_back(
-        StrCat(Count(managers.size(), "control-plane node is", "control-plane nodes are"),
+        StrCat(CountOf(managers.size(), "control-plane node is", "control-plane nodes are"),
                " not finalized: ", FewNames(managers),
                "; a 1.27 kube-controller-manager refuses --cloud-provider=aws"));
   }
@@ -330,7 +357,7 @@ UpgradeGate CheckUpgradeGate(const std::vector<NodeStatus>& control_plane,
   }
   if (!in_tree.empty()) {
     gate.reasons.push_back(
-        StrCat(Count(in_tree.size(), "worker's kubelet is", "workers' kubelets are"),
+        StrCat(CountOf(in_tree.size(), "worker's kubelet is", "workers' kubelets are"),
                " not external: ", FewNames(in_tree),
                "; a 1.27 kubelet refuses --cloud-provider=aws (\"unknown cloud provider\")"));
   }

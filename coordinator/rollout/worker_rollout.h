@@ -46,6 +46,12 @@ struct WorkerStatus {
   // Its last move failed and its agent rolled it back: why. A failed worker is not retried until
   // the operator resumes (which clears it).
   std::string failure{};
+  // A replacement asked it to leave (worker_replacement.h): it is no longer moved or counted as
+  // serving, and it is out once its agent is away and the API server lists no Node of its name.
+  bool leaving = false;
+  // A worker at the goal's state that a replacement cannot count as serving yet: why ("its Node
+  // has no providerID"); "" when it is verified, or its state is not the goal's.
+  std::string unverified{};
 };
 
 // --max-unavailable: a number of workers, or a percentage of them.
@@ -78,11 +84,16 @@ NodeState WorkerTarget(NodeState goal);
 std::size_t ExternalWorkers(const std::vector<WorkerStatus>& workers);
 
 struct WorkerDecision {
-  enum class Kind { kMove, kWait, kDone, kStuck };
+  // kRetire: a replacement asks `nodes` to leave (worker_replacement.h).
+  enum class Kind { kMove, kRetire, kWait, kDone, kStuck };
   Kind kind = Kind::kWait;
-  std::vector<std::string> nodes;  // kMove: the workers to start now
+  std::vector<std::string> nodes;  // kMove: the workers to start now; kRetire: to ask to leave
   NodeState to = NodeState::kInconsistent;
   std::string reason;  // always: what it does or why not, naming the rule and the workers
+  // A replacement's (worker_replacement.h): how many new workers it waits for now, and how many
+  // workers of the version it replaces are left (asked to leave or not).
+  std::size_t joins_wanted = 0;
+  std::size_t old_left = 0;
 };
 
 // The next batch towards `goal`, for the workers alone (the control plane as it stands):
@@ -93,7 +104,8 @@ struct WorkerDecision {
 // AllowedInFlight → kWait; no worker left that may start (the rest disconnected, or failed) →
 // kWait or kStuck. Else kMove with as many workers as the budget allows (W4), taken zone by zone:
 // each next one from the zone with the fewest workers in flight and picked (ties by zone name),
-// in the order given within a zone.
+// in the order given within a zone. Workers asked to leave (a replacement's, before the goal
+// changed) are neither moved nor judged: the rest done, it waits for them to go.
 WorkerDecision NextWorkers(const std::vector<NodeStatus>& control_plane,
                            const std::vector<WorkerStatus>& workers, NodeState goal,
                            const WorkerPolicy& policy, const Control& control);
@@ -122,6 +134,11 @@ FleetDecision CombineFleet(Decision control_plane_decision,
                            const std::vector<NodeStatus>& control_plane,
                            const std::vector<WorkerStatus>& workers, NodeState goal,
                            const WorkerPolicy& policy, const Control& control);
+// The same with the workers' decision made too (NextWorkers's, or NextWorkerReplacement's): a
+// kRetire takes its turn as a kMove does.
+FleetDecision CombineFleet(Decision control_plane_decision, WorkerDecision workers_decision,
+                           const std::vector<NodeStatus>& control_plane,
+                           const std::vector<WorkerStatus>& workers, NodeState goal);
 
 // The fleet's next step (the turns in this header's first comment): `facts.external_workers` is
 // set from `workers` before the control plane is judged.
@@ -141,6 +158,8 @@ UpgradeGate CheckUpgradeGate(const std::vector<NodeStatus>& control_plane,
                              const std::vector<WorkerStatus>& workers,
                              const std::vector<std::string>& node_problems);
 
+// "1 worker", "3 workers".
+std::string CountOf(std::size_t n, std::string_view one, std::string_view many);
 // "a, b, c and 14 more": at most `limit` names, then how many were left out.
 std::string FewNames(const std::vector<std::string>& names, std::size_t limit = 5);
 

@@ -946,8 +946,11 @@ bool RolloutController::DecideAndSend(EngineView& view) {
   }
   const rollout::FleetDecision fleet = DecideFleet(view);
   if (fleet.part == rollout::FleetDecision::Part::kWorkers) {
-    if (fleet.workers.kind == rollout::WorkerDecision::Kind::kMove &&
-        SendWorkerMoves(fleet.workers, view)) {
+    const bool acted = (fleet.workers.kind == rollout::WorkerDecision::Kind::kMove &&
+                        SendWorkerMoves(fleet.workers, view)) ||
+                       (fleet.workers.kind == rollout::WorkerDecision::Kind::kRetire &&
+                        AskWorkersToLeave(fleet.workers).ok());
+    if (acted) {
       view = View();
       DecideFleet(view);
     }
@@ -995,9 +998,11 @@ bool RolloutController::DecideAndSend(EngineView& view) {
 rollout::FleetDecision RolloutController::DecideFleet(EngineView& view) {
   using Fleet = rollout::FleetDecision;
   using Workers = rollout::WorkerDecision;
+  rollout::Decision control_plane = Decide(view);
+  const std::vector<rollout::WorkerStatus> workers = WorkerStatuses();
   rollout::FleetDecision fleet =
-      rollout::CombineFleet(Decide(view), view.nodes, WorkerStatuses(), *rollout_.goal,
-                            WorkerPolicyNow(), view.control);
+      rollout::CombineFleet(std::move(control_plane), DecideWorkers(view, workers), view.nodes,
+                            workers, *rollout_.goal);
   next_ = rollout::Decision{};
   next_.reason = fleet.reason;
   if (fleet.done) {
@@ -1010,6 +1015,8 @@ rollout::FleetDecision RolloutController::DecideFleet(EngineView& view) {
     next_.kind = rollout::Decision::Kind::kMove;
     next_.node = StrJoin(fleet.workers.nodes, ", ");
     next_.to = fleet.workers.to;
+  } else if (fleet.workers.kind == Workers::Kind::kRetire) {
+    next_.kind = rollout::Decision::Kind::kWait;
   } else {
     next_.kind = fleet.workers.kind == Workers::Kind::kStuck ? rollout::Decision::Kind::kStuck
                                                                : rollout::Decision::Kind::kWait;
@@ -1364,9 +1371,10 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Start(
   }
   if (replace && (rollout_.strategy != Strategy::kReplace || rollout_.replace_size == 0 ||
                   rollout_.goal != goal)) {
-    // The control plane keeps the members it has now; a start again after a halt keeps the size
-    // of the replacement under way.
+    // The control plane keeps the members it has now, the workers theirs; a start again after
+    // a halt keeps the sizes of the replacement under way.
     rollout_.replace_size = nodes_.size();
+    rollout_.worker_replace_size = WorkersToKeep();
   }
   if (workers.max_unavailable) {
     rollout_.worker_max_unavailable = rollout::FormatMaxUnavailable(*workers.max_unavailable);
@@ -1459,6 +1467,7 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Finalize(const std::string&
     // Finalizing changes no version: it goes on in place.
     rollout_.strategy = Strategy::kLeaderMigration;
     rollout_.replace_size = 0;
+    rollout_.worker_replace_size = 0;
   }
   return SetGoal(actor, "finalize", NodeState::kFinalized);
 }
@@ -1493,11 +1502,13 @@ absl::StatusOr<pb::RolloutStatus> RolloutController::Rollback(const std::string&
     if (rollout_.strategy != Strategy::kReplace || rollout_.goal != to ||
         rollout_.replace_size == 0) {
       rollout_.replace_size = nodes_.size();
+      rollout_.worker_replace_size = WorkersToKeep();
     }
     rollout_.strategy = Strategy::kReplace;
   } else if (rollout_.strategy == Strategy::kReplace) {
     rollout_.strategy = Strategy::kLeaderMigration;
     rollout_.replace_size = 0;
+    rollout_.worker_replace_size = 0;
   }
   return SetGoal(actor, "rollback", to);
 }

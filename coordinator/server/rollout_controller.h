@@ -326,6 +326,7 @@ class RolloutController {
     std::string zone;  // its instance's availability zone, as its agent last said
     std::optional<store::InFlight> in_flight;
     std::string failure;  // why its last move failed since the goal was set; "" when none
+    bool leaving = false;  // a replacement asked it to leave (rollout/worker_replacement.h)
   };
   // Candidates (nodes that are not members) whose agents are connected, at most this many.
   static constexpr size_t kMaxCandidates = 16;
@@ -389,6 +390,19 @@ class RolloutController {
   void TakeClusterView();
   pb::WorkerSummary WorkerSummary() const;
   pb::UpgradeGate UpgradeGateNow(const EngineView& view) const;
+  // The workers' next step (rollout_controller_worker_replacement.cc): NextWorkers, or for the
+  // replace strategy NextWorkerReplacement, which is kept in worker_replacement_ for the status.
+  rollout::WorkerDecision DecideWorkers(const EngineView& view,
+                                        const std::vector<rollout::WorkerStatus>& workers);
+  // A replacement's kRetire: each worker named marked leaving, with an entry, committed; on
+  // failure nothing changed.
+  absl::Status AskWorkersToLeave(const rollout::WorkerDecision& decision);
+  // Why a worker at the goal's state `target` does not serve yet; "" when it does.
+  std::string UnverifiedReason(const Worker& worker, NodeState target) const;
+  // The replacement's part of the workers' summary: counts, names, the commands.
+  pb::WorkerReplacement WorkerReplacementStatus() const;
+  // The workers a replacement that starts now keeps: every one listed and not asked to leave.
+  size_t WorkersToKeep() const;
   // The stored part of a worker.
   static store::StoredWorker StoredOf(const Worker& worker);
   // One node of Nodes(): a member, a candidate or a worker.
@@ -532,6 +546,13 @@ class RolloutController {
   const preflight::ClusterView* view_taken_ = nullptr;
   std::map<std::string, std::string> agentless_;
   std::vector<std::string> node_problems_;
+  // Every Node it lists, and what the Node checks found of each one they found wrong (a new
+  // worker a replacement joined counts only once its Node is initialized).
+  bool nodes_listed_ = false;
+  std::set<std::string> listed_nodes_;
+  std::map<std::string, std::vector<std::string>> node_problems_by_name_;
+  // The replace strategy's last decision for the workers, for the status; unset otherwise.
+  std::optional<rollout::WorkerDecision> worker_replacement_;
   FactsReport facts_;
   int64_t facts_checked_ms_ = 0;
   int64_t facts_read_ms_ = 0;          // when the facts in facts_ began to be read

@@ -117,6 +117,7 @@ pb::NodesResponse RolloutController::Nodes(int limit, const std::string& after) 
       const Worker& worker = workers_.at(it->first);
       if (worker.in_flight) info->set_in_flight_command_id(worker.in_flight->command_id);
       info->set_failure(worker.failure);
+      info->set_leaving(worker.leaving);
       if (info->facts().availability_zone().empty()) {
         info->mutable_facts()->set_availability_zone(worker.zone);
       }

@@ -23,14 +23,13 @@
 namespace handoff::server {
 namespace {
 
+using controller_internal::kStatusNames;
 using controller_internal::WrapCommand;
 
 std::string Name(NodeState state) { return std::string(NodeStateName(state)); }
 
 constexpr size_t kAgentVersionBytes = 128;
 constexpr size_t kLineBytes = 1024;
-// What the status names of each list (the counts say the rest; `handoffctl nodes` lists all).
-constexpr int kStatusNames = 20;
 
 std::string ZoneLabelOf(const kube::Json& node) {
   for (std::string_view key :
@@ -58,6 +57,7 @@ store::StoredWorker RolloutController::StoredOf(const Worker& worker) {
   stored.zone = worker.zone;
   stored.in_flight = worker.in_flight;
   stored.failure = worker.failure;
+  stored.leaving = worker.leaving;
   return stored;
 }
 
@@ -69,6 +69,7 @@ void RolloutController::RestoreWorkers(std::vector<store::StoredWorker> stored) 
     worker.zone = std::move(row.zone);
     worker.in_flight = std::move(row.in_flight);
     worker.failure = std::move(row.failure);
+    worker.leaving = row.leaving;
   }
 }
 
@@ -300,6 +301,10 @@ void RolloutController::ClearWorkerFailures(std::string& message) {
 }
 
 std::vector<rollout::WorkerStatus> RolloutController::WorkerStatuses() const {
+  // Only a replacement counts a worker as serving or not (GCC 12 warns of an optional enum here).
+  const bool replacing = rollout_.goal && rollout_.strategy == Strategy::kReplace;
+  const NodeState target =
+      replacing ? rollout::WorkerTarget(*rollout_.goal) : NodeState::kInconsistent;
   std::vector<rollout::WorkerStatus> statuses;
   statuses.reserve(workers_.size() + agentless_.size());
   for (const auto& [name, worker] : workers_) {
@@ -311,6 +316,8 @@ std::vector<rollout::WorkerStatus> RolloutController::WorkerStatuses() const {
     status.connected = worker.link != nullptr;
     status.in_transition = worker.in_flight.has_value();
     status.failure = worker.failure;
+    status.leaving = worker.leaving;
+    if (replacing && worker.state == target) status.unverified = UnverifiedReason(worker, target);
   }
   for (const auto& [name, zone] : agentless_) {
     rollout::WorkerStatus& status = statuses.emplace_back();
@@ -395,7 +402,9 @@ void RolloutController::TakeClusterView() {
   if (view == view_taken_) return;
   view_taken_ = view;
   if (view == nullptr || !view->nodes) return;
-  std::set<std::string> listed;
+  std::set<std::string>& listed = listed_nodes_;
+  listed.clear();
+  nodes_listed_ = true;
   agentless_.clear();
   for (const kube::Json& node : *view->nodes) {
     const std::string name = kube::ObjectName(node);
@@ -407,10 +416,12 @@ void RolloutController::TakeClusterView() {
     agentless_[name] = ZoneLabelOf(node);
   }
   node_problems_.clear();
+  node_problems_by_name_.clear();
   for (const kube::NodeCheck& check : kube::CheckNodes(*view->nodes)) {
     for (const std::string& problem : check.problems) {
       node_problems_.push_back(StrCat("Node ", check.name, ": ", problem));
     }
+    if (!check.problems.empty()) node_problems_by_name_[check.name] = check.problems;
   }
   std::vector<store::HistoryEntry> history;
   for (auto it = workers_.begin(); it != workers_.end();) {
@@ -464,6 +475,7 @@ pb::WorkerSummary RolloutController::WorkerSummary() const {
   summary.set_max_unavailable(rollout::FormatMaxUnavailable(policy.max_unavailable));
   summary.set_failure_budget(policy.failure_budget);
   if (rollout_.goal) summary.set_target(ToProto(rollout::WorkerTarget(*rollout_.goal)));
+  if (worker_replacement_) *summary.mutable_replacement() = WorkerReplacementStatus();
   return summary;
 }
 

@@ -24,13 +24,14 @@ namespace {
 
 // A file written by a newer coordinator is refused outright: only its writer knows whether this
 // code could read it without losing anything. An older one is upgraded on open (kUpgradeFrom1
-// to kUpgradeFrom5). Version 1: the released coordinator's schema. Version 2: the rollout's
+// to kUpgradeFrom6). Version 1: the released coordinator's schema. Version 2: the rollout's
 // strategy and the downtime strategy's measured outage. Version 3: the nodes the membership began
 // as (launch_nodes), once operators can add and remove nodes. Version 4: the control-plane size a
 // replacement keeps (replace_size), with the strategy 'replace'. Version 5: the node a
 // replacement asked to leave (replace_leaving). Version 6: the workers (their own table, one row
-// each, written only when one changes) and the rollout's worker policy.
-constexpr int64_t kSchemaVersion = 6;
+// each, written only when one changes) and the rollout's worker policy. Version 7: the workers a
+// replacement asked to leave (workers.leaving) and the workers it keeps (worker_replace_size).
+constexpr int64_t kSchemaVersion = 7;
 constexpr int64_t kOldestSchemaVersion = 1;
 
 // Constant SQL only; every value goes in through a bound parameter.
@@ -62,7 +63,8 @@ CREATE TABLE rollout (
   replace_size INTEGER NOT NULL DEFAULT 0,
   replace_leaving TEXT NOT NULL DEFAULT '',
   worker_max_unavailable TEXT NOT NULL DEFAULT '1',
-  worker_failure_budget INTEGER NOT NULL DEFAULT 1
+  worker_failure_budget INTEGER NOT NULL DEFAULT 1,
+  worker_replace_size INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE workers (
   name TEXT PRIMARY KEY NOT NULL,
@@ -74,7 +76,8 @@ CREATE TABLE workers (
   in_flight_from TEXT,
   in_flight_to TEXT,
   in_flight_sent_unix_ms INTEGER,
-  failure TEXT NOT NULL
+  failure TEXT NOT NULL,
+  leaving INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE nodes (
   position INTEGER PRIMARY KEY NOT NULL,
@@ -144,6 +147,13 @@ CREATE TABLE workers (
   failure TEXT NOT NULL
 );
 UPDATE meta SET value = 6 WHERE key = 'schema_version';
+)sql";
+
+// Version 6 to 7, likewise. A version 6 coordinator replaced no worker.
+constexpr char kUpgradeFrom6[] = R"sql(
+ALTER TABLE rollout ADD COLUMN worker_replace_size INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE workers ADD COLUMN leaving INTEGER NOT NULL DEFAULT 0;
+UPDATE meta SET value = 7 WHERE key = 'schema_version';
 )sql";
 
 struct DatabaseCloser {
@@ -432,7 +442,7 @@ class SqliteStore : public Store {
   // Decodes every stored row as Load and History would, and checks what History's readers need:
   // kDataLoss naming the first row that does not decode.
   absl::Status VerifyRows() const;
-  // Upgrades a version 1 to 5 database to kSchemaVersion and verifies its rows, in one
+  // Upgrades a version 1 to 6 database to kSchemaVersion and verifies its rows, in one
   // transaction: on any error nothing of the upgrade stays. Nothing to do when another process
   // upgraded the file since `CheckSchema` read its version.
   absl::Status Upgrade() const;
@@ -475,7 +485,7 @@ absl::Status SqliteStore::ReadRollout(std::optional<StoredRollout>& out) const {
       "next_command_sequence, revision, settings_yaml, strategy, downtime_all_stopped_unix_ms, "
       "downtime_controller_manager_back_unix_ms, downtime_cloud_controllers_back_unix_ms, "
       "launch_nodes, replace_size, replace_leaving, worker_max_unavailable, "
-      "worker_failure_budget FROM rollout WHERE id = 1",
+      "worker_failure_budget, worker_replace_size FROM rollout WHERE id = 1",
       "load the rollout");
   if (!select.ok()) return select.status();
   absl::StatusOr<bool> row = select->Step();
@@ -542,6 +552,11 @@ absl::Status SqliteStore::ReadRollout(std::optional<StoredRollout>& out) const {
     return Damaged(StrCat("the workers' failure budget (column worker_failure_budget) is ",
                           rollout.worker_failure_budget, ", not at least 1"));
   }
+  if (select->Int(22) < 0) {
+    return Damaged(StrCat("the workers a replacement keeps (column worker_replace_size) is ",
+                          select->Int(22)));
+  }
+  rollout.worker_replace_size = static_cast<size_t>(select->Int(22));
 
   absl::StatusOr<Statement> nodes = connection_.Prepare(
       "SELECT name, state, goal_start, last_result FROM nodes ORDER BY position", "load the nodes");
@@ -572,7 +587,7 @@ absl::Status SqliteStore::ReadRollout(std::optional<StoredRollout>& out) const {
 absl::Status SqliteStore::ReadWorkers(std::vector<StoredWorker>& out) const {
   absl::StatusOr<Statement> select = connection_.Prepare(
       "SELECT name, state, goal_start, last_result, zone, in_flight_command_id, in_flight_from, "
-      "in_flight_to, in_flight_sent_unix_ms, failure FROM workers ORDER BY name",
+      "in_flight_to, in_flight_sent_unix_ms, failure, leaving FROM workers ORDER BY name",
       "load the workers");
   if (!select.ok()) return select.status();
   out.clear();
@@ -611,6 +626,7 @@ absl::Status SqliteStore::ReadWorkers(std::vector<StoredWorker>& out) const {
       worker.in_flight = std::move(move);
     }
     worker.failure = select->Text(9);
+    worker.leaving = select->Int(10) != 0;
     out.push_back(std::move(worker));
   }
 }
@@ -639,8 +655,8 @@ absl::Status SqliteStore::WriteWorkers(const WorkerChanges& changes) const {
   if (changes.write.empty()) return absl::OkStatus();
   absl::StatusOr<Statement> insert = connection_.Prepare(
       "INSERT OR REPLACE INTO workers (name, state, goal_start, last_result, zone, "
-      "in_flight_command_id, in_flight_from, in_flight_to, in_flight_sent_unix_ms, failure) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "in_flight_command_id, in_flight_from, in_flight_to, in_flight_sent_unix_ms, failure, "
+      "leaving) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       "commit: write the workers");
   if (!insert.ok()) return insert.status();
   for (const StoredWorker& worker : changes.write) {
@@ -658,7 +674,7 @@ absl::Status SqliteStore::WriteWorkers(const WorkerChanges& changes) const {
     } else {
       insert->BindNull().BindNull().BindNull().BindNull();
     }
-    insert->BindText(ToUtf8(worker.failure));
+    insert->BindText(ToUtf8(worker.failure)).BindInt(worker.leaving ? 1 : 0);
     if (absl::Status status = insert->Run(); !status.ok()) {
       return WithContext(status, StrCat("worker '", worker.name, "'"));
     }
@@ -689,8 +705,8 @@ absl::Status SqliteStore::WriteRollout(const StoredRollout& rollout) const {
       "in_flight_sent_unix_ms, next_command_sequence, revision, settings_yaml, strategy, "
       "downtime_all_stopped_unix_ms, downtime_controller_manager_back_unix_ms, "
       "downtime_cloud_controllers_back_unix_ms, launch_nodes, replace_size, replace_leaving, "
-      "worker_max_unavailable, worker_failure_budget) "
-      "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "worker_max_unavailable, worker_failure_budget, worker_replace_size) "
+      "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       "commit: write the rollout");
   if (!insert.ok()) return insert.status();
   insert->BindText(rollout.rollout_id);
@@ -722,7 +738,8 @@ absl::Status SqliteStore::WriteRollout(const StoredRollout& rollout) const {
       .BindInt(static_cast<int64_t>(rollout.replace_size))
       .BindText(rollout.replace_leaving)
       .BindText(rollout.worker_max_unavailable)
-      .BindInt(rollout.worker_failure_budget);
+      .BindInt(rollout.worker_failure_budget)
+      .BindInt(static_cast<int64_t>(rollout.worker_replace_size));
   if (absl::Status status = insert->Run(); !status.ok()) return status;
 
   if (absl::Status status = connection_.Execute("DELETE FROM nodes", "commit: clear the nodes");
@@ -930,6 +947,13 @@ absl::Status SqliteStore::Upgrade() const {
         if (*version <= 5) {
           if (absl::Status status =
                   connection_.Execute(kUpgradeFrom5, "upgrade the schema from version 5");
+              !status.ok()) {
+            return status;
+          }
+        }
+        if (*version <= 6) {
+          if (absl::Status status =
+                  connection_.Execute(kUpgradeFrom6, "upgrade the schema from version 6");
               !status.ok()) {
             return status;
           }

@@ -50,6 +50,8 @@ struct StoredWorker : StoredNode {
   std::string zone;                   // its instance's availability zone; "" when not known
   std::optional<InFlight> in_flight;  // its move sent and not answered (node == name)
   std::string failure;                // why its last move failed since the goal; "" when none
+  // A replacement asked it to leave (rollout/worker_replacement.h: asked for good).
+  bool leaving = false;
 };
 
 // The workers a commit changes; the others stay as stored.
@@ -95,6 +97,8 @@ struct StoredRollout {
   // and the failed workers that pause the rollout.
   std::string worker_max_unavailable = "1";
   int64_t worker_failure_budget = 1;
+  // The replace strategy's worker count to keep (the workers when its goal was set); 0 otherwise.
+  size_t worker_replace_size = 0;
 };
 
 struct HistoryEntry {

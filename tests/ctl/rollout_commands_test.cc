@@ -323,6 +323,49 @@ TEST_F(RolloutCommandsTest, StatusCountsTheWorkersAndNodesListsEach) {
   EXPECT_THAT(script_.calls, ::testing::Contains(HasSubstr("Nodes {limit: 1")));
 }
 
+TEST_F(RolloutCommandsTest, StatusOfAWorkersReplacementNamesWhoLeavesWhatWaitsAndTheCommands) {
+  v1::RolloutStatus status = MigratingStatus();
+  status.set_strategy(v1::STRATEGY_REPLACE);
+  v1::WorkerSummary* workers = status.mutable_workers();
+  workers->set_known(4);
+  workers->set_connected(4);
+  workers->set_in_tree(3);
+  workers->set_external(1);
+  v1::WorkerReplacement* replacement = workers->mutable_replacement();
+  replacement->set_size(3);
+  replacement->set_old_left(3);
+  replacement->set_leaving(1);
+  replacement->add_leaving_names("w-1");
+  replacement->set_joins_wanted(1);
+  replacement->add_unverified("n-1: its Node: no providerID");
+  replacement->add_commands("kubectl drain NODE");
+  replacement->add_commands("kubectl delete node NODE");
+  script_.statuses = {status};
+  Result result = Run({"status"});
+  EXPECT_EQ(result.code, kExitOk) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("            replacing: 3 of the old version left, 3 kept, 1 "
+                                    "new wanted now\n"
+                                    "            leaving: w-1\n"
+                                    "            not serving yet: n-1: its Node: no providerID\n"
+                                    "              1. kubectl drain NODE\n"
+                                    "              2. kubectl delete node NODE\n"));
+  // Nothing to do for the operator: no commands.
+  replacement->set_leaving(0);
+  replacement->clear_leaving_names();
+  replacement->set_joins_wanted(0);
+  script_.statuses = {status};
+  EXPECT_THAT(Run({"status"}).out, Not(HasSubstr("kubectl drain")));
+
+  v1::NodesResponse nodes;
+  v1::NodeInfo* worker = nodes.add_nodes();
+  worker->set_name("w-1");
+  worker->set_role(v1::NODE_ROLE_WORKER);
+  worker->set_state(v1::NODE_STATE_IN_TREE);
+  worker->set_leaving(true);
+  script_.nodes = nodes;
+  EXPECT_THAT(Run({"nodes"}).out, HasSubstr("\nw-1 (worker, leaving)  in-tree"));
+}
+
 TEST_F(RolloutCommandsTest, StatusOfAReplacementShowsWhatItWaitsForAndTheCommands) {
   v1::RolloutStatus status = MigratingStatus();
   status.set_strategy(v1::STRATEGY_REPLACE);

@@ -2,12 +2,14 @@
 // over zones after the control plane forward and before it back, the failure budget, a restart
 // with moves in flight, the Nodes without an agent, the upgrade gate and the node list's pages.
 // In-process, on a real SQLite store, agents as recording links.
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "common/base/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/server/controller_fixture.h"
@@ -389,6 +391,132 @@ TEST_F(WorkerBatchesTest, NodesWithoutAnAgentAreBlockersNamedEverywhere) {
               HasSubstr("w-a1"));
   ASSERT_NO_FATAL_FAILURE(Reopen());
   EXPECT_EQ(controller_->Status().workers().known(), 1);
+}
+
+// The Nodes of a replacement's cluster: the control plane, and workers with a providerID unless
+// named in `uninitialized` (those carry the cloud provider's taint instead).
+std::shared_ptr<const preflight::ClusterView> ReplacementView(
+    const std::set<std::string>& workers, const std::set<std::string>& uninitialized = {}) {
+  auto view = std::make_shared<preflight::ClusterView>();
+  view->nodes.emplace();
+  for (const char* name : {"cp-1", "cp-2", "cp-3"}) {
+    view->nodes->push_back(kube::Json{
+        {"metadata",
+         {{"name", name}, {"labels", {{"node-role.kubernetes.io/control-plane", ""}}}}},
+        {"spec", {{"providerID", "aws:///us-east-1a/i-0123456789abcdef0"}}}});
+  }
+  int instance = 0;
+  for (const std::string& name : workers) {
+    kube::Json spec = {{"providerID", StrCat("aws:///us-east-1c/i-0aaaaaaaaaaaaaa", 10 + instance++)}};
+    if (uninitialized.count(name) != 0) {
+      spec = {{"taints",
+               {{{"key", "node.cloudprovider.kubernetes.io/uninitialized"},
+                 {"value", "true"},
+                 {"effect", "NoSchedule"}}}}};
+    }
+    view->nodes->push_back(kube::Json{
+        {"metadata", {{"name", name}, {"labels", {{"topology.kubernetes.io/zone", "us-east-1c"}}}}},
+        {"spec", spec}});
+  }
+  return view;
+}
+
+// A new worker's hello: external, its kubelet naming a credential provider unless told not to.
+pb::AgentHello NewWorkerHello(const std::string& name, bool credential_provider = true) {
+  pb::AgentHello hello = WorkerHello(name, NodeState::kExternal);
+  pb::NodeFacts& facts = *hello.mutable_report()->mutable_facts();
+  facts.set_availability_zone("us-east-1c");
+  facts.set_kubelet_flags_known(true);
+  if (credential_provider) {
+    facts.set_image_credential_provider_config("/etc/kubernetes/image-credential-provider-config.yaml");
+    facts.set_image_credential_provider_bin_dir("/usr/libexec/kubelet-image-credential-provider-plugins");
+  }
+  return hello;
+}
+
+// --strategy replace for the workers (rollout/worker_replacement.h): no worker is moved; the
+// coordinator asks for at most --max-unavailable to leave (stored before the status says so),
+// counts a new worker only once its agent, its credential provider and its Node (initialized by
+// the cloud-controller-manager) say it serves, forgets a leaving one once its agent is away and
+// its Node gone, and is done when only new workers are left, as many as there were.
+TEST_F(WorkerBatchesTest, AReplacementRetiresTheOldWorkersAndCountsOnlyVerifiedNewOnes) {
+  ConnectControlPlane(NodeState::kMigrated);
+  ConnectWorkers(NodeState::kInTree);
+  std::set<std::string> listed;
+  for (const auto& [name, zone] : kWorkers) listed.insert(name);
+  SetFacts(ReplacementView(listed));
+  WorkerPolicyChange policy;
+  policy.max_unavailable = rollout::MaxUnavailable{2, false};
+  ASSERT_TRUE(
+      controller_->Start("alice", NodeState::kMigrated, {}, Strategy::kReplace, "", policy).ok());
+
+  pb::RolloutStatus status = controller_->Status();
+  ASSERT_TRUE(status.workers().has_replacement()) << status.next();
+  const pb::WorkerReplacement* replacement = &status.workers().replacement();
+  EXPECT_EQ(replacement->size(), 5);
+  EXPECT_EQ(replacement->old_left(), 5);
+  EXPECT_THAT(replacement->leaving_names(), ElementsAre("w-a1", "w-b1"));
+  EXPECT_EQ(replacement->joins_wanted(), 2);
+  EXPECT_THAT(replacement->commands(0), HasSubstr("kubectl drain NODE"));
+  EXPECT_THAT(status.next(), HasSubstr("2 workers to leave (w-a1, w-b1"));
+  const std::vector<pb::HistoryEntry> history = AllHistory(*controller_);
+  EXPECT_EQ(std::count_if(history.begin(), history.end(),
+                          [](const pb::HistoryEntry& e) { return e.kind() == "worker-leave-requested"; }),
+            2);
+  // Asked for good: a restart keeps who leaves and how many the replacement keeps.
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  ConnectControlPlane(NodeState::kMigrated);
+  ConnectWorkers(NodeState::kInTree);
+  SetFacts(ReplacementView(listed));
+  status = controller_->Status();
+  EXPECT_THAT(status.workers().replacement().leaving_names(), ElementsAre("w-a1", "w-b1"));
+  EXPECT_EQ(status.workers().replacement().size(), 5);
+
+  // A new worker without a credential provider, and one whose Node is not initialized yet: both
+  // named, neither serves, so nothing more is asked to leave.
+  Connect("n-1", NewWorkerHello("n-1", /*credential_provider=*/false));
+  Connect("n-2", NewWorkerHello("n-2"));
+  listed.insert({"n-1", "n-2"});
+  SetFacts(ReplacementView(listed, {"n-2"}));
+  status = controller_->Status();
+  replacement = &status.workers().replacement();
+  ASSERT_THAT(replacement->unverified(), SizeIs(2));
+  EXPECT_THAT(replacement->unverified(0), HasSubstr("n-1: its kubelet names no credential provider"));
+  EXPECT_THAT(replacement->unverified(1),
+              AllOf(HasSubstr("n-2: its Node"), HasSubstr("uninitialized")));
+  EXPECT_EQ(replacement->leaving(), 2);
+
+  // The automation: each round, every leaving worker's machine is reset (agent away, Node
+  // deleted) and the new ones it is asked for join verified. No worker is ever sent a move, and
+  // at most two leave at once.
+  int next_new = 3;
+  Connect("n-1", NewWorkerHello("n-1"));
+  SetFacts(ReplacementView(listed));
+  for (int round = 0; round < 10; ++round) {
+    status = controller_->Status();
+    if (status.phase() == pb::RolloutStatus::DONE) break;
+    ASSERT_TRUE(status.workers().has_replacement()) << status.next();
+    replacement = &status.workers().replacement();
+    EXPECT_LE(replacement->leaving(), 2) << status.next();
+    for (const std::string& name : replacement->leaving_names()) {
+      controller_->AgentDisconnected(name, links_[name].get());
+      listed.erase(name);
+    }
+    for (int i = 0; i < replacement->joins_wanted(); ++i) {
+      const std::string name = StrCat("n-", next_new++);
+      Connect(name, NewWorkerHello(name));
+      listed.insert(name);
+    }
+    SetFacts(ReplacementView(listed));
+  }
+  status = controller_->Status();
+  EXPECT_EQ(status.phase(), pb::RolloutStatus::DONE) << status.next();
+  EXPECT_EQ(status.workers().known(), 5);
+  EXPECT_EQ(status.workers().external(), 5);
+  for (const auto& [name, link] : links_) {
+    if (name.rfind("cp-", 0) != 0) EXPECT_THAT(link->Commands(), IsEmpty()) << name;
+  }
+  for (const std::string& name : listed) EXPECT_EQ(name.rfind("n-", 0), 0u) << name;
 }
 
 TEST_F(WorkerBatchesTest, TheNodeListComesInPagesByName) {

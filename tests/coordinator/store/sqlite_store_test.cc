@@ -70,6 +70,7 @@ void ExpectSameRollout(const StoredRollout& actual, const StoredRollout& expecte
   EXPECT_EQ(actual.replace_leaving, expected.replace_leaving);
   EXPECT_EQ(actual.worker_max_unavailable, expected.worker_max_unavailable);
   EXPECT_EQ(actual.worker_failure_budget, expected.worker_failure_budget);
+  EXPECT_EQ(actual.worker_replace_size, expected.worker_replace_size);
   ASSERT_EQ(actual.nodes.size(), expected.nodes.size());
   for (size_t i = 0; i < expected.nodes.size(); ++i) {
     EXPECT_EQ(Fields(actual.nodes[i]), Fields(expected.nodes[i])) << "node " << i;
@@ -113,6 +114,7 @@ StoredRollout FullRollout() {
   rollout.replace_leaving = "cp-4";
   rollout.worker_max_unavailable = "10%";
   rollout.worker_failure_budget = 3;
+  rollout.worker_replace_size = 2000;
   return rollout;
 }
 
@@ -130,7 +132,7 @@ auto Fields(const StoredWorker& worker) {
   const InFlight move = worker.in_flight.value_or(InFlight{});
   return std::make_tuple(worker.name, worker.state, worker.goal_start, worker.last_result,
                          worker.zone, worker.in_flight.has_value(), move.command_id, move.node,
-                         move.from, move.to, move.sent_unix_ms, worker.failure);
+                         move.from, move.to, move.sent_unix_ms, worker.failure, worker.leaving);
 }
 
 HistoryEntry Entry(std::string kind, std::string message, int64_t unix_ms = 1000) {
@@ -496,7 +498,7 @@ TEST_F(SqliteStoreTest, UsesWalJournalMode) {
   ASSERT_NE(OpenStore(), nullptr);
   RawDatabase raw(path_);
   EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "6");
+  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "7");
 }
 
 TEST_F(SqliteStoreTest, CommitAppendsHistoryWithIncreasingSequences) {
@@ -632,12 +634,12 @@ TEST_F(SqliteStoreTest, CommitFailingPartWayStoresNothing) {
 
 TEST_F(SqliteStoreTest, RefusesANewerSchemaVersion) {
   ASSERT_NE(OpenStore(), nullptr);
-  for (int version : {7, 99}) {
+  for (int version : {8, 99}) {
     ASSERT_NO_FATAL_FAILURE(Tamper("UPDATE meta SET value = " + std::to_string(version) +
                                    " WHERE key = 'schema_version'"));
     SCOPED_TRACE(version);
     ExpectOpenRefused(absl::StatusCode::kFailedPrecondition,
-                      {"schema version " + std::to_string(version), "reads schema version 6"});
+                      {"schema version " + std::to_string(version), "reads schema version 7"});
   }
 }
 
@@ -734,7 +736,7 @@ TEST_F(SqliteStoreTest, CreatesTheDatabaseWholeAndLeavesNoTemporaryFile) {
   ASSERT_EQ(::stat(path_.c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0600u);
   RawDatabase raw(path_);
-  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "6");
+  EXPECT_EQ(raw.Query("SELECT value FROM meta WHERE key = 'schema_version'"), "7");
 }
 
 TEST_F(SqliteStoreTest, StoresHistoryTextAsUtf8) {
@@ -825,6 +827,7 @@ TEST_F(SqliteStoreTest, CommitsOnlyTheWorkersGivenAndLoadsThemAll) {
   b.last_result = "in-tree → external SUCCEEDED: 'quoted' ünïcödé";
   StoredWorker c = Worker("w-c", NodeState::kInconsistent, "us-east-1b");
   c.failure = "in-tree → external ROLLED_BACK: the credential provider did not answer";
+  c.leaving = true;
   ASSERT_TRUE(store->Commit(FullRollout(), {Entry("start", "goal migrated")}, {{c, a, b}, {}}).ok());
 
   a.in_flight = InFlight{"r-9", "w-a", NodeState::kInTree, NodeState::kExternal, 1714567890123};
@@ -954,7 +957,7 @@ TEST_F(SqliteStoreTest, UpgradesAVersion1DatabaseKeepingEveryValue) {
             std::make_tuple(2, 1714567890123, "coordinator", "command", "cp-2", "r-20240501-a-4",
                             "prepared -> migrated", R"({"from":"prepared","to":"migrated"})"));
   EXPECT_EQ(history[0].actor, "CN=alice");
-  EXPECT_EQ(SchemaVersion(), "6");
+  EXPECT_EQ(SchemaVersion(), "7");
 
   // The upgraded file has the shape of a new one (the columns, their types and defaults).
   const std::string upgraded_columns = RolloutColumns();
@@ -991,7 +994,7 @@ TEST_F(SqliteStoreTest, UpgradesAVersion2DatabaseKeepingEveryValue) {
     ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
     EXPECT_THAT(AllHistory(*store), SizeIs(2));
   }
-  EXPECT_EQ(SchemaVersion(), "6");
+  EXPECT_EQ(SchemaVersion(), "7");
   EXPECT_THAT(RolloutColumns(), HasSubstr("launch_nodes TEXT 1 ''"));
 }
 
@@ -1014,7 +1017,7 @@ TEST_F(SqliteStoreTest, UpgradesAVersion3DatabaseAndKeepsAReplacement) {
     expected.replace_size = 3;
     ASSERT_TRUE(store->Commit(expected, {}).ok());
   }
-  EXPECT_EQ(SchemaVersion(), "6");
+  EXPECT_EQ(SchemaVersion(), "7");
   std::unique_ptr<Store> store = OpenStore();
   ASSERT_NE(store, nullptr);
   ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
@@ -1040,7 +1043,7 @@ TEST_F(SqliteStoreTest, UpgradesAVersion4DatabaseAndKeepsTheLeavingNode) {
     expected.replace_leaving = "cp-2";
     ASSERT_TRUE(store->Commit(expected, {}).ok());
   }
-  EXPECT_EQ(SchemaVersion(), "6");
+  EXPECT_EQ(SchemaVersion(), "7");
   EXPECT_THAT(RolloutColumns(), HasSubstr("replace_leaving TEXT 1 ''"));
   std::unique_ptr<Store> store = OpenStore();
   ASSERT_NE(store, nullptr);
@@ -1073,7 +1076,7 @@ TEST_F(SqliteStoreTest, UpgradesAVersion5DatabaseWithNoWorkers) {
         store->Commit(expected, {}, {{Worker("w-1", NodeState::kExternal, "us-east-1c")}, {}})
             .ok());
   }
-  EXPECT_EQ(SchemaVersion(), "6");
+  EXPECT_EQ(SchemaVersion(), "7");
   const std::string upgraded_columns = RolloutColumns();
   EXPECT_THAT(upgraded_columns, AllOf(HasSubstr("worker_max_unavailable TEXT 1 '1'"),
                                       HasSubstr("worker_failure_budget INTEGER 1 1")));
@@ -1086,6 +1089,47 @@ TEST_F(SqliteStoreTest, UpgradesAVersion5DatabaseWithNoWorkers) {
   EXPECT_EQ(Fields((*workers)[0]), Fields(Worker("w-1", NodeState::kExternal, "us-east-1c")));
 }
 
+// A version 6 database (before workers were replaced): its workers stay, none leaving, and no
+// replacement of the workers under way.
+TEST_F(SqliteStoreTest, UpgradesAVersion6DatabaseKeepingItsWorkers) {
+  StoredRollout expected = FullRollout();
+  expected.worker_replace_size = 0;
+  StoredWorker worker = Worker("w-1", NodeState::kExternal, "us-east-1c");
+  worker.failure = "timed out";
+  {
+    std::unique_ptr<Store> store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Commit(expected, {}, {{worker}, {}}).ok());
+  }
+  // Back to version 6's shape: SQLite 3.35 and later drop a column.
+  ASSERT_NO_FATAL_FAILURE(
+      Tamper("ALTER TABLE rollout DROP COLUMN worker_replace_size;"
+             "ALTER TABLE workers DROP COLUMN leaving;"
+             "UPDATE meta SET value = 6 WHERE key = 'schema_version';"));
+  EXPECT_THAT(RolloutColumns(), Not(HasSubstr("worker_replace_size")));
+  {
+    std::unique_ptr<Store> store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
+    absl::StatusOr<std::vector<StoredWorker>> workers = store->LoadWorkers();
+    ASSERT_TRUE(workers.ok()) << workers.status();
+    ASSERT_THAT(*workers, SizeIs(1));
+    EXPECT_EQ(Fields((*workers)[0]), Fields(worker));
+    worker.leaving = true;
+    expected.worker_replace_size = 40;
+    ASSERT_TRUE(store->Commit(expected, {}, {{worker}, {}}).ok());
+  }
+  EXPECT_EQ(SchemaVersion(), "7");
+  EXPECT_THAT(RolloutColumns(), HasSubstr("worker_replace_size INTEGER 1 0"));
+  std::unique_ptr<Store> store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, expected));
+  absl::StatusOr<std::vector<StoredWorker>> workers = store->LoadWorkers();
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  ASSERT_THAT(*workers, SizeIs(1));
+  EXPECT_EQ(Fields((*workers)[0]), Fields(worker));
+}
+
 TEST_F(SqliteStoreTest, UpgradesAnEmptyVersion1Database) {
   WriteVersion1Database(/*with_rows=*/false);
   std::unique_ptr<Store> store = OpenStore();
@@ -1093,7 +1137,7 @@ TEST_F(SqliteStoreTest, UpgradesAnEmptyVersion1Database) {
   absl::StatusOr<std::optional<StoredRollout>> loaded = store->Load();
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_FALSE(loaded->has_value());
-  EXPECT_EQ(SchemaVersion(), "6");
+  EXPECT_EQ(SchemaVersion(), "7");
 }
 
 TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
@@ -1102,7 +1146,7 @@ TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
   const std::string columns = RolloutColumns();
   StoredRollout rollout = Version1Rollout();
   {
-    // Opened again: already version 6, nothing to add (a second ALTER would fail).
+    // Opened again: already version 7, nothing to add (a second ALTER would fail).
     std::unique_ptr<Store> store = OpenStore();
     ASSERT_NE(store, nullptr);
     ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, rollout));
@@ -1118,7 +1162,7 @@ TEST_F(SqliteStoreTest, UpgradeHappensOnceAndCommitsCarryOn) {
   std::unique_ptr<Store> store = OpenStore();
   ASSERT_NE(store, nullptr);
   ASSERT_NO_FATAL_FAILURE(ExpectLoads(*store, rollout));
-  EXPECT_EQ(SchemaVersion(), "6");
+  EXPECT_EQ(SchemaVersion(), "7");
 }
 
 // The upgrade is one transaction: the columns added before the schema version's update fails
