@@ -3,6 +3,7 @@
 #include <pugixml.hpp>
 
 #include "absl/strings/match.h"
+#include "agent/cloud/instance_tags.h"
 #include "agent/cloud/metadata_session.h"
 #include "common/base/strings.h"
 #include "nlohmann/json.hpp"
@@ -10,7 +11,6 @@
 namespace handoff {
 namespace {
 
-constexpr std::string_view kTagPrefix = "kubernetes.io/cluster/";
 // The API version the AWS SDKs send for EC2's query API.
 constexpr char kEc2ApiVersion[] = "2016-11-15";
 // A DescribeInstances answer for one instance is a few kilobytes.
@@ -105,8 +105,8 @@ absl::StatusOr<std::map<std::string, std::string>> ParseDescribeInstancesTags(
       std::map<std::string, std::string> tags;
       for (pugi::xml_node tag : instance.child("tagSet").children("item")) {
         const std::string_view key = tag.child_value("key");
-        if (!StartsWith(key, kTagPrefix)) continue;
-        tags[std::string(key.substr(kTagPrefix.size()))] = tag.child_value("value");
+        if (!StartsWith(key, kClusterTagPrefix)) continue;
+        tags[std::string(key.substr(kClusterTagPrefix.size()))] = tag.child_value("value");
       }
       return tags;
     }

@@ -22,7 +22,6 @@
 namespace handoff {
 namespace {
 
-constexpr std::string_view kTagPrefix = "kubernetes.io/cluster/";
 ClusterTagCheck NotVisible(std::string why, std::string_view instance_id,
                            std::string_view cluster_id) {
   ClusterTagCheck check;
@@ -47,7 +46,7 @@ std::vector<std::string_view> Lines(std::string_view text) {
 std::string DescribeTagsCommand(std::string_view instance_id, std::string_view cluster_id) {
   return StrCat("aws ec2 describe-tags --filters Name=resource-id,Values=",
                 instance_id.empty() ? std::string_view("<instance-id>") : instance_id,
-                " Name=key,Values=", kTagPrefix, cluster_id);
+                " Name=key,Values=", kClusterTagPrefix, cluster_id);
 }
 
 absl::StatusOr<ClusterTagCheck> CheckClusterTag(const std::string& cluster_id,
@@ -60,7 +59,7 @@ absl::StatusOr<ClusterTagCheck> CheckClusterTag(const std::string& cluster_id,
   if (absl::Status valid = CheckClusterId(cluster_id); !valid.ok()) {
     return absl::InvalidArgumentError(StrCat("clusterId: ", valid.message()));
   }
-  const std::string key = StrCat(kTagPrefix, cluster_id);
+  const std::string key = StrCat(kClusterTagPrefix, cluster_id);
   if (options.endpoint.empty()) {
     return NotVisible("instanceMetadata.endpoint is \"\", so handoff does not ask the instance "
                       "metadata for the tag " + key,

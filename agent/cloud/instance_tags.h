@@ -13,6 +13,9 @@
 
 namespace handoff {
 
+// The key of an instance's cluster tag without its <cluster id>.
+inline constexpr std::string_view kClusterTagPrefix = "kubernetes.io/cluster/";
+
 struct ClusterTagCheck {
   enum class Outcome {
     kConfirmed,   // the tag is there with owned or shared

@@ -59,10 +59,6 @@ absl::Status ReadKubeletUnit(const FileSystem& fs, NodeSnapshot& snapshot) {
   return absl::OkStatus();
 }
 
-std::string JoinPath(std::string_view dir, std::string_view name) {
-  return EndsWith(dir, "/") ? StrCat(dir, name) : StrCat(dir, "/", name);
-}
-
 }  // namespace
 
 absl::StatusOr<KubeletCommandLine> ExpectedKubeletFlags(const NodeSnapshot& snapshot) {

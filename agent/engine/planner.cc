@@ -24,10 +24,6 @@ absl::Status Precondition(const std::string& what) { return absl::FailedPrecondi
 // Kubelet flags to set (nullopt: remove), in order.
 using KubeletEdits = std::vector<std::pair<std::string, std::optional<std::string>>>;
 
-std::string JoinPath(std::string_view dir, std::string_view name) {
-  return StrCat(dir, EndsWith(dir, "/") ? "" : "/", name);
-}
-
 // The files a snapshot knows, by path, for re-reading a node after a plan.
 std::map<std::string, std::optional<std::string>> KnownFiles(const NodeSnapshot& snapshot) {
   std::map<std::string, std::optional<std::string>> files;

@@ -32,6 +32,14 @@ inline std::string BaseName(std::string_view path) {
   return slash == std::string::npos ? trimmed : trimmed.substr(slash + 1);
 }
 
+// `name` under `dir`: "/etc/kubernetes/admin.conf" for "/etc/kubernetes" or "/etc/kubernetes/".
+inline std::string JoinPath(std::string_view dir, std::string_view name) {
+  std::string joined(dir);
+  if (joined.empty() || joined.back() != '/') joined += '/';
+  joined.append(name);
+  return joined;
+}
+
 // The components of `path`, without empty ones: {"etc", "kubernetes"} for "/etc//kubernetes/".
 inline std::vector<std::string> PathComponents(std::string_view path) {
   std::vector<std::string> parts;

@@ -397,7 +397,7 @@ std::optional<PlannedMove> FirstIn(const std::vector<NodeStatus>& nodes, NodeSta
 //  kFinalized: in-tree → prepared; prepared → migrated; migrated → finalized.
 //  kPrepared:  in-tree → prepared; finalized → migrated; migrated → prepared.
 //  kInTree:    as kPrepared while any node is migrated or finalized; then prepared → in-tree.
-struct Phase {
+struct MovePhase {
   NodeState from;
   NodeState to;
 };
@@ -405,8 +405,8 @@ struct Phase {
 // The first move of the first phase that has a node to move.
 std::optional<PlannedMove> FirstOf(const std::vector<NodeStatus>& nodes,
                                    const LeaseHolders& holders,
-                                   std::initializer_list<Phase> phases) {
-  for (const Phase& phase : phases) {
+                                   std::initializer_list<MovePhase> phases) {
+  for (const MovePhase& phase : phases) {
     if (std::optional<PlannedMove> move = FirstIn(nodes, phase.from, phase.to, holders)) {
       return move;
     }

@@ -16,7 +16,7 @@ using absl::StrCat;
 
 std::string Seconds(int64_t ms) { return StrCat(absl::FormatDuration(absl::Milliseconds(ms))); }
 
-std::string Clock(int64_t unix_ms) {
+std::string ClockOf(int64_t unix_ms) {
   return absl::FormatTime("%H:%M:%E3S", absl::FromUnixMillis(unix_ms), absl::UTCTimeZone());
 }
 
@@ -35,13 +35,13 @@ nlohmann::json RunJson(const ProvenRun& run) {
 std::string Finding::Summary() const {
   if (kind == Kind::kDoubleRun && runs.size() >= 2) {
     return StrCat("double run: ", controller, " ran in ", Who(runs[0]), " and in ", Who(runs[1]),
-                  " at once for at least ", Seconds(to_ms - from_ms), " (", Clock(from_ms), "–",
-                  Clock(to_ms), " UTC, as the managers' /healthz said)");
+                  " at once for at least ", Seconds(to_ms - from_ms), " (", ClockOf(from_ms), "–",
+                  ClockOf(to_ms), " UTC, as the managers' /healthz said)");
   }
   std::string last = runs.empty() ? std::string("no run seen before")
                                   : StrCat("last run by ", Who(runs.back()));
   return StrCat("no runner: ", controller, " has run nowhere for ", Seconds(to_ms - from_ms),
-                " (since ", Clock(from_ms), " UTC; ", last, ")");
+                " (since ", ClockOf(from_ms), " UTC; ", last, ")");
 }
 
 std::string Finding::EvidenceJson() const {

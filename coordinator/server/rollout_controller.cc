@@ -25,6 +25,7 @@
 namespace handoff::server {
 
 using controller_internal::Deferred;
+using controller_internal::Name;
 using controller_internal::RunDeferred;
 using controller_internal::WrapCommand;
 
@@ -40,8 +41,6 @@ constexpr size_t kVersionBytes = 128;
 constexpr size_t kReportLines = 32;
 // Old history entries are deleted this many at a time (ControllerOptions::history_keep).
 constexpr int64_t kHistoryForgetBatch = 1000;
-
-std::string Name(NodeState state) { return std::string(NodeStateName(state)); }
 
 // "2.4 s", "3 min 12 s".
 std::string FormatMs(int64_t ms) {

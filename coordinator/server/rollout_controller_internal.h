@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "handoff/v1/handoff.pb.h"
+#include "proto/vocabulary/node_state.h"
 #include "proto/vocabulary/outcome.h"
 
 namespace handoff::server::controller_internal {
@@ -27,6 +28,8 @@ inline void RunDeferred(Deferred& deferred) {
 // What the status names of each list of workers (the counts say the rest; `handoffctl nodes`
 // lists all).
 constexpr int kStatusNames = 20;
+
+inline std::string Name(NodeState state) { return std::string(NodeStateName(state)); }
 
 inline pb::CoordinatorMessage WrapCommand(const pb::Command& command) {
   pb::CoordinatorMessage message;

@@ -24,9 +24,8 @@ namespace handoff::server {
 namespace {
 
 using controller_internal::kStatusNames;
+using controller_internal::Name;
 using controller_internal::WrapCommand;
-
-std::string Name(NodeState state) { return std::string(NodeStateName(state)); }
 
 constexpr size_t kAgentVersionBytes = 128;
 constexpr size_t kLineBytes = 1024;

@@ -13,13 +13,13 @@ using vocabulary_internal::OptionalColumnOf;
 
 // Every state, once: its name, its wire value, and how many steps from in-tree it lies along its
 // path (-1: on none).
-struct Word {
+struct NodeStateWord {
   NodeState state;
   v1::NodeState wire;
   std::string_view name;
   int steps;
 };
-constexpr std::array<Word, 7> kWords = {{
+constexpr std::array<NodeStateWord, 7> kNodeStateWords = {{
     {NodeState::kInTree, v1::NODE_STATE_IN_TREE, "in-tree", 0},
     {NodeState::kPrepared, v1::NODE_STATE_PREPARED, "prepared", 1},
     {NodeState::kMigrated, v1::NODE_STATE_MIGRATED, "migrated", 2},
@@ -29,11 +29,11 @@ constexpr std::array<Word, 7> kWords = {{
     {NodeState::kExternal, v1::NODE_STATE_EXTERNAL, "external", 2},
 }};
 constexpr size_t kInconsistentWord = 4;
-static_assert(kWords[kInconsistentWord].state == NodeState::kInconsistent);
+static_assert(kNodeStateWords[kInconsistentWord].state == NodeState::kInconsistent);
 
-const Word& WordOf(NodeState state) {
-  const Word* word = FindWord(kWords, &Word::state, state);
-  return word != nullptr ? *word : kWords[kInconsistentWord];  // a value outside the enum
+const NodeStateWord& WordOf(NodeState state) {
+  const NodeStateWord* word = FindWord(kNodeStateWords, &NodeStateWord::state, state);
+  return word != nullptr ? *word : kNodeStateWords[kInconsistentWord];  // a value outside the enum
 }
 
 // Whether the state may lie on the Leader Migration path (in-tree and finalized lie on both).
@@ -64,7 +64,7 @@ std::string_view NodeStateName(NodeState state) { return WordOf(state).name; }
 v1::NodeState ToProto(NodeState state) { return WordOf(state).wire; }
 
 std::optional<NodeState> FromProto(v1::NodeState state) {
-  return OptionalColumnOf(kWords, &Word::wire, state, &Word::state);
+  return OptionalColumnOf(kNodeStateWords, &NodeStateWord::wire, state, &NodeStateWord::state);
 }
 
 std::string_view WireStateName(v1::NodeState state, std::string_view otherwise) {
@@ -73,11 +73,11 @@ std::string_view WireStateName(v1::NodeState state, std::string_view otherwise) 
 }
 
 std::optional<NodeState> NodeStateNamed(std::string_view name) {
-  return OptionalColumnOf(kWords, &Word::name, name, &Word::state);
+  return OptionalColumnOf(kNodeStateWords, &NodeStateWord::name, name, &NodeStateWord::state);
 }
 
 absl::StatusOr<NodeState> ParseTargetState(std::string_view name) {
-  for (const Word& word : kWords) {
+  for (const NodeStateWord& word : kNodeStateWords) {
     if (word.state != NodeState::kInconsistent && name == word.name) return word.state;
   }
   return absl::InvalidArgumentError(

@@ -10,12 +10,12 @@ namespace {
 using vocabulary_internal::ColumnOf;
 
 // Every outcome a move can have, once.
-struct Word {
+struct OutcomeWord {
   v1::CommandResult::Outcome outcome;
   std::string_view name;
   std::string_view label;
 };
-constexpr std::array<Word, 5> kWords = {{
+constexpr std::array<OutcomeWord, 5> kOutcomeWords = {{
     {v1::CommandResult::SUCCEEDED, "succeeded", "succeeded"},
     {v1::CommandResult::REFUSED, "refused", "refused"},
     {v1::CommandResult::ROLLED_BACK, "rolled back", "rolled_back"},
@@ -26,12 +26,12 @@ constexpr std::array<Word, 5> kWords = {{
 }  // namespace
 
 std::string_view OutcomeName(v1::CommandResult::Outcome outcome) {
-  return ColumnOf(kWords, &Word::outcome, outcome, &Word::name,
+  return ColumnOf(kOutcomeWords, &OutcomeWord::outcome, outcome, &OutcomeWord::name,
                   std::string_view("unknown outcome"));
 }
 
 std::string_view MoveOutcomeLabel(v1::CommandResult::Outcome outcome) {
-  return ColumnOf(kWords, &Word::outcome, outcome, &Word::label, std::string_view("unknown"));
+  return ColumnOf(kOutcomeWords, &OutcomeWord::outcome, outcome, &OutcomeWord::label, std::string_view("unknown"));
 }
 
 bool FailedVerification(const v1::CommandResult& result) {

@@ -10,13 +10,13 @@ namespace {
 using vocabulary_internal::ColumnOf;
 
 // Every phase, once.
-struct Word {
+struct PhaseWord {
   Phase phase;
   v1::RolloutStatus::Phase wire;
   std::string_view name;
   std::string_view label;
 };
-constexpr std::array<Word, 14> kWords = {{
+constexpr std::array<PhaseWord, 14> kPhaseWords = {{
     {Phase::kIdle, v1::RolloutStatus::IDLE, "idle", "idle"},
     {Phase::kPreparing, v1::RolloutStatus::PREPARING, "preparing", "preparing"},
     {Phase::kMigrating, v1::RolloutStatus::MIGRATING, "migrating", "migrating"},
@@ -37,15 +37,15 @@ constexpr std::array<Word, 14> kWords = {{
 }  // namespace
 
 v1::RolloutStatus::Phase ToProto(Phase phase) {
-  return ColumnOf(kWords, &Word::phase, phase, &Word::wire, v1::RolloutStatus::PHASE_UNSPECIFIED);
+  return ColumnOf(kPhaseWords, &PhaseWord::phase, phase, &PhaseWord::wire, v1::RolloutStatus::PHASE_UNSPECIFIED);
 }
 
 std::string_view PhaseName(v1::RolloutStatus::Phase phase) {
-  return ColumnOf(kWords, &Word::wire, phase, &Word::name, std::string_view("-"));
+  return ColumnOf(kPhaseWords, &PhaseWord::wire, phase, &PhaseWord::name, std::string_view("-"));
 }
 
 std::string_view PhaseLabel(v1::RolloutStatus::Phase phase) {
-  return ColumnOf(kWords, &Word::wire, phase, &Word::label, std::string_view());
+  return ColumnOf(kPhaseWords, &PhaseWord::wire, phase, &PhaseWord::label, std::string_view());
 }
 
 }  // namespace handoff

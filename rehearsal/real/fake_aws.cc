@@ -22,9 +22,9 @@ const FakeAws::Instance* FakeAws::Find(const std::string& name) const {
 }
 
 absl::StatusOr<FakeAws> ParseFakeAwsReadyFile(const std::string& text, const std::string& path) {
-  using Json = nlohmann::json;
-  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  auto text_field = [](const Json& object, const char* key) {
+  using ReadyJson = nlohmann::json;
+  ReadyJson json = ReadyJson::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto text_field = [](const ReadyJson& object, const char* key) {
     auto found = object.find(key);
     return found != object.end() && found->is_string() ? found->get<std::string>() : "";
   };
@@ -37,7 +37,7 @@ absl::StatusOr<FakeAws> ParseFakeAwsReadyFile(const std::string& text, const std
   if (json.contains("imds_port") && json["imds_port"].is_number_integer()) {
     aws.imds_port = json["imds_port"].get<int>();
   }
-  for (const Json& node : json["nodes"]) {
+  for (const ReadyJson& node : json["nodes"]) {
     if (!node.is_object()) {
       return absl::InvalidArgumentError(StrCat(path, ": a node that is not an object"));
     }
