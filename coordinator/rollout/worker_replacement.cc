@@ -94,18 +94,7 @@ WorkerDecision NextWorkerReplacement(const std::vector<NodeStatus>& control_plan
   slots = std::min(slots, allowed > leaving.size() ? allowed - leaving.size() : 0);
   std::map<std::string, std::vector<const WorkerStatus*>> by_zone;
   for (const WorkerStatus* worker : old) by_zone[worker->zone].push_back(worker);
-  std::map<std::string, std::size_t> next;
-  while (slots > 0) {
-    const std::string* zone = nullptr;
-    for (const auto& [name, list] : by_zone) {
-      if (next[name] >= list.size()) continue;
-      if (zone == nullptr || leaving_by_zone[name] < leaving_by_zone[*zone]) zone = &name;
-    }
-    if (zone == nullptr) break;
-    decision.nodes.push_back(by_zone[*zone][next[*zone]++]->name);
-    ++leaving_by_zone[*zone];
-    --slots;
-  }
+  decision.nodes = SpreadOverZones(by_zone, leaving_by_zone, slots);
   if (!decision.nodes.empty()) {
     return decide(WorkerDecision::Kind::kRetire,
                   StrCat("WR1: ask ", CountOf(decision.nodes.size(), "worker", "workers"),

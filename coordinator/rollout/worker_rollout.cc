@@ -72,6 +72,24 @@ std::size_t ExternalWorkers(const std::vector<WorkerStatus>& workers) {
       }));
 }
 
+std::vector<std::string> SpreadOverZones(
+    const std::map<std::string, std::vector<const WorkerStatus*>>& candidates,
+    std::map<std::string, std::size_t>& taken, std::size_t slots) {
+  std::vector<std::string> picked;
+  std::map<std::string, std::size_t> next;  // per zone: the next candidate's index
+  while (picked.size() < slots) {
+    const std::string* zone = nullptr;
+    for (const auto& [name, list] : candidates) {
+      if (next[name] >= list.size()) continue;
+      if (zone == nullptr || taken[name] < taken[*zone]) zone = &name;
+    }
+    if (zone == nullptr) break;
+    picked.push_back(candidates.at(*zone)[next[*zone]++]->name);
+    ++taken[*zone];
+  }
+  return picked;
+}
+
 std::string CountOf(std::size_t n, std::string_view one, std::string_view many) {
   return StrCat(n, " ", n == 1 ? one : many);
 }
@@ -200,18 +218,7 @@ WorkerDecision NextWorkers(const std::vector<NodeStatus>& control_plane,
     }
     candidates[worker.zone].push_back(&worker);
   }
-  std::map<std::string, std::size_t> next;  // per zone: the next candidate's index
-  const std::size_t slots = allowed - in_flight.size();
-  while (decision.nodes.size() < slots) {
-    const std::string* zone = nullptr;
-    for (const auto& [name, list] : candidates) {
-      if (next[name] >= list.size()) continue;
-      if (zone == nullptr || taken[name] < taken[*zone]) zone = &name;
-    }
-    if (zone == nullptr) break;
-    decision.nodes.push_back(candidates[*zone][next[*zone]++]->name);
-    ++taken[*zone];
-  }
+  decision.nodes = SpreadOverZones(candidates, taken, allowed - in_flight.size());
   if (!decision.nodes.empty()) {
     decision.to = target;
     std::vector<std::string> zones;

@@ -22,6 +22,7 @@
 #define HANDOFF_COORDINATOR_ROLLOUT_WORKER_ROLLOUT_H_
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -157,6 +158,13 @@ struct UpgradeGate {
 UpgradeGate CheckUpgradeGate(const std::vector<NodeStatus>& control_plane,
                              const std::vector<WorkerStatus>& workers,
                              const std::vector<std::string>& node_problems);
+
+// Up to `slots` of `candidates` (zone → workers, in the order given within a zone): each next
+// one from the zone with the fewest `taken` (in flight, or leaving, and picked so far; ties by
+// zone name). `taken` counts what it picks.
+std::vector<std::string> SpreadOverZones(
+    const std::map<std::string, std::vector<const WorkerStatus*>>& candidates,
+    std::map<std::string, std::size_t>& taken, std::size_t slots);
 
 // "1 worker", "3 workers".
 std::string CountOf(std::size_t n, std::string_view one, std::string_view many);

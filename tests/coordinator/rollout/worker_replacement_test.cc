@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/rollout/engine_nodes.h"
+#include "tests/coordinator/rollout/worker_fleet.h"
 
 namespace handoff::rollout {
 namespace {
@@ -24,25 +25,11 @@ using testing::kInTree;
 using testing::kMigrated;
 using testing::kPrepared;
 using testing::Nodes;
+using testing::Policy;
+using testing::Worker;
 
 constexpr NodeState kExternal = NodeState::kExternal;
 using Kind = WorkerDecision::Kind;
-
-WorkerStatus Worker(std::string name, std::string zone, NodeState state = kInTree) {
-  WorkerStatus worker;
-  worker.name = std::move(name);
-  worker.zone = std::move(zone);
-  worker.state = state;
-  worker.has_agent = true;
-  worker.connected = true;
-  return worker;
-}
-
-WorkerPolicy Policy(int max_unavailable, bool percent = false) {
-  WorkerPolicy policy;
-  policy.max_unavailable = MaxUnavailable{max_unavailable, percent};
-  return policy;
-}
 
 WorkerStatus* Find(std::vector<WorkerStatus>& workers, const std::string& name) {
   for (WorkerStatus& worker : workers) {

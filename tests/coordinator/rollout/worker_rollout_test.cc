@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/rollout/engine_nodes.h"
+#include "tests/coordinator/rollout/worker_fleet.h"
 
 namespace handoff::rollout {
 namespace {
@@ -27,27 +28,12 @@ using testing::kInTree;
 using testing::kMigrated;
 using testing::kPrepared;
 using testing::Nodes;
+using testing::Policy;
+using testing::Worker;
 
 constexpr NodeState kExternal = NodeState::kExternal;
 constexpr NodeState kStopped = NodeState::kStopped;
 constexpr NodeState kUnknown = NodeState::kInconsistent;
-
-WorkerStatus Worker(std::string name, std::string zone, NodeState state = kInTree) {
-  WorkerStatus worker;
-  worker.name = std::move(name);
-  worker.zone = std::move(zone);
-  worker.state = state;
-  worker.has_agent = true;
-  worker.connected = true;
-  return worker;
-}
-
-WorkerPolicy Policy(int max_unavailable, int failure_budget = 1, bool percent = false) {
-  WorkerPolicy policy;
-  policy.max_unavailable = MaxUnavailable{max_unavailable, percent};
-  policy.failure_budget = failure_budget;
-  return policy;
-}
 
 TEST(MaxUnavailableTest, ANumberOrAPercentage) {
   ASSERT_TRUE(ParseMaxUnavailable("3").ok());

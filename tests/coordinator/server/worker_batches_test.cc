@@ -329,7 +329,8 @@ TEST_F(WorkerBatchesTest, WorkerMovesInFlightSurviveARestartAndAreSettledFromThe
   EXPECT_EQ(status.workers().external(), 5);
 }
 
-std::shared_ptr<const preflight::ClusterView> ViewOf(const std::vector<std::string>& workers) {
+// A cluster view of the control plane's three Nodes, each with its providerID.
+std::shared_ptr<preflight::ClusterView> ControlPlaneView() {
   auto view = std::make_shared<preflight::ClusterView>();
   view->nodes.emplace();
   for (const char* name : {"cp-1", "cp-2", "cp-3"}) {
@@ -338,6 +339,11 @@ std::shared_ptr<const preflight::ClusterView> ViewOf(const std::vector<std::stri
          {{"name", name}, {"labels", {{"node-role.kubernetes.io/control-plane", ""}}}}},
         {"spec", {{"providerID", "aws:///us-east-1a/i-0123456789abcdef0"}}}});
   }
+  return view;
+}
+
+std::shared_ptr<const preflight::ClusterView> ViewOf(const std::vector<std::string>& workers) {
+  std::shared_ptr<preflight::ClusterView> view = ControlPlaneView();
   for (const std::string& name : workers) {
     view->nodes->push_back(kube::Json{
         {"metadata", {{"name", name}, {"labels", {{"topology.kubernetes.io/zone", "us-east-1c"}}}}}});
@@ -397,14 +403,7 @@ TEST_F(WorkerBatchesTest, NodesWithoutAnAgentAreBlockersNamedEverywhere) {
 // named in `uninitialized` (those carry the cloud provider's taint instead).
 std::shared_ptr<const preflight::ClusterView> ReplacementView(
     const std::set<std::string>& workers, const std::set<std::string>& uninitialized = {}) {
-  auto view = std::make_shared<preflight::ClusterView>();
-  view->nodes.emplace();
-  for (const char* name : {"cp-1", "cp-2", "cp-3"}) {
-    view->nodes->push_back(kube::Json{
-        {"metadata",
-         {{"name", name}, {"labels", {{"node-role.kubernetes.io/control-plane", ""}}}}},
-        {"spec", {{"providerID", "aws:///us-east-1a/i-0123456789abcdef0"}}}});
-  }
+  std::shared_ptr<preflight::ClusterView> view = ControlPlaneView();
   int instance = 0;
   for (const std::string& name : workers) {
     kube::Json spec = {{"providerID", StrCat("aws:///us-east-1c/i-0aaaaaaaaaaaaaa", 10 + instance++)}};
