@@ -118,11 +118,15 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context) {
   command->add_option("--nodes", flags->options.nodes,
                       "Control-plane nodes (default 3, at most 9)");
   command->add_option("--workers", flags->options.workers,
-                      "Worker nodes (model cluster: default 2, at most 20): each a kubelet with "
+                      "Worker nodes (default 2 on --cluster model and kubeadm, at most 20; none on "
+                      "real, nor on kubeadm with --strategy replace or --kubeadm-upgrade): each a "
+                      "kubelet with "
                       "--cloud-provider=aws and a workload from ECR, whose agent moves it to "
                       "external once the control plane runs a cloud-controller-manager (same Node, "
                       "workload kept, the credential provider answering) and back first on the "
-                      "rollback");
+                      "rollback. On kubeadm each is joined by `kubeadm join` with its own "
+                      "containerd and real kubelet, runs the real ecr-credential-provider, and a "
+                      "moved one runs the real kubelet 1.27 before the rollback");
   command->add_option("--dir", flags->options.dir,
                       "Directory to build the sandbox in (new or empty; default a new one under "
                       "$TMPDIR or /tmp)");

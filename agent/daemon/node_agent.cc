@@ -167,6 +167,12 @@ v1::NodeFacts NodeAgent::FactsOf(const absl::StatusOr<NodeSnapshot>& snapshot) {
     if (!cloud_config_path.empty() || !manager->has_value()) continue;
     cloud_config_path = (*manager)->Flag("cloud-config").value_or("");
   }
+  if (cloud_config_path.empty() && snapshot->role == NodeRole::kWorker) {
+    // A worker has no managers: its in-tree kubelet's --cloud-config names the same cloud.
+    absl::StatusOr<KubeletCommandLine> flags = ExpectedKubeletFlags(*snapshot);
+    const KubeletFlag* config = flags.ok() ? flags->Effective("cloud-config") : nullptr;
+    if (config != nullptr) cloud_config_path = config->value.value_or("");
+  }
   v1::NodeFacts facts = ReadFacts(&*snapshot, cloud_config_path);
   if (classification.state == NodeState::kInconsistent && facts.stray_files_size() > 0) {
     facts.set_inconsistent_only_for_stray_files(Classify(WithoutStrayFiles(*snapshot)).state !=
@@ -231,6 +237,13 @@ v1::NodeFacts NodeAgent::ReadFacts(const NodeSnapshot* snapshot,
     }
   }
   facts.set_kubelet_node_name(KubeletNodeName(hostname_override));
+  if (snapshot->role == NodeRole::kWorker) {
+    const std::optional<FileInfo>& binary = snapshot->credential_provider_binary;
+    facts.set_worker_role(true);
+    facts.set_credential_provider_installed(binary && !binary->is_directory &&
+                                            (binary->mode & 0111) != 0);
+    facts.set_credential_provider_install_dir(snapshot->worker.credential_provider_bin_dir);
+  }
   return facts;
 }
 

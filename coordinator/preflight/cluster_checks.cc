@@ -305,6 +305,7 @@ CheckResult CheckEcrCredentials(const ClusterView& view, const ClusterCheckOptio
     return result;
   }
   std::vector<std::string> failing, unknown, fine;
+  std::set<std::string> by_move;  // the workers whose agents' moves give the flags
   for (const auto& [node, pods] : by_node) {
     auto kubelet = options.kubelets.find(node);
     for (const std::string& pod : pods) {
@@ -313,6 +314,18 @@ CheckResult CheckEcrCredentials(const ClusterView& view, const ClusterCheckOptio
             StrCat(pod, ": not scheduled yet; its node's kubelet must pull from ECR"));
       } else if (kubelet == options.kubelets.end()) {
         unknown.push_back(StrCat(pod, " on ", node, ": the kubelet's flags there are not known"));
+      } else if ((!kubelet->second.credential_provider_config ||
+                  !kubelet->second.credential_provider_bin_dir) &&
+                 kubelet->second.move_writes_flags) {
+        // The worker's move writes both flags, and refuses without the provider.
+        if (kubelet->second.provider_installed) {
+          fine.push_back(pod);
+          by_move.insert(node);
+        } else {
+          failing.push_back(StrCat(pod, " on ", node, ": its agent's move gives the kubelet the "
+                                   "credential provider, and ", kubelet->second.provider_dir,
+                                   "/ecr-credential-provider is not installed (the move refuses)"));
+        }
       } else if (!kubelet->second.credential_provider_config ||
                  !kubelet->second.credential_provider_bin_dir) {
         failing.push_back(StrCat(pod, " on ", node, ": the kubelet has no ",
@@ -332,7 +345,9 @@ CheckResult CheckEcrCredentials(const ClusterView& view, const ClusterCheckOptio
         "give every kubelet --image-credential-provider-config and "
         "--image-credential-provider-bin-dir naming the ecr-credential-provider "
         "before it runs with --cloud-provider=external: the in-tree ECR credentials "
-        "go with --cloud-provider=aws, and these images stop pulling";
+        "go with --cloud-provider=aws, and these images stop pulling (on a worker whose agent "
+        "moves the kubelet, install ecr-credential-provider in its "
+        "worker.credentialProviderBinDir: the move writes the flags)";
   } else if (!unknown.empty()) {
     result.verdict = Verdict::kWarn;
     result.evidence = unknown;
@@ -343,7 +358,11 @@ CheckResult CheckEcrCredentials(const ClusterView& view, const ClusterCheckOptio
   } else {
     result.evidence.push_back(StrCat(fine.size(), " pod", fine.size() == 1 ? "" : "s",
                                      " pull from ECR, on nodes whose kubelets run the ECR "
-                                     "credential provider"));
+                                     "credential provider",
+                                     by_move.empty() ? "" : " or whose agents' moves give it them",
+                                     by_move.empty() ? "" : StrCat(" (", by_move.size(),
+                                     by_move.size() == 1 ? " worker" : " workers",
+                                     ", ecr-credential-provider installed)")));
   }
   return result;
 }

@@ -74,6 +74,11 @@ struct ClusterView {
 struct KubeletFacts {
   bool credential_provider_config = false;   // --image-credential-provider-config set
   bool credential_provider_bin_dir = false;  // --image-credential-provider-bin-dir set
+  // A worker's agent: its move writes both flags once ecr-credential-provider is installed in
+  // `provider_dir` (provider_installed).
+  bool move_writes_flags = false;
+  bool provider_installed = false;
+  std::string provider_dir;
 };
 
 struct ClusterCheckOptions {

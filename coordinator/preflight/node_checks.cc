@@ -124,8 +124,13 @@ NodeFacts FromReport(const std::string& node, const v1::NodeFacts* reported) {
 
 std::optional<KubeletFacts> KubeletFromReport(const v1::NodeFacts& reported) {
   if (!reported.kubelet_flags_known()) return std::nullopt;
-  return KubeletFacts{!reported.image_credential_provider_config().empty(),
-                      !reported.image_credential_provider_bin_dir().empty()};
+  KubeletFacts facts;
+  facts.credential_provider_config = !reported.image_credential_provider_config().empty();
+  facts.credential_provider_bin_dir = !reported.image_credential_provider_bin_dir().empty();
+  facts.move_writes_flags = reported.worker_role();
+  facts.provider_installed = reported.credential_provider_installed();
+  facts.provider_dir = reported.credential_provider_install_dir();
+  return facts;
 }
 
 std::vector<CheckResult> RunNodeChecks(const ClusterView& view,

@@ -350,6 +350,10 @@ void RolloutController::ApplyReport(Node& node, const pb::NodeReport& report) {
       BoundedText(facts.cloud_config_cluster_id(), kVersionBytes));
   node.facts.set_kubelet_node_name(BoundedText(facts.kubelet_node_name(), kVersionBytes));
   node.facts.set_inconsistent_only_for_stray_files(facts.inconsistent_only_for_stray_files());
+  node.facts.set_worker_role(facts.worker_role());
+  node.facts.set_credential_provider_installed(facts.credential_provider_installed());
+  node.facts.set_credential_provider_install_dir(
+      BoundedText(facts.credential_provider_install_dir(), kReportLineBytes));
 }
 
 absl::Status RolloutController::AgentConnected(const std::string& name, const pb::AgentHello& hello,

@@ -28,10 +28,18 @@ inline constexpr std::string_view kKubeadm = "kubeadm";
 inline constexpr std::string_view kKubeScheduler = "kube-scheduler";
 inline constexpr std::string_view kCrictl = "crictl";
 inline constexpr std::string_view kImagesArchive = "images/kubeadm-images.tar";
+// What a kubeadm sandbox worker imports: the pause image and its workload, an ECR image
+// (kWorkloadImage); and the credential provider a moved worker's kubelet runs for it.
+inline constexpr std::string_view kWorkerImagesArchive = "images/worker-images.tar";
+inline constexpr std::string_view kWorkloadImage =
+    "123456789012.dkr.ecr.us-east-1.amazonaws.com/handoff-sandbox/workload:v1";
+inline constexpr std::string_view kEcrCredentialProvider = "ecr-credential-provider";
 // Version N+1 of the control plane, built into <dir>/kube127/bin/.
 inline constexpr std::string_view kNextDir = "kube127";
 // Version N+1's kubeadm: `kubeadm upgrade` and `kubeadm join` after the move.
 inline constexpr std::string_view kNextKubeadm = "kube127/bin/kubeadm";
+// Version N+1's kubelet: a moved worker runs it; an unmoved one's refuses --cloud-provider=aws.
+inline constexpr std::string_view kNextKubelet = "kube127/bin/kubelet";
 
 // What an operator runs to build them; every error about a missing component says it.
 inline constexpr std::string_view kBuildCommand = "bash tests/real/components.sh";

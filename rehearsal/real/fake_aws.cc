@@ -33,6 +33,7 @@ absl::StatusOr<FakeAws> ParseFakeAwsReadyFile(const std::string& text, const std
   }
   FakeAws aws;
   aws.ec2_url = text_field(json, "ec2_url");
+  aws.tls_url = text_field(json, "tls_url");
   aws.region = text_field(json, "region");
   if (json.contains("imds_port") && json["imds_port"].is_number_integer()) {
     aws.imds_port = json["imds_port"].get<int>();

@@ -21,6 +21,8 @@ inline constexpr char kSandboxClusterId[] = "handoff-sandbox";
 // What the fake AWS wrote in its ready file.
 struct FakeAws {
   std::string ec2_url;
+  // The same API over HTTPS (https://address:port), when the fake AWS serves it (--tls-host).
+  std::string tls_url;
   std::string region;
   int imds_port = 0;
   struct Instance {

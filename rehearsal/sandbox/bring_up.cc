@@ -245,10 +245,16 @@ absl::Status SandboxRun::Setup() {
   }
   for (int i = 1; i <= options_.workers; ++i) {
     NodeRun worker;
-    worker.node.spec = MakeSandboxWorker(i);
     worker.node.worker = true;
-    worker.node.host_name = SandboxWorkerHostName(i);
-    worker.node.root = Path(StrCat("nodes/", worker.node.host_name));
+    if (options_.cluster == ClusterKind::kKubeadm) {
+      // Named, as kubeadm's nodes are, by the instance's private DNS name, its host name too.
+      worker.node.spec = MakeKubeadmWorker(*network, i);
+      worker.node.root = Path(StrCat("nodes/", worker.node.spec.name));
+    } else {
+      worker.node.spec = MakeSandboxWorker(i);
+      worker.node.host_name = SandboxWorkerHostName(i);
+      worker.node.root = Path(StrCat("nodes/", worker.node.host_name));
+    }
     absl::Status made = EnsureDirectory(*fs_, worker.root(), 0755);
     if (!made.ok()) return made;
     setup.workers.push_back(worker.node);

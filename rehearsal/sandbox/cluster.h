@@ -56,8 +56,8 @@ struct ClusterSetup {
   // Machines launched with the others but not part of the cluster yet: each joins later
   // (SandboxCluster::JoinWithKubeadm). Only the kubeadm cluster has any.
   std::vector<ClusterNode> spares;
-  // The worker nodes (--workers), each with a kubelet and a workload; only the model cluster
-  // has any.
+  // The worker nodes (--workers), each with a kubelet and a workload; the model and kubeadm
+  // clusters have them.
   std::vector<ClusterNode> workers;
   bool keep = false;  // --keep: the directory stays after the run
   // --network: the kubeadm cluster's /24 ("" = kDefaultKubeadmNetwork), already checked.
@@ -76,6 +76,16 @@ struct ClusterSetup {
 // The credentials the sandbox made before the cluster starts (MakeCertificates): the simulated
 // clusters' API server is served with them and every client of it has a certificate from
 // `kube_ca`. The kubeadm cluster has kubeadm make its own.
+// What the sandbox sees of a worker on the worker itself, beside what its agent proves.
+struct WorkerKubeletLook {
+  // The --cloud-provider its kubelet takes (the last one given wins), "" when none.
+  std::string cloud_provider;
+  std::string source;  // where that was read, for messages
+  // Its workload's process or container, as an id that stays the same while it is never
+  // restarted; "" when it is not running.
+  std::string workload;
+};
+
 struct ApiServerCertificates {
   pki::KeyPair kube_ca;           // with its private key, to issue more
   pki::KeyPair admin;             // CN kubernetes-admin, O system:masters
@@ -196,6 +206,19 @@ class SandboxCluster {
   virtual absl::Status ResetWithKubeadm(const ClusterNode& member) {
     return absl::UnimplementedError(
         StrCat("resetting ", member.spec.name, " needs --cluster kubeadm"));
+  }
+  // The worker's kubelet and workload as the node shows them now.
+  virtual absl::StatusOr<WorkerKubeletLook> LookAtWorker(const ClusterNode& worker) {
+    return absl::UnimplementedError(StrCat(worker.spec.name, ": this cluster has no workers"));
+  }
+  // Version N+1's real kubelet (1.27) started on `worker` through its unit, as a package upgrade
+  // installs it, then version N's again. `moved`: the worker is external, and its Node must stay
+  // the same object and Ready under the 1.27 kubelet; otherwise the 1.27 kubelet must refuse its
+  // --cloud-provider=aws and exit ("unknown cloud provider"), the negative control. A summary line
+  // of what was seen; an error when it is not so. Unimplemented where the kubelets are simulated.
+  virtual absl::StatusOr<std::string> TryNextKubelet(const ClusterNode& worker, bool /*moved*/) {
+    return absl::UnimplementedError(
+        StrCat(worker.spec.name, "'s kubelet is no real one: no 1.27 kubelet to start there"));
   }
   // The cluster's etcd, once Start has run; nullopt where the sandbox cannot reach one.
   virtual std::optional<EtcdAccess> Etcd() const { return std::nullopt; }

@@ -166,7 +166,9 @@ int SandboxRun::Run() {
     err_ << "handoffctl sandbox: " << status.message() << "\n";
     return kSandboxSetupFailed;
   }
-  status = StartCoordinator();
+  // The reason every kubelet must move, shown on a real one before anything moves.
+  if (status.ok()) status = TryNextKubelet(/*moved=*/false);
+  if (status.ok()) status = StartCoordinator();
   for (std::vector<NodeRun>* group : {&nodes_, &workers_}) {
     for (NodeRun& node : *group) {
       if (status.ok()) status = StartAgent(node);
@@ -273,14 +275,30 @@ int RunSandbox(const SandboxOptions& options, std::ostream& out, std::ostream& e
     return kSandboxSetupFailed;
   }
   SandboxOptions resolved = options;
-  if (resolved.workers < 0) resolved.workers = options.cluster == ClusterKind::kModel ? 2 : 0;
+  // Two workers by default where the cluster has them; the kubeadm cluster's replacement and
+  // unsafe-order runs are about the control plane and go without.
+  const bool kubeadm_control_plane_only =
+      options.cluster == ClusterKind::kKubeadm && (options.replace || options.unsafe_order);
+  // --kubeadm-upgrade rehearses kubeadm on the control plane: workers only when asked for.
+  if (resolved.workers < 0) {
+    resolved.workers = options.cluster == ClusterKind::kReal || kubeadm_control_plane_only ||
+                               (options.cluster == ClusterKind::kKubeadm && options.kubeadm_upgrade)
+                           ? 0
+                           : 2;
+  }
   if (resolved.workers > 20) {
     err << "handoffctl sandbox: --workers must be between 0 and 20\n";
     return kSandboxSetupFailed;
   }
-  if (resolved.workers > 0 && options.cluster != ClusterKind::kModel) {
-    err << "handoffctl sandbox: --workers needs --cluster model: the real and kubeadm clusters "
-           "have control-plane nodes only\n";
+  if (resolved.workers > 0 && options.cluster == ClusterKind::kReal) {
+    err << "handoffctl sandbox: --workers needs --cluster model or kubeadm: the real cluster "
+           "has control-plane nodes only\n";
+    return kSandboxSetupFailed;
+  }
+  if (resolved.workers > 0 && kubeadm_control_plane_only) {
+    err << "handoffctl sandbox: --workers with --cluster kubeadm needs an in-place rollout: "
+           "--strategy replace and --unsafe-order-for-tests rehearse the control plane only "
+           "(give --workers 0)\n";
     return kSandboxSetupFailed;
   }
   SandboxRun run(resolved, out, err, interrupted);

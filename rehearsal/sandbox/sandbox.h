@@ -54,7 +54,8 @@ struct SandboxOptions {
   int nodes = 3;
   // --workers: worker nodes, each a kubelet with --cloud-provider=aws and a workload, moved to
   // external after the control plane and back before it. -1 = the cluster's default: 2 on the
-  // model cluster, none on the others (which have no workers).
+  // model and kubeadm clusters (none for kubeadm's replacement, unsafe-order and --kubeadm-upgrade
+  // runs), none on the real cluster (which has no workers).
   int workers = -1;
   std::string dir;  // "" = a new directory under $TMPDIR (or /tmp)
   bool keep = false;

@@ -206,9 +206,7 @@ class SandboxRun {
   struct WorkerLook {
     std::string uid;          // its Node's
     std::string provider_id;  // its Node's
-    int workload_pid = 0;     // 0: not running
-    bool external = false;    // its flags file gives --cloud-provider=external
-    bool in_tree = false;     // ... --cloud-provider=aws
+    WorkerKubeletLook kubelet;
   };
   absl::StatusOr<WorkerLook> LookAtWorker(kube::KubeClient& client, const NodeRun& worker);
   // Before the first rollout: each worker as it is (its workload running).
@@ -217,6 +215,11 @@ class SandboxRun {
   // worker's kubelet flags say so, each Node is the same object with its providerID, and no
   // workload was restarted; the summary gets a line.
   absl::Status CheckWorkers(bool external);
+  // On a cluster of real kubelets, once per run each way: version N+1's kubelet on an unmoved
+  // worker (it must refuse --cloud-provider=aws: the negative control) or on a moved one (its
+  // Node must stay Ready), then version N's again; the summary gets the line. OK at once
+  // elsewhere.
+  absl::Status TryNextKubelet(bool moved);
 
   // --- sandbox.cc (report.h does the text)
   void Say(const std::string& line);
@@ -240,6 +243,7 @@ class SandboxRun {
   std::vector<NodeRun> workers_;
   std::map<std::string, WorkerLook> worker_baseline_;  // by Node name
   std::vector<std::string> worker_lines_;              // for the summary
+  std::set<bool> next_kubelet_tried_;                  // TryNextKubelet's `moved`, once each
   size_t spares_used_ = 0;
   // The kubeadm-config applies done so far ("external", "prepared"): each once per direction.
   std::set<std::string> kubeadm_config_applied_;

@@ -393,6 +393,10 @@ absl::Status SandboxRun::RunScenario(Fault fault) {
       break;
   }
   if (status.ok()) status = AwaitAllDone(goal);
+  // What the move is for: a moved worker runs the 1.27 kubelet.
+  if (status.ok() && fault == Fault::kNone && goal != v1::NODE_STATE_PREPARED) {
+    status = TryNextKubelet(/*moved=*/true);
+  }
   if (status.ok() && fault == Fault::kKubeletUnsynced) status = ReconnectKubelet(target);
   if (status.ok()) status = RollBackToInTree();
   return status;

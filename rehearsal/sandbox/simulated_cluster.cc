@@ -7,6 +7,7 @@
 #include "common/base/strings.h"
 #include "common/fs/atomic_file.h"
 #include "common/pki/pki.h"
+#include "nlohmann/json.hpp"
 
 namespace handoff::sandbox {
 
@@ -209,6 +210,31 @@ absl::Status SimulatedCluster::SetCloudControllerManagerUnhealthy(const ClusterN
   }
   return WriteFile(marker,
                    "the sandbox's cloud-controller-manager on this node never gets healthy\n");
+}
+
+absl::StatusOr<WorkerKubeletLook> SimulatedCluster::LookAtWorker(const ClusterNode& worker) {
+  constexpr char kFlagsFile[] = "/var/lib/kubelet/kubeadm-flags.env";
+  constexpr char kPodsFile[] = "/var/lib/kubelet/sandbox-pods.json";
+  WorkerKubeletLook look;
+  absl::StatusOr<std::string> pods = fs_->ReadFile(StrCat(worker.root, kPodsFile));
+  if (!pods.ok()) return pods.status();
+  const nlohmann::json state = nlohmann::json::parse(*pods, nullptr, false);
+  if (!state.is_discarded() && state.contains("pods") && state["pods"].contains("workload") &&
+      state["pods"]["workload"].contains("pid") &&
+      state["pods"]["workload"]["pid"].is_number_integer()) {
+    look.workload = StrCat("pid ", state["pods"]["workload"]["pid"].get<int64_t>());
+  }
+  look.source = StrCat(worker.root, kFlagsFile);
+  absl::StatusOr<std::string> flags = fs_->ReadFile(look.source);
+  if (!flags.ok()) return flags.status();
+  // The simulated kubelet takes its flags from this file alone; the last one given wins.
+  constexpr std::string_view kFlag = "--cloud-provider=";
+  for (size_t at = 0; (at = flags->find(kFlag, at)) != std::string::npos; at += kFlag.size()) {
+    const size_t begin = at + kFlag.size();
+    const size_t end = flags->find_first_of(" \t\n\"", begin);
+    look.cloud_provider = flags->substr(begin, end == std::string::npos ? end : end - begin);
+  }
+  return look;
 }
 
 void SimulatedCluster::StopKubelets() {

@@ -34,6 +34,9 @@ class SimulatedCluster : public SandboxCluster {
   // A marker file the simulated kubelet reads: the node's cloud-controller-manager never answers
   // its health check while it is there.
   absl::Status SetCloudControllerManagerUnhealthy(const ClusterNode& node, bool unhealthy) override;
+  // The cloud provider its kubeadm-flags.env gives, the workload's pid from the simulated
+  // kubelet's record of its pods.
+  absl::StatusOr<WorkerKubeletLook> LookAtWorker(const ClusterNode& worker) override;
 
  protected:
   explicit SimulatedCluster(const ClusterSetup& setup);

@@ -1,40 +1,26 @@
 // The sandbox's own look at the workers (sandbox_run.h), beside what their agents prove: each
-// Node's UID as first read, each workload's process (the simulated kubelet's record of it), and
-// the cloud provider each kubelet's flags file gives, after every rollout and rollback.
+// Node's UID as first read, each workload's process or container, and the cloud provider each
+// kubelet takes (cluster.h LookAtWorker), after every rollout and rollback.
 #include <algorithm>
 #include <string>
 
 #include "common/base/strings.h"
 #include "common/kube/resource.h"
-#include "nlohmann/json.hpp"
 #include "rehearsal/sandbox/sandbox_run.h"
 
 namespace handoff::sandbox {
-namespace {
-
-constexpr char kFlagsFile[] = "/var/lib/kubelet/kubeadm-flags.env";
-constexpr char kPodsFile[] = "/var/lib/kubelet/sandbox-pods.json";
-
-}  // namespace
 
 absl::StatusOr<SandboxRun::WorkerLook> SandboxRun::LookAtWorker(kube::KubeClient& client,
                                                                 const NodeRun& worker) {
   WorkerLook look;
-  absl::StatusOr<kube::Json> node = client.Get(kube::ObjectRef{&kube::kNodes, "", worker.spec().name});
+  absl::StatusOr<kube::Json> node =
+      client.Get(kube::ObjectRef{&kube::kNodes, "", worker.spec().name});
   if (!node.ok()) return node.status();
   look.uid = kube::StringAt(*node, {"metadata", "uid"});
   look.provider_id = kube::StringAt(*node, {"spec", "providerID"});
-  absl::StatusOr<std::string> pods = fs_->ReadFile(StrCat(worker.root(), kPodsFile));
-  if (!pods.ok()) return pods.status();
-  const nlohmann::json state = nlohmann::json::parse(*pods, nullptr, false);
-  if (!state.is_discarded() && state.contains("pods") && state["pods"].contains("workload") &&
-      state["pods"]["workload"].contains("pid")) {
-    look.workload_pid = state["pods"]["workload"]["pid"].get<int>();
-  }
-  absl::StatusOr<std::string> flags = fs_->ReadFile(StrCat(worker.root(), kFlagsFile));
-  if (!flags.ok()) return flags.status();
-  look.external = StrContains(*flags, "--cloud-provider=external");
-  look.in_tree = StrContains(*flags, "--cloud-provider=aws");
+  absl::StatusOr<WorkerKubeletLook> kubelet = cluster_->LookAtWorker(worker.node);
+  if (!kubelet.ok()) return kubelet.status();
+  look.kubelet = *std::move(kubelet);
   return look;
 }
 
@@ -45,9 +31,9 @@ absl::Status SandboxRun::RecordWorkerBaseline() {
   for (const NodeRun& worker : workers_) {
     absl::StatusOr<WorkerLook> look = LookAtWorker(**client, worker);
     if (!look.ok()) return look.status();
-    if (look->workload_pid == 0) {
-      return absl::FailedPreconditionError(StrCat(worker.spec().name, "'s workload is not running (",
-                                                  worker.root(), kPodsFile, ")"));
+    if (look->kubelet.workload.empty()) {
+      return absl::FailedPreconditionError(
+          StrCat(worker.spec().name, "'s workload is not running"));
     }
     worker_baseline_[worker.spec().name] = *std::move(look);
   }
@@ -67,9 +53,11 @@ absl::Status SandboxRun::CheckWorkers(bool external) {
       continue;
     }
     const WorkerLook& before = worker_baseline_[name];
-    if (external ? (!look->external || look->in_tree) : (!look->in_tree || look->external)) {
-      problems.push_back(StrCat(name, ": ", worker.root(), kFlagsFile, " does not give --cloud-provider=",
-                                external ? "external" : "aws", " alone"));
+    const std::string want = external ? "external" : "aws";
+    if (look->kubelet.cloud_provider != want) {
+      problems.push_back(StrCat(name, ": its kubelet takes --cloud-provider=",
+                                look->kubelet.cloud_provider, ", not ", want, " (",
+                                look->kubelet.source, ")"));
     }
     if (look->uid != before.uid) {
       problems.push_back(StrCat(name, ": its Node is another object (uid ", before.uid, " then ",
@@ -79,9 +67,9 @@ absl::Status SandboxRun::CheckWorkers(bool external) {
       problems.push_back(StrCat(name, ": providerID ", before.provider_id, " became ",
                                 look->provider_id));
     }
-    if (look->workload_pid != before.workload_pid) {
-      problems.push_back(StrCat(name, ": its workload was restarted (pid ", before.workload_pid,
-                                " then ", look->workload_pid, ")"));
+    if (look->kubelet.workload != before.kubelet.workload) {
+      problems.push_back(StrCat(name, ": its workload was restarted (", before.kubelet.workload,
+                                " then ", look->kubelet.workload, ")"));
     }
   }
   if (!problems.empty()) {
@@ -97,6 +85,35 @@ absl::Status SandboxRun::CheckWorkers(bool external) {
   if (std::find(worker_lines_.begin(), worker_lines_.end(), line) == worker_lines_.end()) {
     worker_lines_.push_back(line);
   }
+  return absl::OkStatus();
+}
+
+absl::Status SandboxRun::TryNextKubelet(bool moved) {
+  if (workers_.empty() || options_.cluster != ClusterKind::kKubeadm ||
+      !next_kubelet_tried_.insert(moved).second) {
+    return absl::OkStatus();
+  }
+  // The first worker has its flags in /etc/default/kubelet, the last in kubeadm-flags.env.
+  const NodeRun& worker = moved ? workers_.front() : workers_.back();
+  absl::StatusOr<std::string> line = cluster_->TryNextKubelet(worker.node, moved);
+  if (!line.ok()) return line.status();
+  // A kubelet of another minor version names a static pod by a hash of the manifest as it
+  // defaults it, and 1.27 defaults more fields: it recreates the pod, and 1.26 again on its
+  // return (seen here on the workload). That is the version change's doing, not the move's: said,
+  // and the baseline taken anew so that the rollback's check still proves the move keeps it.
+  auto baseline = worker_baseline_.find(worker.spec().name);
+  if (baseline != worker_baseline_.end()) {
+    absl::StatusOr<WorkerKubeletLook> now = cluster_->LookAtWorker(worker.node);
+    if (!now.ok()) return now.status();
+    if (now->workload != baseline->second.kubelet.workload) {
+      StrAppend(&*line, "; the kubelet's version change recreated its static workload pod (",
+                baseline->second.kubelet.workload, " then ", now->workload,
+                "): a kubelet names a static pod by a hash of its defaulted manifest");
+      baseline->second.kubelet.workload = now->workload;
+    }
+  }
+  Say(*line);
+  worker_lines_.push_back(*line);
   return absl::OkStatus();
 }
 

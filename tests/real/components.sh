@@ -6,11 +6,13 @@
 #   ${HANDOFF_COMPONENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/handoff/components}/
 #     bin/kube-apiserver, kube-controller-manager,      k8s.io/kubernetes v1.26.13
 #         kube-scheduler, kubelet, kubeadm                (tests/real/kube126/go.mod)
-#     kube127/bin/kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm at v1.27.16
-#                                                       (tests/real/kube127/go.mod): the control
-#                                                       plane the agents move the nodes to, and
-#                                                       the kubeadm that upgrades and joins after
-#     bin/aws-cloud-controller-manager                  k8s.io/cloud-provider-aws v1.27.2
+#     kube127/bin/kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm, kubelet at
+#                                                       v1.27.16 (tests/real/kube127/go.mod): the
+#                                                       control plane the agents move the nodes
+#                                                       to, the kubeadm that upgrades and joins
+#                                                       after, the kubelet a moved worker runs
+#     bin/aws-cloud-controller-manager,                 k8s.io/cloud-provider-aws v1.27.2
+#         ecr-credential-provider                       (tests/real/ccm127/go.mod)
 #     bin/etcd                                          go.etcd.io/etcd v3.5.10 (tests/real/etcd35)
 #     bin/crictl                                        sigs.k8s.io/cri-tools (tests/real/critools)
 #     bin/pause                                         tests/real/images/pause.c, gcc -static
@@ -18,6 +20,8 @@
 #     images/kubeadm-images.tar                         every image the kubeadm sandbox's nodes
 #                                                       run, one docker-archive for
 #                                                       `ctr images import` (images.txt lists them)
+#     images/worker-images.tar                          what its workers run: the pause image and
+#                                                       the workload, named as an ECR image
 #     versions.txt                                      name<TAB>version<TAB>source, one line each
 #
 # A component is rebuilt only when what it is built from changed (its pins, its build flags, the Go
@@ -55,6 +59,9 @@ crictl_version=v1.34.0      # the oldest cri-tools the proxy serves; works with 
 pause_image_tag=3.9         # kubeadm v1.26.13's pause image
 coredns_image_tag=v1.9.3    # kubeadm v1.26.13's CoreDNS image (pulled by its preflight, never run)
 coredns_next_image_tag=v1.10.1 # kubeadm v1.27.16's (pulled by `kubeadm upgrade` and join, never run)
+# The kubeadm sandbox's workload on each worker: an image of the node's own ECR registry (the fake
+# AWS's account, moto's default), so that the kubelet's credential provider is the one it needs.
+workload_image=123456789012.dkr.ecr.us-east-1.amazonaws.com/handoff-sandbox/workload:v1
 # The fake AWS's Python packages, pinned with the ones moto's server pulls in; pytest runs its tests.
 python_pins=(
   "moto[server]==5.2.1" boto3==1.43.11 botocore==1.43.11 Flask==3.1.3 flask-cors==6.0.2
@@ -198,6 +205,23 @@ build_images() {
   echo "$key" > "$dir/stamps/images"
 }
 
+# What a kubeadm sandbox worker runs, in an archive of its own (a worker imports a few MB, not every
+# control-plane image): the pause image and the workload, the pause program under an ECR name.
+build_worker_images() {
+  local specs=(
+    "registry.k8s.io/pause:$pause_image_tag=$dir/bin/pause=/pause=entrypoint"
+    "$workload_image=$dir/bin/pause=/workload=entrypoint"
+  )
+  local key
+  key="$({ printf '%s\n' "${specs[@]}"; cat "$here/images/image_archive.sh" "$dir"/stamps/pause; } | sha256sum | cut -d' ' -f1)"
+  if up_to_date worker-images "$key" images/worker-images.tar; then
+    log "images/worker-images.tar: up to date"
+    return
+  fi
+  bash "$here/images/image_archive.sh" "$dir/images/worker-images.tar" "${specs[@]}"
+  echo "$key" > "$dir/stamps/worker-images"
+}
+
 install_fake_aws() {
   local key
   key="$(printf '%s\n' "${python_pins[@]}" | cat - "$here/fake_aws.py" | sha256sum | cut -d' ' -f1)"
@@ -219,22 +243,27 @@ kube_commands=(kube-apiserver kube-controller-manager kube-scheduler kubelet kub
 go_build kube "$here/kube126" bin "$(version_stamp "$kube_version")" \
   "${kube_commands[@]/#/k8s.io/kubernetes/cmd/}"
 # Of version N+1 the control plane's images and kubeadm (`kubeadm upgrade apply|node` after the
-# move, and `kubeadm join --control-plane` at 1.27); the nodes keep their 1.26 kubelet, which
-# kubeadm 1.27 accepts (one minor older than the control plane), and which a 1.27 kubelet would
-# cost another sixth of this build. Built with upstream's `providerless` build tag: 1.27 has no in-tree AWS provider left
+# move, and `kubeadm join --control-plane` at 1.27), and the kubelet: the nodes keep their 1.26
+# kubelet, which kubeadm 1.27 accepts (one minor older than the control plane), but a moved worker
+# proves that a 1.27 kubelet runs on it, and an unmoved one that it refuses --cloud-provider=aws.
+# Built with upstream's `providerless` build tag: 1.27 has no in-tree AWS provider left
 # (kubernetes PR #115838), so these components run with --cloud-provider=external wherever the
 # nodes are AWS's, and the tag leaves out only the GCE, Azure and vSphere providers and volume
 # plugins, which nothing here would run (kube-controller-manager 114 → 70 MB).
-kube_next_commands=(kube-apiserver kube-controller-manager kube-scheduler kubeadm)
+kube_next_commands=(kube-apiserver kube-controller-manager kube-scheduler kubeadm kubelet)
 tags=providerless go_build kube127 "$here/kube127" kube127/bin "$(version_stamp "$kube_next_version")" \
   "${kube_next_commands[@]/#/k8s.io/kubernetes/cmd/}"
+# The credential provider a moved worker's kubelet runs for ECR images, from the same module at
+# the same version as the cloud-controller-manager (as cloud-provider-aws releases them).
 go_build ccm "$here/ccm127" bin "$(version_stamp "$ccm_version")" \
-  k8s.io/cloud-provider-aws/cmd/aws-cloud-controller-manager
+  k8s.io/cloud-provider-aws/cmd/aws-cloud-controller-manager \
+  k8s.io/cloud-provider-aws/cmd/ecr-credential-provider
 go_build etcd "$here/etcd35" bin "" go.etcd.io/etcd/server/v3=etcd
 go_build critools "$here/critools" bin "-X sigs.k8s.io/cri-tools/pkg/version.Version=$crictl_version" \
   sigs.k8s.io/cri-tools/cmd/crictl
 build_pause
 build_images
+build_worker_images
 install_fake_aws
 
 moto_version="$("$dir/venv/bin/python3" -c 'import moto; print(moto.__version__)')"
@@ -247,8 +276,10 @@ moto_version="$("$dir/venv/bin/python3" -c 'import moto; print(moto.__version__)
     printf '%s\t%s\tk8s.io/kubernetes@%s (%s)\n' "$component" "$kube_next_version" \
       "$kube_next_version" "$go_version"
   done
-  printf 'aws-cloud-controller-manager\t%s\tk8s.io/cloud-provider-aws@%s (%s)\n' "$ccm_version" \
-    "$ccm_version" "$go_version"
+  for component in aws-cloud-controller-manager ecr-credential-provider; do
+    printf '%s\t%s\tk8s.io/cloud-provider-aws@%s (%s)\n' "$component" "$ccm_version" \
+      "$ccm_version" "$go_version"
+  done
   printf 'etcd\t%s\tgo.etcd.io/etcd/server/v3@%s (%s)\n' "$etcd_version" "$etcd_version" "$go_version"
   printf 'crictl\t%s\tsigs.k8s.io/cri-tools@%s (%s)\n' "$crictl_version" "$crictl_version" "$go_version"
   printf 'pause\t%s\ttests/real/images/pause.c (gcc -static)\n' "$pause_image_tag"

@@ -16,6 +16,12 @@ Test fixture (the product stays C++). One process that:
   a node that is a network namespace of its own (``--imds-netns``), inside
   that namespace on ``--imds-host`` (169.254.169.254, as on EC2), so that
   every process of the node finds its instance at the default address;
+* optionally serves the same AWS API over HTTPS too (``--tls-host``,
+  ``--tls-port``, ``--tls-cert``, ``--tls-key``), for clients that only
+  speak to AWS's own https:// endpoints, such as ecr-credential-provider
+  (``api.ecr.<region>.amazonaws.com``, mapped to that address in the
+  client's /etc/hosts, the certificate trusted in its CA bundle); moto
+  answers ECR's GetAuthorizationToken there;
 * writes a JSON ready file, then serves until SIGTERM/SIGINT and exits 0.
 
 The metadata paths served are those read by the in-tree AWS provider of
@@ -123,8 +129,10 @@ def api_logger(app, log: Callable[[dict], None]):
     return wrapped
 
 
-def start_moto(host: str, port: int, log: Callable[[dict], None]):
-    """Serves moto on host:port (0: a free port); returns (server, url)."""
+def start_moto(host: str, port: int, log: Callable[[dict], None],
+               tls: tuple[str, str] | None = None, flag: str = "--ec2-port"):
+    """Serves moto on host:port (0: a free port), over HTTPS with tls = (cert file, key file);
+    returns (server, url)."""
     # Imported here so that --help and argument errors are instant (moto takes
     # seconds to import).
     import logging
@@ -135,12 +143,12 @@ def start_moto(host: str, port: int, log: Callable[[dict], None]):
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # we log calls ourselves
     app = api_logger(DomainDispatcherApplication(create_backend_app), log)
     try:
-        server = make_server(host, port, app, threaded=True)
+        server = make_server(host, port, app, threaded=True, ssl_context=tls)
     except OSError as e:
-        raise FixtureError(f"--ec2-port {port}: cannot listen on {host}: {e}") from None
+        raise FixtureError(f"{flag} {port}: cannot listen on {host}: {e}") from None
     threading.Thread(target=server.serve_forever, daemon=True).start()
     host, real_port = server.server_address[:2]
-    return server, f"http://{host}:{real_port}"
+    return server, f"{'https' if tls else 'http'}://{host}:{real_port}"
 
 
 def seed(ec2_url: str, region: str, cluster_id: str, instance_type: str, nodes: list[Node]) -> None:
@@ -439,7 +447,7 @@ then run a manager on cp-1 with
 and a cloud config whose [ServiceOverride] sections point ec2 and
 elasticloadbalancing (Region and SigningRegion = the region) at the "ec2_url"
 of the ready file. The ready file (written atomically once everything serves,
-removed on exit) holds: ec2_url, region, cluster_id, imds_port, role, and
+removed on exit) holds: ec2_url, tls_url ("" without --tls-host), region, cluster_id, imds_port, role, and
 "nodes": [{name, ip, instance_id, zone, private_dns_name, provider_id}].
 """)
     ap.add_argument("--node", action="append", default=[], metavar="NAME=IP[@ZONE]",
@@ -467,6 +475,11 @@ removed on exit) holds: ec2_url, region, cluster_id, imds_port, role, and
                     help="instance profile role whose credentials the metadata serves")
     ap.add_argument("--imds-v2-only", action="store_true",
                     help="answer GETs without a session token with 401 (IMDSv1 disabled)")
+    ap.add_argument("--tls-host", help="serve the AWS API over HTTPS on this address too")
+    ap.add_argument("--tls-port", type=int, default=443,
+                    help="its port (default %(default)s, as AWS's endpoints)")
+    ap.add_argument("--tls-cert", help="the HTTPS endpoint's certificate chain (PEM)")
+    ap.add_argument("--tls-key", help="its private key (PEM)")
     ap.add_argument("--ready-file", required=True, help="where to write the JSON description")
     ap.add_argument("--request-log", help="append one JSON line per request here: metadata "
                                           "requests {node, method, path, status, token} and "
@@ -491,6 +504,15 @@ removed on exit) holds: ec2_url, region, cluster_id, imds_port, role, and
         if name not in names:
             ap.error(f"--imds-netns {name}: no --node {name}")
     args.imds_netns = netns
+    if args.tls_host and not (args.tls_cert and args.tls_key):
+        ap.error("--tls-host needs --tls-cert and --tls-key")
+    if (args.tls_cert or args.tls_key) and not args.tls_host:
+        ap.error("--tls-cert and --tls-key need --tls-host")
+    if not 0 <= args.tls_port <= 65535:
+        ap.error(f"--tls-port {args.tls_port}: not a usable port")
+    for flag, path in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key)):
+        if path and not os.path.isfile(path):
+            ap.error(f"{flag} {path}: no such file")
     return args
 
 
@@ -549,13 +571,18 @@ def main(argv: list[str]) -> int:
             servers.append(srv)
 
         moto, ec2_url = start_moto(args.ec2_host, args.ec2_port, lambda e: log(e, "api"))
+        moto_tls, tls_url = None, ""
+        if args.tls_host:
+            moto_tls, tls_url = start_moto(args.tls_host, args.tls_port, lambda e: log(e, "api"),
+                                           (args.tls_cert, args.tls_key), "--tls-port")
         seed(ec2_url, args.region, args.cluster_id, args.instance_type, nodes)
         threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in servers]
         for t in threads:
             t.start()
 
         ready = {
-            "ec2_url": ec2_url, "region": args.region, "cluster_id": args.cluster_id,
+            "ec2_url": ec2_url, "tls_url": tls_url, "region": args.region,
+            "cluster_id": args.cluster_id,
             "imds_port": args.imds_port, "role": args.role,
             "nodes": [{"name": n.name, "ip": n.ip, "instance_id": n.instance_id, "zone": n.zone,
                        "private_dns_name": n.private_dns_name, "provider_id": n.provider_id,
@@ -574,6 +601,8 @@ def main(argv: list[str]) -> int:
             s.shutdown()
             s.server_close()
         moto.shutdown()
+        if moto_tls:
+            moto_tls.shutdown()
         try:
             os.remove(args.ready_file)
         except FileNotFoundError:

@@ -233,11 +233,32 @@ TEST(KubeadmRunTest, ThreeNodesMoveToTheCloudControllerManagerAndBackOnRealKubel
                                     "ip-172-31-250-74.ec2.internal in-tree  "
                                     "ip-172-31-250-138.ec2.internal in-tree"));
   EXPECT_THAT(run.output, HasSubstr("node providerIDs: all 3 control-plane nodes"));
-  EXPECT_THAT(run.output, HasSubstr("steps: 12 moves carried out by the agents"));
+  // 12 moves of the control-plane nodes, 2 of each worker.
+  EXPECT_THAT(run.output, HasSubstr("steps: 16 moves carried out by the agents"));
+  // Two real workers, each joined by kubeadm, moved forward and back.
+  const std::string first_worker = NodeName(250, 40);
+  const std::string second_worker = NodeName(250, 104);
+  EXPECT_THAT(run.output, HasSubstr("kubeadm join (worker) on " + first_worker));
+  EXPECT_THAT(run.output, HasSubstr("kubeadm join (worker) on " + second_worker));
+  EXPECT_THAT(run.output, HasSubstr("2 workers Ready, each running its workload"));
+  EXPECT_THAT(run.output, HasSubstr("workers: all 2 kubelets --cloud-provider=external "
+                                    "(with ecr-credential-provider), each the same Node (uid) "
+                                    "with its providerID, its workload never restarted"));
+  EXPECT_THAT(run.output, HasSubstr("workers: all 2 kubelets --cloud-provider=aws again"));
+  // Why every kubelet must move: the 1.27 kubelet refuses the in-tree provider on an unmoved
+  // worker, and keeps a moved worker's Node Ready.
+  EXPECT_THAT(run.output, ContainsRegex("kubelet v1\\.27\\.16 on " + second_worker +
+                                        " \\(not moved, --cloud-provider=aws\\) exits, as it "
+                                        "must: [^\n]*unknown cloud provider"));
+  EXPECT_THAT(run.output, HasSubstr("kubelet v1.27.16 on " + first_worker +
+                                    " (moved, --cloud-provider=external): Node " + first_worker +
+                                    " (uid "));
+  EXPECT_THAT(run.output, HasSubstr(") Ready under kubelet v1.27.16, its Lease renewed "));
   // Every component real and named with its version; nothing stands in for 1.27.
   for (const char* component :
        {"kube-apiserver v1.26.13", "kube-apiserver v1.27.16", "kube-controller-manager v1.27.16",
-        "kube-scheduler v1.27.16", "kubelet v1.26.13", "kubeadm v1.26.13",
+        "kube-scheduler v1.27.16", "kubelet v1.26.13", "kubelet v1.27.16", "kubeadm v1.26.13",
+        "ecr-credential-provider v1.27.2",
         "aws-cloud-controller-manager v1.27.2", "etcd v3.5.10", "crictl v1.34.0",
         "containerd github.com/containerd/containerd 1.6", "runc version 1.1", "HAProxy version"}) {
     EXPECT_THAT(run.output, HasSubstr(std::string("\n  ") + component)) << component;
@@ -263,7 +284,7 @@ TEST(KubeadmRunTest, EveryFaultOnTwoNodesEndsWithTheInvariantHeld) {
   const HostSnapshot before = Capture();
   KubeadmOutcome run =
       Sandbox(251,
-              {"--nodes", "2", "--goal", "prepared", "--fault",
+              {"--nodes", "2", "--workers", "0", "--goal", "prepared", "--fault",
                "preflight,agent-kill,coordinator-kill,kubelet-kill,kubelet-unsynced,unhealthy"},
               absl::Minutes(25));
   EXPECT_EQ(run.exit_code, 0) << run.output;
@@ -304,7 +325,7 @@ TEST(KubeadmRunTest, EveryFaultOnTwoNodesEndsWithTheInvariantHeld) {
 TEST(KubeadmRunTest, AfterTheMoveKubeadmUpgradesAndJoinsAndEveryNodeStaysExternal) {
   if (!CanRunKubeadmCluster()) GTEST_SKIP() << "the kubeadm cluster cannot run here (why: above)";
   const HostSnapshot before = Capture();
-  KubeadmOutcome run = Sandbox(252, {"--kubeadm-upgrade"}, absl::Minutes(25));
+  KubeadmOutcome run = Sandbox(252, {"--kubeadm-upgrade", "--workers", "0"}, absl::Minutes(25));
   EXPECT_EQ(run.exit_code, 0) << run.output;
   const std::string first = NodeName(252, 10), second = NodeName(252, 74),
                     third = NodeName(252, 138);
@@ -426,7 +447,7 @@ TEST(KubeadmRunTest, AKilledRunIsCleanedUpByTheNextAndAnInterruptedOneCleansUpIt
     ASSERT_NE(mkdtemp(dir.data()), nullptr);
     absl::StatusOr<std::unique_ptr<Process>> run =
         Process::Spawn({HANDOFFCTL_BIN, "sandbox", "--cluster", "kubeadm", "--network",
-                        "172.31.255.0/24", "--nodes", "1", "--dir", dir + "/run"},
+                        "172.31.255.0/24", "--nodes", "1", "--workers", "0", "--dir", dir + "/run"},
                        dir + "/output.log");
     ASSERT_TRUE(run.ok()) << run.status();
     pids.push_back((*run)->pid());

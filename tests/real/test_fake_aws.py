@@ -50,6 +50,20 @@ def run_fixture(tmp_path, *args):
         text=True, cwd=tmp_path)
 
 
+def await_ready(proc, ready_file):
+    """The fixture's ready file once it is written; fails the test when the fixture exits or
+    takes longer than STARTUP_DEADLINE_S."""
+    deadline = time.monotonic() + STARTUP_DEADLINE_S
+    while not ready_file.exists():
+        if proc.poll() is not None:
+            pytest.fail(f"fixture exited {proc.returncode}: {proc.stderr.read()}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"fixture not ready within {STARTUP_DEADLINE_S}s")
+        time.sleep(0.05)  # polling a file; nothing to await
+    return json.loads(ready_file.read_text())
+
+
 def http(method, url, headers=None):
     """(status, body, headers) of one request; HTTP errors are answers too."""
     req = urllib.request.Request(url, method=method, headers=headers or {})
@@ -71,15 +85,7 @@ def fake_aws(tmp_path_factory):
     for name, (ip, zone) in NODES.items():
         args += ["--node", f"{name}={ip}@{zone}"]
     proc = run_fixture(tmp, *args)
-    deadline = time.monotonic() + STARTUP_DEADLINE_S
-    while not ready_file.exists():
-        if proc.poll() is not None:
-            pytest.fail(f"fixture exited {proc.returncode}: {proc.stderr.read()}")
-        if time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"fixture not ready within {STARTUP_DEADLINE_S}s")
-        time.sleep(0.05)  # polling a file; nothing to await
-    ready = json.loads(ready_file.read_text())
+    ready = await_ready(proc, ready_file)
     yield {"proc": proc, "ready": ready, "ready_file": ready_file, "port": port,
            "log_file": log_file}
     if proc.poll() is None:
@@ -290,10 +296,94 @@ def test_metadata_inside_a_nodes_own_network_namespace(tmp_path):
         holder.wait()
 
 
-def test_a_namespace_for_an_unknown_node_is_refused(tmp_path):
+def refusal(tmp_path, *args):
+    """What the fixture says on stderr when it refuses one node's arguments plus `args` with
+    exit 2 (the test fails on any other exit)."""
     proc = run_fixture(tmp_path, "--cluster-id", CLUSTER, "--imds-port", "80",
-                       "--node", "cp-n=127.0.93.1", "--imds-netns", "cp-x=/proc/1/ns/net",
-                       "--ready-file", str(tmp_path / "ready.json"))
+                       "--node", "cp-n=127.0.93.1", "--ready-file", str(tmp_path / "ready.json"),
+                       *args)
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 2
-    assert "--imds-netns cp-x: no --node cp-x" in err
+    assert proc.returncode == 2, err
+    return err
+
+
+def test_a_namespace_for_an_unknown_node_is_refused(tmp_path):
+    assert "--imds-netns cp-x: no --node cp-x" in refusal(
+        tmp_path, "--imds-netns", "cp-x=/proc/1/ns/net")
+
+
+def make_tls_files(directory, ip):
+    """A CA and a server certificate for AWS's ECR endpoint name and `ip`, as PEM files: what a
+    node's trust store and the fixture's --tls-cert/--tls-key are given."""
+    import ipaddress as ip_address
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def name(cn):
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (x509.CertificateBuilder().subject_name(name("fixture-ca")).issuer_name(name("fixture-ca"))
+          .public_key(ca_key.public_key()).serial_number(1)
+          .not_valid_before(now - datetime.timedelta(minutes=5))
+          .not_valid_after(now + datetime.timedelta(hours=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder().subject_name(name("api.ecr.us-east-1.amazonaws.com"))
+            .issuer_name(ca.subject).public_key(key.public_key()).serial_number(2)
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([
+                x509.DNSName("api.ecr.us-east-1.amazonaws.com"),
+                x509.IPAddress(ip_address.IPv4Address(ip))]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    files = {"ca": directory / "ca.pem", "cert": directory / "ecr.pem", "key": directory / "ecr.key"}
+    files["ca"].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    files["cert"].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    files["key"].write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    return files
+
+
+def test_ecr_answers_get_authorization_token_over_https(tmp_path):
+    # What ecr-credential-provider asks, on the HTTPS endpoint it alone speaks to.
+    ip = "127.0.94.1"
+    files = make_tls_files(tmp_path, ip)
+    port = free_port(ip)
+    ready_file = tmp_path / "ready.json"
+    proc = run_fixture(tmp_path, "--cluster-id", CLUSTER, "--imds-port", str(free_port(ip)),
+                       "--node", f"cp-t={ip}", "--tls-host", ip, "--tls-port", str(port),
+                       "--tls-cert", str(files["cert"]), "--tls-key", str(files["key"]),
+                       "--ready-file", str(ready_file))
+    try:
+        ready = await_ready(proc, ready_file)
+        assert ready["tls_url"] == f"https://{ip}:{port}"
+        ecr = boto3.client("ecr", region_name="us-east-1", endpoint_url=ready["tls_url"],
+                           verify=str(files["ca"]), aws_access_key_id="k",
+                           aws_secret_access_key="s")
+        data = ecr.get_authorization_token(registryIds=["123456789012"])["authorizationData"]
+        assert len(data) == 1
+        import base64
+        user, _, password = base64.b64decode(data[0]["authorizationToken"]).decode().partition(":")
+        assert user == "AWS" and password
+        assert data[0]["proxyEndpoint"] == "https://123456789012.dkr.ecr.us-east-1.amazonaws.com"
+        # A client that does not trust the fixture's CA is refused, as it would be by AWS.
+        untrusting = boto3.client("ecr", region_name="us-east-1", endpoint_url=ready["tls_url"],
+                                  aws_access_key_id="k", aws_secret_access_key="s")
+        with pytest.raises(Exception, match="(?i)certificate"):
+            untrusting.get_authorization_token()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_tls_without_its_key_is_a_clear_error(tmp_path):
+    assert "--tls-host needs --tls-cert and --tls-key" in refusal(
+        tmp_path, "--tls-host", "127.0.93.1")

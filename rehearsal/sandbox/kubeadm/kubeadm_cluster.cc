@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -35,6 +37,7 @@
 #include "rehearsal/monitor/process_watcher.h"
 #include "rehearsal/monitor/run_record.h"
 #include "rehearsal/node/node_enter.h"
+#include "rehearsal/node/kubelet_unit.h"
 #include "rehearsal/node/node_init.h"
 #include "rehearsal/node/node_spec.h"
 #include "rehearsal/node/text_file.h"
@@ -56,6 +59,10 @@ constexpr int kPrefixLength = 24;
 constexpr char kZones[] = "abc";
 constexpr char kRegion[] = "us-east-1";
 constexpr char kImdsIp[] = "169.254.169.254";
+// Debian's CA bundle: the host's, and a worker's with the fake AWS's CA added.
+constexpr char kCaBundle[] = "/etc/ssl/certs/ca-certificates.crt";
+// Where the fake AWS serves its API over HTTPS, on the bridge: AWS's own port.
+constexpr int kAwsHttpsPort = 443;
 // The versions the rehearsal moves between, and the cloud-controller-manager it starts: the
 // images are named so in the components' archive (tests/real/components.sh).
 constexpr const char* kVersionN = kKubeadmVersionN;
@@ -125,6 +132,19 @@ std::string OnPath(const std::string& name) {
   return "";
 }
 
+// Whether `object` has the condition `type` with status True.
+bool ConditionTrue(const kube::Json& object, std::string_view type) {
+  const kube::Json* conditions = nullptr;
+  if (object.contains("status") && object["status"].contains("conditions")) {
+    conditions = &object["status"]["conditions"];
+  }
+  if (conditions == nullptr || !conditions->is_array()) return false;
+  for (const kube::Json& condition : *conditions) {
+    if (condition.value("type", "") == type) return condition.value("status", "") == "True";
+  }
+  return false;
+}
+
 struct Node {
   std::string name;
   std::string ip;
@@ -158,8 +178,11 @@ class KubeadmCluster : public SandboxCluster {
     run_id_ = std::to_string(::getpid());
     // The spares are machines like the others (instances, addresses, the load balancer's
     // backends), only not joined yet.
+    // The workers come last: machines_[first_worker_] on.
     machines_ = setup.nodes;
     machines_.insert(machines_.end(), setup.spares.begin(), setup.spares.end());
+    first_worker_ = machines_.size();
+    machines_.insert(machines_.end(), setup.workers.begin(), setup.workers.end());
     for (size_t i = 0; i < machines_.size(); ++i) {
       kubeadm::PlannedNode planned;
       planned.name = machines_[i].spec.name;
@@ -167,7 +190,12 @@ class KubeadmCluster : public SandboxCluster {
       planned.zone = machines_[i].spec.zone;
       planned.cgroup_root = StrCat("/handoff-sandbox-", run_id_, "-", i + 1);
       planned.pod_cidr = StrCat("10.244.", i + 1, ".0/24");
+      planned.worker = machines_[i].worker;
       plan_.nodes.push_back(planned);
+    }
+    if (!setup.workers.empty()) {
+      plan_.aws_https_ip = network_.BridgeIp();
+      plan_.aws_region = kRegion;
     }
   }
   ~KubeadmCluster() override { Stop(); }
@@ -192,6 +220,10 @@ class KubeadmCluster : public SandboxCluster {
     // exited container still there) under a CrashLoopBackOff that doubles each time up to 5 min:
     // the fifth rollback to in-tree in one run waited 2m13s. The agent's own default covers it.
     host.timeout = "6m";
+    // A worker's agent takes every other setting's default: the Node's name and the ECR registry
+    // from the instance metadata, crictl as /etc/crictl.yaml sets it up, the credential
+    // provider where it is installed (InstallCredentialProvider).
+    if (cluster_node.worker) host.local_settings = "role: worker\n";
     return host;
   }
 
@@ -260,11 +292,8 @@ class KubeadmCluster : public SandboxCluster {
       return count;
     };
     const size_t before = loops();
-    absl::StatusOr<std::string> answer =
-        node::SendControl(StrCat("/proc/", node->init_pid, "/root", node::kControlSocket),
-                          "restart-kubelet", absl::Seconds(30));
-    if (!answer.ok()) return answer.status();
-    if (!StartsWith(*answer, "ok")) return absl::UnavailableError(*answer);
+    absl::Status restarted = ControlNode(*node, "restart-kubelet", absl::Seconds(30));
+    if (!restarted.ok()) return restarted;
     const absl::Time deadline = absl::Now() + absl::Seconds(30);
     while (loops() == before) {
       if (absl::Now() >= deadline) {
@@ -293,6 +322,9 @@ class KubeadmCluster : public SandboxCluster {
 
   std::vector<LeaseHolderChange> LeaseHolders() const override { return monitor_.LeaseHolders(); }
 
+  absl::StatusOr<WorkerKubeletLook> LookAtWorker(const ClusterNode& worker) override;
+  absl::StatusOr<std::string> TryNextKubelet(const ClusterNode& worker, bool moved) override;
+
   absl::Status UpgradeWithKubeadm(const std::vector<ClusterNode>& members) override;
   absl::Status JoinWithKubeadm(const ClusterNode& spare, KubeadmJoin join) override;
   absl::Status ResetWithKubeadm(const ClusterNode& member) override;
@@ -319,11 +351,20 @@ class KubeadmCluster : public SandboxCluster {
                            absl::Duration timeout) const {
     const Node* node = Find(cluster_node.spec.name);
     if (node == nullptr) return absl::NotFoundError(cluster_node.spec.name);
-    absl::StatusOr<std::string> answer = node::SendControl(
-        StrCat("/proc/", node->init_pid, "/root", node::kControlSocket), command, timeout);
+    return ControlNode(*node, command, timeout);
+  }
+  absl::Status ControlNode(const Node& node, const std::string& command,
+                           absl::Duration timeout) const {
+    absl::StatusOr<std::string> answer = AskNode(node, command, timeout);
     if (!answer.ok()) return answer.status();
     if (!StartsWith(*answer, "ok")) return absl::UnavailableError(*answer);
     return absl::OkStatus();
+  }
+  // The service manager's answer to `command`, whatever it is.
+  absl::StatusOr<std::string> AskNode(const Node& node, const std::string& command,
+                                      absl::Duration timeout) const {
+    return node::SendControl(StrCat("/proc/", node.init_pid, "/root", node::kControlSocket),
+                             command, timeout);
   }
   std::string NodeBinary() const { return StrCat(setup_.bin_dir, "/handoff-sandbox-node"); }
   std::string NodePath() const {
@@ -353,9 +394,31 @@ class KubeadmCluster : public SandboxCluster {
   absl::Status StartFakeAws();
   absl::Status StartLoadBalancer();
   absl::Status ImportImages();
+  // The fake AWS's HTTPS certificate, from a CA of the run's own (pki/aws-https-*.pem).
+  absl::Status MakeAwsHttpsCertificate();
   absl::Status RunKubeadm();
+  // `kubeadm join` of every worker, its workload, its credential provider; waits until each
+  // worker's Node is Ready and its workload runs.
+  absl::Status JoinWorkers(kube::KubeClient& client);
+  // ecr-credential-provider (the components') where the agent's settings look for it: the
+  // operator's install.
+  absl::Status InstallCredentialProvider(const Node& node);
+  // The node's kubelet unit starting `program` from now on (as a package upgrade replaces the
+  // binary), and the kubelet restarted.
+  absl::Status RestartKubeletAs(const Node& node, const std::string& program);
+  // The pid (in the node) of its kubelet now, 0 when none runs.
+  int64_t KubeletPid(const Node& node) const;
+  // Waits until the worker's Node reports `version` of the kubelet, Ready, with a heartbeat and
+  // `renewals` renewals of its Lease after `since`; a line of what was seen.
+  absl::StatusOr<std::string> AwaitKubeletServing(kube::KubeClient& client, const Node& node,
+                                                  const std::string& version, absl::Time since,
+                                                  int renewals, absl::Duration timeout);
   // Cancelled once the operator interrupted the run.
   absl::Status Interrupted() const;
+  // Asks `waiting` every half second (the API server's objects change without telling) until it
+  // names nothing: DeadlineExceeded after 3 minutes, naming what `waiting` named last and `what`.
+  absl::Status AwaitNothingWaiting(const std::string& what,
+                                   const std::function<std::vector<std::string>()>& waiting) const;
   // A client of the API server as the cluster's admin (admin.conf, once kubeadm init wrote it).
   absl::StatusOr<std::unique_ptr<kube::KubeClient>> AdminClient() const;
   // Waits until the etcd mirror pods of `nodes` carry their client URL.
@@ -378,8 +441,10 @@ class KubeadmCluster : public SandboxCluster {
   absl::Status KeepEtcdAccess();
 
   const ClusterSetup setup_;
-  // setup_.nodes, then setup_.spares: nodes_[i] and plan_.nodes[i] are machines_[i].
+  // setup_.nodes, then setup_.spares, then setup_.workers: nodes_[i] and plan_.nodes[i] are
+  // machines_[i].
   std::vector<ClusterNode> machines_;
+  size_t first_worker_ = 0;
   // "sha256:<hex>" of the cluster CA's public key, once kubeadm init made it.
   std::string ca_pin_;
   // The nodes joined and not reset, in the order they joined, and whether each joined with
@@ -626,6 +691,12 @@ absl::Status KubeadmCluster::StartFakeAws() {
                                    ready,
                                    "--request-log",
                                    StrCat(setup_.dir, "/logs/fake-aws-requests.jsonl")};
+  if (!plan_.aws_https_ip.empty()) {
+    argv.insert(argv.end(), {"--tls-host", plan_.aws_https_ip, "--tls-port",
+                             std::to_string(kAwsHttpsPort), "--tls-cert",
+                             StrCat(setup_.dir, "/pki/aws-https.crt"), "--tls-key",
+                             StrCat(setup_.dir, "/pki/aws-https.key")});
+  }
   for (size_t i = 0; i < nodes_.size(); ++i) {
     argv.insert(argv.end(),
                 {"--node", StrCat(nodes_[i].name, "=", nodes_[i].ip, "@", plan_.nodes[i].zone),
@@ -663,8 +734,10 @@ absl::Status KubeadmCluster::StartLoadBalancer() {
 absl::Status KubeadmCluster::ImportImages() {
   // Every node at once: the import is mostly the disk's work.
   std::vector<std::pair<const Node*, std::unique_ptr<Process>>> imports;
-  const std::string archive = components_.File(real::kImagesArchive);
-  for (const Node& node : nodes_) {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& node = nodes_[i];
+    const std::string archive = components_.File(
+        machines_[i].worker ? real::kWorkerImagesArchive : real::kImagesArchive);
     std::vector<std::string> argv = EnterPrefix(node.init_pid);
     argv.insert(argv.end(), {"ctr", "-n", "k8s.io", "images", "import", archive});
     absl::StatusOr<std::unique_ptr<Process>> started =
@@ -753,7 +826,7 @@ absl::Status KubeadmCluster::RunKubeadm() {
     joined_.push_back(node.name);
     joined_next_[node.name] = false;
   }
-  return absl::OkStatus();
+  return JoinWorkers(**admin_client);
 }
 
 absl::Status KubeadmCluster::KeepEtcdAccess() {
@@ -822,7 +895,7 @@ absl::Status KubeadmCluster::UpgradeWithKubeadm(const std::vector<ClusterNode>& 
 absl::Status KubeadmCluster::JoinWithKubeadm(const ClusterNode& spare, KubeadmJoin join) {
   size_t index = 0;
   while (index < machines_.size() && machines_[index].spec.name != spare.spec.name) ++index;
-  if (index < setup_.nodes.size() || index >= machines_.size() || ca_pin_.empty() ||
+  if (index < setup_.nodes.size() || index >= first_worker_ || ca_pin_.empty() ||
       joined_next_.count(spare.spec.name) > 0) {
     return absl::FailedPreconditionError(
         StrCat(spare.spec.name,
@@ -864,6 +937,327 @@ absl::Status KubeadmCluster::ResetWithKubeadm(const ClusterNode& member) {
                    {"reset", "--force", "--cri-socket", kubeadm::kCriSocket}, absl::Minutes(3));
   if (ran.ok()) joined_.erase(joined);
   return ran;
+}
+
+absl::Status KubeadmCluster::MakeAwsHttpsCertificate() {
+  const absl::Time now = absl::Now();
+  absl::StatusOr<pki::KeyPair> ca =
+      pki::CreateCertificateAuthority("handoff-sandbox-aws-https-ca", now, absl::Hours(24));
+  if (!ca.ok()) return ca.status();
+  pki::CertificateRequest request;
+  request.common_name = kubeadm::AwsHttpsNames(plan_).front();
+  request.dns_names = kubeadm::AwsHttpsNames(plan_);
+  request.ip_addresses = {plan_.aws_https_ip};
+  request.server = true;
+  request.validity = absl::Hours(24);
+  absl::StatusOr<pki::KeyPair> server = pki::IssueCertificate(*ca, request, now);
+  if (!server.ok()) return server.status();
+  for (const auto& [name, text, mode] :
+       {std::tuple{"aws-https-ca.crt", ca->certificate_pem, 0644u},
+        std::tuple{"aws-https.crt", server->certificate_pem, 0644u},
+        std::tuple{"aws-https.key", server->private_key_pem, 0600u}}) {
+    FileInfo info;
+    info.mode = mode;
+    absl::Status written = AtomicReplace(*fs_, StrCat(setup_.dir, "/pki/", name), text, info);
+    if (!written.ok()) return written;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KubeadmCluster::InstallCredentialProvider(const Node& node) {
+  // The agent's default worker.credentialProviderBinDir, as the operator installs it there.
+  const std::string dir = StrCat("/proc/", node.init_pid,
+                                 "/root/usr/libexec/kubelet-image-credential-provider-plugins");
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (!error) {
+    std::filesystem::create_symlink(components_.Binary(real::kEcrCredentialProvider),
+                                    StrCat(dir, "/", real::kEcrCredentialProvider), error);
+  }
+  if (error) {
+    return absl::InternalError(StrCat("cannot install ecr-credential-provider on ", node.name,
+                                      " (", dir, "): ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KubeadmCluster::JoinWorkers(kube::KubeClient& client) {
+  std::vector<std::string> names;
+  for (size_t i = first_worker_; i < machines_.size(); ++i) {
+    if (absl::Status interrupted = Interrupted(); !interrupted.ok()) return interrupted;
+    const Node& node = nodes_[i];
+    // The first worker's kubelet has its cloud provider where an operator adds it beside kubeadm
+    // (/etc/default/kubelet), as one control-plane node's has.
+    const bool defaults = i == first_worker_;
+    if (defaults) {
+      absl::Status written =
+          WriteNodeFile(node, kubeadm::kKubeletDefaultsPath, kubeadm::KubeletDefaults(), 0644);
+      if (!written.ok()) return written;
+    }
+    absl::Status written = WriteNodeFile(
+        node, kubeadm::kKubeadmConfigPath,
+        kubeadm::WorkerJoinConfiguration(plan_, i, ca_pin_,
+                                         defaults ? kubeadm::KubeletCloud::kInTreeExtraArgs
+                                                  : kubeadm::KubeletCloud::kInTree),
+        0600);
+    if (!written.ok()) return written;
+    const absl::Time join_started = absl::Now();
+    absl::Status ran = RunOnNode(
+        node, {components_.Binary(real::kKubeadm), "join", "--config", kubeadm::kKubeadmConfigPath},
+        StrCat("kubeadm-", node.name), absl::Minutes(5));
+    if (!ran.ok()) return ran;
+    // After the join: its preflight wants /etc/kubernetes/manifests empty.
+    written = WriteNodeFile(node, kubeadm::kWorkloadManifestPath,
+                            kubeadm::WorkloadManifest(std::string(real::kWorkloadImage)));
+    if (!written.ok()) return written;
+    absl::Status installed = InstallCredentialProvider(node);
+    if (!installed.ok()) return installed;
+    setup_.say(StrCat(
+        "kubeadm join (worker) on ", node.name, ": ",
+        absl::FormatDuration(absl::Trunc(absl::Now() - join_started, absl::Milliseconds(100))),
+        defaults ? StrCat("; its kubelet's --cloud-provider=aws is in ",
+                          kubeadm::kKubeletDefaultsPath)
+                 : std::string()));
+    names.push_back(node.name);
+  }
+  if (names.empty()) return absl::OkStatus();
+  absl::Status up = AwaitNothingWaiting("the workers are not up", [&] {
+    std::vector<std::string> waiting;
+    for (const std::string& name : names) {
+      absl::StatusOr<kube::Json> object = client.Get(kube::ObjectRef{&kube::kNodes, "", name});
+      if (!object.ok() || !ConditionTrue(*object, "Ready")) waiting.push_back(StrCat("Node ", name));
+      absl::StatusOr<kube::Json> pod = client.Get(
+          kube::ObjectRef{&kube::kPods, "default", StrCat(kubeadm::kWorkloadName, "-", name)});
+      if (!pod.ok() || kube::StringAt(*pod, {"status", "phase"}) != "Running") {
+        waiting.push_back(StrCat("default/", kubeadm::kWorkloadName, "-", name));
+      }
+    }
+    return waiting;
+  });
+  if (!up.ok()) return up;
+  setup_.say(StrCat(names.size(), " workers Ready, each running its workload (",
+                    real::kWorkloadImage, ", imported, never pulled)"));
+  return absl::OkStatus();
+}
+
+int64_t KubeadmCluster::KubeletPid(const Node& node) const {
+  absl::StatusOr<std::string> answer = AskNode(node, "status", absl::Seconds(10));
+  // "kubelet <pid|-> containerd <pid|->"
+  if (!answer.ok()) return 0;
+  std::vector<std::string_view> words = StrSplit(*answer, " ", true);
+  if (words.size() < 2 || words[0] != "kubelet") return 0;
+  return std::strtoll(std::string(words[1]).c_str(), nullptr, 10);
+}
+
+absl::StatusOr<WorkerKubeletLook> KubeadmCluster::LookAtWorker(const ClusterNode& worker) {
+  const Node* node = Find(worker.spec.name);
+  if (node == nullptr) return absl::NotFoundError(worker.spec.name);
+  WorkerKubeletLook look;
+  // The running kubelet's own command line, whichever files gave it.
+  const int64_t pid = KubeletPid(*node);
+  look.source = StrCat(node->name, "'s kubelet process (pid ", pid, " in the node)");
+  if (pid > 0) {
+    absl::StatusOr<std::string> cmdline =
+        fs_->ReadFile(StrCat("/proc/", node->init_pid, "/root/proc/", pid, "/cmdline"));
+    if (!cmdline.ok()) return cmdline.status();
+    for (std::string_view arg : StrSplit(*cmdline, std::string_view("\0", 1), true)) {
+      if (StartsWith(arg, "--cloud-provider=")) {
+        look.cloud_provider = std::string(arg.substr(sizeof("--cloud-provider=") - 1));
+      }
+    }
+  }
+  // The workload's container as containerd has it: its id and start.
+  const std::string output = Log(StrCat("crictl-", node->name));
+  std::filesystem::remove(output);
+  absl::Status listed = RunOnNode(*node,
+                                  {"crictl", "ps", "-o", "json", "--state", "running", "--name",
+                                   StrCat("^", kubeadm::kWorkloadName, "$")},
+                                  StrCat("crictl-", node->name), absl::Seconds(30));
+  if (!listed.ok()) return listed;
+  std::optional<std::string> text = ReadText(output);
+  const kube::Json listing =
+      kube::Json::parse(text ? *text : std::string(), nullptr, /*allow_exceptions=*/false);
+  if (listing.is_object() && listing.contains("containers") && listing["containers"].is_array()) {
+    std::vector<std::string> running;
+    for (const kube::Json& container : listing["containers"]) {
+      running.push_back(StrCat("container ", container.value("id", "").substr(0, 13), " created ",
+                               container.value("createdAt", "")));
+    }
+    // One workload: two at once (a pod being replaced) is no state to compare.
+    look.workload = running.size() <= 1 ? StrJoin(running, "")
+                                        : StrCat(running.size(), " running: ",
+                                                 StrJoin(running, ", "));
+  }
+  return look;
+}
+
+absl::Status KubeadmCluster::RestartKubeletAs(const Node& node, const std::string& program) {
+  for (const auto& [path, text] : node::KubeletPackageFiles(program)) {
+    absl::Status written = WriteNodeFile(node, path, text);
+    if (!written.ok()) return written;
+  }
+  return ControlNode(node, "restart-kubelet", absl::Seconds(30));
+}
+
+absl::StatusOr<std::string> KubeadmCluster::AwaitKubeletServing(kube::KubeClient& client,
+                                                                const Node& node,
+                                                                const std::string& version,
+                                                                absl::Time since, int renewals,
+                                                                absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::set<std::string> renew_times;
+  std::string seen = "nothing yet";
+  while (true) {
+    absl::StatusOr<kube::Json> object = client.Get(kube::ObjectRef{&kube::kNodes, "", node.name});
+    absl::StatusOr<kube::Json> lease =
+        client.Get(kube::ObjectRef{&kube::kLeases, "kube-node-lease", node.name});
+    if (object.ok() && lease.ok()) {
+      const std::string reported = kube::StringAt(*object, {"status", "nodeInfo", "kubeletVersion"});
+      std::string heartbeat;
+      if (ConditionTrue(*object, "Ready")) {
+        for (const kube::Json& condition : (*object)["status"]["conditions"]) {
+          if (condition.value("type", "") == "Ready") {
+            heartbeat = condition.value("lastHeartbeatTime", "");
+          }
+        }
+      }
+      absl::Time beat = absl::InfinitePast();
+      std::string error;
+      if (!heartbeat.empty()) absl::ParseTime(absl::RFC3339_full, heartbeat, &beat, &error);
+      absl::Time renewed = absl::InfinitePast();
+      const std::string renew_time = kube::StringAt(*lease, {"spec", "renewTime"});
+      absl::ParseTime(absl::RFC3339_full, renew_time, &renewed, &error);
+      // The API's times are whole seconds (heartbeats) or microseconds (the Lease).
+      if (renewed >= since) renew_times.insert(renew_time);
+      seen = StrCat("kubelet ", reported.empty() ? "?" : reported,
+                    heartbeat.empty() ? ", not Ready" : StrCat(", Ready (heartbeat ", heartbeat, ")"),
+                    ", Lease renewed ", renew_times.size(), " time(s) since");
+      if (reported == version && beat >= absl::FromUnixSeconds(absl::ToUnixSeconds(since)) &&
+          static_cast<int>(renew_times.size()) >= renewals) {
+        return StrCat("Node ", node.name, " (uid ", kube::StringAt(*object, {"metadata", "uid"}),
+                      ") Ready under kubelet ", reported, ", its Lease renewed ",
+                      renew_times.size(), " times in ",
+                      absl::FormatDuration(absl::Trunc(absl::Now() - since, absl::Seconds(1))));
+      }
+    }
+    if (absl::Status interrupted = Interrupted(); !interrupted.ok()) return interrupted;
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          StrCat(node.name, "'s Node did not serve under kubelet ", version, " within ",
+                 absl::FormatDuration(timeout), ": ", seen, " (its kubelet's log: ",
+                 Log(StrCat("kubelet-", node.name)), ")"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+absl::StatusOr<std::string> KubeadmCluster::TryNextKubelet(const ClusterNode& worker, bool moved) {
+  const Node* node = Find(worker.spec.name);
+  if (node == nullptr || !worker.worker) return absl::NotFoundError(worker.spec.name);
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> client = AdminClient();
+  if (!client.ok()) return client.status();
+  absl::StatusOr<kube::Json> before = (*client)->Get(kube::ObjectRef{&kube::kNodes, "", node->name});
+  if (!before.ok()) return before.status();
+  const std::string uid = kube::StringAt(*before, {"metadata", "uid"});
+  // The kubelet names a static pod by a hash of its defaulted manifest (the mirror pod's
+  // kubernetes.io/config.hash): version N's hash, to know its workload back once it is.
+  const kube::ObjectRef workload{&kube::kPods, "default",
+                                 StrCat(kubeadm::kWorkloadName, "-", node->name)};
+  absl::StatusOr<kube::Json> pod = (*client)->Get(workload);
+  if (!pod.ok()) return pod.status();
+  const std::string hash =
+      kube::StringAt(*pod, {"metadata", "annotations", "kubernetes.io/config.hash"});
+  const std::string log = Log(StrCat("kubelet-", node->name));
+  std::error_code error;
+  const uintmax_t log_size = std::filesystem::file_size(log, error);
+  const absl::Time started = absl::Now();
+  absl::Status restarted = RestartKubeletAs(*node, components_.File(real::kNextKubelet));
+  if (!restarted.ok()) return restarted;
+  std::string line;
+  if (moved) {
+    // Three renewals: the kubelet runs its Node for half a minute (renewInterval 10 s).
+    absl::StatusOr<std::string> serving =
+        AwaitKubeletServing(**client, *node, kVersionNext, started, 3, absl::Minutes(2));
+    if (!serving.ok()) return serving.status();
+    line = StrCat("kubelet ", kVersionNext, " on ", node->name, " (moved, --cloud-provider=external): ",
+                  *serving);
+  } else {
+    // The refusal is in the kubelet's log ("failed to run Kubelet: unknown cloud provider").
+    constexpr char kRefusal[] = "unknown cloud provider";
+    const absl::Time deadline = absl::Now() + absl::Minutes(1);
+    std::string refusal;
+    while (refusal.empty()) {
+      std::optional<std::string> text = ReadText(log);
+      if (text && text->size() > log_size) {
+        const std::string_view added = std::string_view(*text).substr(log_size);
+        const size_t at = added.find(kRefusal);
+        if (at != std::string_view::npos) {
+          // The whole line that says it.
+          const size_t newline = added.rfind('\n', at);
+          const size_t begin = newline == std::string_view::npos ? 0 : newline + 1;
+          const size_t end = added.find('\n', at);
+          refusal = std::string(StripWhitespace(
+              added.substr(begin, end == std::string_view::npos ? end : end - begin)));
+        }
+      }
+      if (!refusal.empty()) break;
+      if (absl::Status interrupted = Interrupted(); !interrupted.ok()) return interrupted;
+      if (absl::Now() >= deadline) {
+        return absl::FailedPreconditionError(
+            StrCat("kubelet ", kVersionNext, " on ", node->name,
+                   " (not moved, --cloud-provider=aws) did not refuse its cloud provider within a "
+                   "minute: the negative control failed (its log: ",
+                   log, ")"));
+      }
+      // The kubelet's log is the only sign, and a file says nothing when it grows.
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    line = StrCat("kubelet ", kVersionNext, " on ", node->name,
+                  " (not moved, --cloud-provider=aws) exits, as it must: ", refusal);
+  }
+  // Version N back, as the operator would put it back.
+  const absl::Time back = absl::Now();
+  restarted = RestartKubeletAs(*node, components_.Binary(real::kKubelet));
+  if (!restarted.ok()) return restarted;
+  absl::StatusOr<std::string> again =
+      AwaitKubeletServing(**client, *node, kVersionN, back, 1, absl::Minutes(2));
+  if (!again.ok()) return again.status();
+  // Until version N's kubelet has its own workload pod again, running one container: a restart
+  // of the kubelet meanwhile (the next move's) would find the pod half replaced.
+  absl::Status settled = AwaitNothingWaiting(
+      StrCat(node->name, "'s workload is not back under kubelet ", kVersionN), [&] {
+        absl::StatusOr<kube::Json> now = (*client)->Get(workload);
+        const std::string now_hash =
+            now.ok() ? kube::StringAt(*now, {"metadata", "annotations", "kubernetes.io/config.hash"})
+                     : std::string();
+        std::string container;
+        if (now.ok() && (*now)["status"].contains("containerStatuses") &&
+            (*now)["status"]["containerStatuses"].is_array() &&
+            !(*now)["status"]["containerStatuses"].empty()) {
+          container = (*now)["status"]["containerStatuses"][0].value("containerID", "");
+        }
+        constexpr std::string_view kScheme = "containerd://";
+        if (StartsWith(container, kScheme)) container = container.substr(kScheme.size(), 13);
+        absl::StatusOr<WorkerKubeletLook> look = LookAtWorker(worker);
+        if (now_hash == hash && !container.empty() && ConditionTrue(*now, "Ready") && look.ok() &&
+            StartsWith(look->workload, StrCat("container ", container, " "))) {
+          return std::vector<std::string>{};
+        }
+        return std::vector<std::string>{
+            StrCat(workload.ToString(), " (config hash ",
+                   now_hash.empty() ? "?" : now_hash, ", want ", hash, "; container ",
+                   container.empty() ? "?" : container, "; on the node ",
+                   look.ok() ? look->workload : std::string(look.status().message()), ")")};
+      });
+  if (!settled.ok()) return settled;
+  absl::StatusOr<kube::Json> after = (*client)->Get(kube::ObjectRef{&kube::kNodes, "", node->name});
+  if (!after.ok()) return after.status();
+  if (kube::StringAt(*after, {"metadata", "uid"}) != uid) {
+    return absl::FailedPreconditionError(StrCat(node->name, "'s Node is another object (uid ", uid,
+                                                " then ",
+                                                kube::StringAt(*after, {"metadata", "uid"}), ")"));
+  }
+  return StrCat(line, "; ", kVersionN, " put back, Ready again");
 }
 
 absl::Status KubeadmCluster::WriteSettings() {
@@ -932,29 +1326,27 @@ absl::Status KubeadmCluster::AwaitEtcdMirrorPods(kube::KubeClient& client,
   }
 }
 
-namespace {
 
-// Whether `object` has the condition `type` with status True.
-bool ConditionTrue(const kube::Json& object, std::string_view type) {
-  const kube::Json* conditions = nullptr;
-  if (object.contains("status") && object["status"].contains("conditions")) {
-    conditions = &object["status"]["conditions"];
+absl::Status KubeadmCluster::AwaitNothingWaiting(
+    const std::string& what, const std::function<std::vector<std::string>()>& waiting) const {
+  const absl::Time deadline = absl::Now() + absl::Minutes(3);
+  while (true) {
+    const std::vector<std::string> names = waiting();
+    if (names.empty()) return absl::OkStatus();
+    if (absl::Status interrupted = Interrupted(); !interrupted.ok()) return interrupted;
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(StrCat(what, " within 3 minutes: ", StrJoin(names, ", "),
+                                                " (see the kubelets' logs under ", setup_.dir,
+                                                "/logs/)"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  if (conditions == nullptr || !conditions->is_array()) return false;
-  for (const kube::Json& condition : *conditions) {
-    if (condition.value("type", "") == type) return condition.value("status", "") == "True";
-  }
-  return false;
 }
-
-}  // namespace
 
 absl::Status KubeadmCluster::AwaitControlPlaneReady(kube::KubeClient& client,
                                                     const std::vector<std::string>& nodes) const {
-  const absl::Time deadline = absl::Now() + absl::Minutes(3);
-  std::vector<std::string> waiting;
-  while (true) {
-    waiting.clear();
+  return AwaitNothingWaiting("not Ready", [&] {
+    std::vector<std::string> waiting;
     for (const std::string& node : nodes) {
       absl::StatusOr<kube::Json> object = client.Get(kube::ObjectRef{&kube::kNodes, "", node});
       if (!object.ok() || !ConditionTrue(*object, "Ready"))
@@ -969,15 +1361,8 @@ absl::Status KubeadmCluster::AwaitControlPlaneReady(kube::KubeClient& client,
         }
       }
     }
-    if (waiting.empty()) return absl::OkStatus();
-    if (absl::Status interrupted = Interrupted(); !interrupted.ok()) return interrupted;
-    if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(
-          StrCat("not Ready within 3 minutes: ", StrJoin(waiting, ", "),
-                 " (see the kubelets' logs under ", setup_.dir, "/logs/)"));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
+    return waiting;
+  });
 }
 
 absl::Status KubeadmCluster::Interrupted() const {
@@ -1010,8 +1395,21 @@ absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/
 
   status = changes_->WillStartKubelets();
   if (!status.ok()) return status;
+  // A worker trusts the fake AWS's HTTPS endpoint as it trusts AWS's: its CA in the node's
+  // bundle (Debian's path, which Go's TLS and aws-sdk-go read), beside the host's own.
+  std::string trusted;
+  if (first_worker_ < machines_.size()) {
+    status = MakeAwsHttpsCertificate();
+    if (!status.ok()) return status;
+    absl::StatusOr<std::string> host_bundle = fs_->ReadFile(kCaBundle);
+    absl::StatusOr<std::string> ca = fs_->ReadFile(StrCat(setup_.dir, "/pki/aws-https-ca.crt"));
+    if (!ca.ok()) return ca.status();
+    trusted = StrCat(host_bundle.ok() ? *host_bundle : "", *ca);
+  }
   for (size_t i = 0; i < machines_.size(); ++i) {
     const ClusterNode& cluster_node = machines_[i];
+    std::vector<std::pair<std::string, std::string>> more;
+    if (cluster_node.worker) more.emplace_back(kCaBundle, trusted);
     // What the node's first process finds in its /etc (the overlay's upper directory, written
     // before the overlay is mounted).
     for (const auto& [path, text] : std::vector<std::pair<std::string, std::string>>{
@@ -1026,6 +1424,10 @@ absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/
                                          "\nimage-endpoint: ", kubeadm::kCriSocket, "\n")},
              {"/etc/containerd/config.toml", kubeadm::ContainerdConfig(plan_)},
              {kubeadm::kCniConfigPath, kubeadm::CniConfig(plan_.nodes[i])}}) {
+      absl::Status made = AtomicReplaceCreatingParents(*fs_, cluster_node.root + path, text, 0644);
+      if (!made.ok()) return made;
+    }
+    for (const auto& [path, text] : more) {
       absl::Status made = AtomicReplaceCreatingParents(*fs_, cluster_node.root + path, text, 0644);
       if (!made.ok()) return made;
     }
@@ -1046,6 +1448,7 @@ absl::Status KubeadmCluster::Start(const ApiServerCertificates& /*certificates*/
     if (!status.ok()) return status;
   }
   setup_.say(StrCat(setup_.nodes.size(), " nodes up",
+                    setup_.workers.empty() ? "" : StrCat(", ", setup_.workers.size(), " workers"),
                     setup_.spares.empty()
                         ? ""
                         : StrCat(" and ", setup_.spares.size(), " spare machine(s) to join later"),
@@ -1227,6 +1630,26 @@ absl::StatusOr<KubeadmNetwork> ParseKubeadmNetwork(std::string_view cidr) {
   return KubeadmNetwork{std::string(prefix)};
 }
 
+namespace {
+
+// The in-tree provider's name for the instance at `ip`: its private DNS name in us-east-1.
+std::string PrivateDnsName(const std::string& ip) {
+  std::string dashed = ip;
+  std::replace(dashed.begin(), dashed.end(), '.', '-');
+  return StrCat("ip-", dashed, ".ec2.internal");
+}
+
+}  // namespace
+
+SandboxNode MakeKubeadmWorker(const KubeadmNetwork& network, int index) {
+  SandboxNode worker = MakeKubeadmNode(network, index);
+  // The workers' block of each zone begins at .40, past the nodes' and the spares'.
+  const int zone = (index - 1) % 3;
+  worker.ip = network.Address(64 * zone + 40 + (index - 1) / 3);
+  worker.name = PrivateDnsName(worker.ip);
+  return worker;
+}
+
 SandboxNode MakeKubeadmNode(const KubeadmNetwork& network, int index) {
   const int zone = (index - 1) % 3;
   const int in_zone = (index - 1) / 3;
@@ -1234,9 +1657,7 @@ SandboxNode MakeKubeadmNode(const KubeadmNetwork& network, int index) {
   // Each zone's nodes in a /28 of their own: .10+, .74+, .138+.
   const int last = 64 * zone + 10 + in_zone;
   node.ip = network.Address(last);
-  std::string dashed = node.ip;
-  std::replace(dashed.begin(), dashed.end(), '.', '-');
-  node.name = StrCat("ip-", dashed, ".ec2.internal");
+  node.name = PrivateDnsName(node.ip);
   node.zone = StrCat(kRegion, std::string(1, kZones[zone]));
   return node;
 }
@@ -1255,9 +1676,14 @@ absl::StatusOr<std::unique_ptr<SandboxCluster>> NewKubeadmCluster(const ClusterS
         "--cluster kubeadm makes each node a set of namespaces with its own containerd and "
         "kubelet, and a bridge between them: run it as root (or use --cluster model)");
   }
-  absl::StatusOr<real::Components> components = real::FindComponents(
-      real::ProcessEnvironment(), {real::kKubelet, real::kKubeadm, real::kNextKubeadm,
-                                   real::kCrictl, real::kFakeAws, real::kImagesArchive});
+  std::vector<std::string_view> required = {real::kKubelet, real::kKubeadm, real::kNextKubeadm,
+                                            real::kCrictl, real::kFakeAws, real::kImagesArchive};
+  if (!setup.workers.empty()) {
+    required.insert(required.end(), {real::kNextKubelet, real::kEcrCredentialProvider,
+                                     real::kWorkerImagesArchive});
+  }
+  absl::StatusOr<real::Components> components =
+      real::FindComponents(real::ProcessEnvironment(), required);
   if (!components.ok()) return components.status();
   return std::unique_ptr<SandboxCluster>(
       std::make_unique<KubeadmCluster>(setup, *std::move(components)));

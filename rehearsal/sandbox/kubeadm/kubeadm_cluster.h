@@ -19,8 +19,13 @@
 //   kubeadm   `kubeadm init` on the first node (stacked etcd, the in-tree AWS provider for the API
 //             server, the controller manager and the kubelet), `kubeadm join --control-plane` on
 //             the others; everything in kube-system is kubeadm's and the kubelets';
+//   workers   `kubeadm join` without --control-plane, each with its own containerd and real
+//             kubelet 1.26.13 (--cloud-provider=aws), a workload static pod of an ECR image, and
+//             ecr-credential-provider (cloud-provider-aws 1.27.2) installed where the agent's
+//             settings look; api.ecr.us-east-1.amazonaws.com is the fake AWS's HTTPS endpoint on
+//             the bridge, in the worker's /etc/hosts, its CA in the worker's trust store;
 //   agents    `handoff-agent run` on each node, inside it, on the real paths, restarting the real
-//             kubelet through the node's service manager.
+//             kubelet through the node's service manager (role: worker on the workers).
 // The monitor reads the managers' own pod logs (CRI format) and learns each manager process's
 // start and exit from the host's /proc (monitor/process_watcher.h).
 //
@@ -64,6 +69,11 @@ absl::StatusOr<KubeadmNetwork> ParseKubeadmNetwork(std::string_view cidr);
 // (ip-172-31-250-10.ec2.internal), as the in-tree AWS provider names Nodes. provider_id is empty
 // until the fake AWS has made the instance.
 SandboxNode MakeKubeadmNode(const KubeadmNetwork& network, int index);
+
+// Worker i (1-based) of the kubeadm sandbox: zone a, b or c in turn like the nodes, its address
+// in that zone's block after the control-plane nodes' and the spares' (.40+, .104+, .168+), named
+// by its private DNS name.
+SandboxNode MakeKubeadmWorker(const KubeadmNetwork& network, int index);
 
 // The managers' own leader-election defaults (15 s, 10 s, 2 s): kubeadm sets none.
 LeaseTiming KubeadmManagerTiming();

@@ -138,8 +138,8 @@ std::string InitConfiguration(const ClusterPlan& plan) {
       "imageGCHighThresholdPercent: 100\n");
 }
 
-std::string JoinConfiguration(const ClusterPlan& plan, size_t index,
-                              const std::string& ca_cert_hash, KubeletCloud cloud) {
+std::string WorkerJoinConfiguration(const ClusterPlan& plan, size_t index,
+                                    const std::string& ca_cert_hash, KubeletCloud cloud) {
   const PlannedNode& node = plan.nodes.at(index);
   return StrCat("# kubeadm join --config ", kKubeadmConfigPath,
                 "\n"
@@ -154,7 +154,13 @@ std::string JoinConfiguration(const ClusterPlan& plan, size_t index,
                 plan.bootstrap_token,
                 "\n"
                 "    caCertHashes: [\"",
-                ca_cert_hash, "\"]\n", NodeRegistration(node, cloud),
+                ca_cert_hash, "\"]\n", NodeRegistration(node, cloud));
+}
+
+std::string JoinConfiguration(const ClusterPlan& plan, size_t index,
+                              const std::string& ca_cert_hash, KubeletCloud cloud) {
+  const PlannedNode& node = plan.nodes.at(index);
+  return StrCat(WorkerJoinConfiguration(plan, index, ca_cert_hash, cloud),
                 "controlPlane:\n"
                 "  localAPIEndpoint:\n"
                 "    advertiseAddress: ",
@@ -233,10 +239,44 @@ std::string CloudConfig(const std::string& cluster_id, const std::string& region
   return text;
 }
 
+std::vector<std::string> AwsHttpsNames(const ClusterPlan& plan) {
+  if (plan.aws_https_ip.empty() || plan.aws_region.empty()) return {};
+  // ECR's API, as aws-sdk-go v1 resolves it for the region (ecr-credential-provider).
+  return {StrCat("api.ecr.", plan.aws_region, ".amazonaws.com")};
+}
+
 std::string HostsFile(const ClusterPlan& plan) {
   std::string text = "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n";
   for (const PlannedNode& node : plan.nodes) StrAppend(&text, node.ip, " ", node.name, "\n");
+  for (const std::string& name : AwsHttpsNames(plan)) {
+    StrAppend(&text, plan.aws_https_ip, " ", name, "\n");
+  }
   return text;
+}
+
+std::string WorkloadManifest(const std::string& image) {
+  return StrCat(
+      "# The worker's workload: a static pod of an image from the node's ECR registry,\n"
+      "# imported beforehand (IfNotPresent: never pulled).\n"
+      "apiVersion: v1\n"
+      "kind: Pod\n"
+      "metadata:\n"
+      "  name: ",
+      kWorkloadName,
+      "\n"
+      "  namespace: default\n"
+      "  labels:\n"
+      "    app: handoff-sandbox-workload\n"
+      "spec:\n"
+      "  containers:\n"
+      "  - name: ",
+      kWorkloadName,
+      "\n"
+      "    image: ",
+      image,
+      "\n"
+      "    imagePullPolicy: IfNotPresent\n"
+      "  terminationGracePeriodSeconds: 5\n");
 }
 
 std::string HaproxyConfig(const ClusterPlan& plan) {
@@ -267,6 +307,7 @@ std::string HaproxyConfig(const ClusterPlan& plan) {
       // A rewritten kube-apiserver stops answering at once: take it out within two seconds.
       "  default-server inter 1s fall 2 rise 2\n");
   for (const PlannedNode& node : plan.nodes) {
+    if (node.worker) continue;
     StrAppend(&text, "  server ", node.name, " ", node.ip, ":", kApiServerPort,
               " check verify none\n");
   }

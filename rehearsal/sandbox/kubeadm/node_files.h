@@ -38,6 +38,8 @@ struct PlannedNode {
   std::string cgroup_root;
   // The node's pod addresses ("10.244.1.0/24"): no two nodes share one.
   std::string pod_cidr;
+  // A worker: joined without --control-plane, never a backend of the load balancer.
+  bool worker = false;
 };
 
 struct ClusterPlan {
@@ -50,6 +52,11 @@ struct ClusterPlan {
   std::string etcd_image_tag;
   std::string bootstrap_token;     // "abcdef.0123456789abcdef"
   std::string certificate_key;     // 64 hex digits: kubeadm init --upload-certs
+  // Where the nodes reach AWS's own HTTPS endpoints (the fake AWS on the bridge), named in their
+  // /etc/hosts for `aws_region` ("" = no such names): ecr-credential-provider speaks to
+  // api.ecr.<region>.amazonaws.com only.
+  std::string aws_https_ip;
+  std::string aws_region;
   std::vector<PlannedNode> nodes;
 };
 
@@ -80,6 +87,20 @@ std::string JoinConfiguration(const ClusterPlan& plan, size_t index,
                               const std::string& ca_cert_hash,
                               KubeletCloud cloud = KubeletCloud::kInTree);
 
+// JoinConfiguration for `kubeadm join --config` on plan.nodes[index] as a worker (no
+// controlPlane section).
+std::string WorkerJoinConfiguration(const ClusterPlan& plan, size_t index,
+                                    const std::string& ca_cert_hash, KubeletCloud cloud);
+
+// Inside a worker: its workload, a static pod of `image` (an ECR image the node imported, never
+// pulled) on the pod network.
+inline constexpr char kWorkloadManifestPath[] = "/etc/kubernetes/manifests/workload.yaml";
+inline constexpr char kWorkloadName[] = "workload";
+std::string WorkloadManifest(const std::string& image);
+
+// The AWS HTTPS endpoint names the nodes resolve to plan.aws_https_ip (HostsFile).
+std::vector<std::string> AwsHttpsNames(const ClusterPlan& plan);
+
 // containerd 1.6's configuration for a node: its default paths (the node's own), the CRI
 // plugin with runc and cgroupfs, the pause image, restrict_oom_score_adj (root here lacks
 // CAP_SYS_RESOURCE: without it every pod sandbox fails to start), the CNI plugins in kCniBinDir.
@@ -95,10 +116,11 @@ std::string CniConfig(const PlannedNode& node);
 std::string CloudConfig(const std::string& cluster_id, const std::string& region,
                         const std::string& ec2_url);
 
-// /etc/hosts of every node: localhost and every node's name.
+// /etc/hosts of every node: localhost, every node's name and AwsHttpsNames.
 std::string HostsFile(const ClusterPlan& plan);
 
-// haproxy's configuration: TCP on endpoint_ip:6443 to every node's kube-apiserver, each checked
+// haproxy's configuration: TCP on endpoint_ip:6443 to every control-plane node's kube-apiserver
+// (the workers have none), each checked
 // on /healthz over TLS every second (kubeadm's HA guide, "haproxy configuration").
 std::string HaproxyConfig(const ClusterPlan& plan);
 

@@ -757,6 +757,21 @@ TEST(WorkerNodeAgentTest, AWorkersAgentMovesItsKubeletAndSaysItIsAWorker) {
   EXPECT_EQ(hello.report().state(), v1::NODE_STATE_IN_TREE)
       << StrJoin(hello.report().reasons(), "; ");
   EXPECT_TRUE(hello.report().healthy()) << hello.report().health_detail();
+  // What the preflight's ecr-credentials check reads: its move gives the kubelet the provider,
+  // which is installed.
+  EXPECT_TRUE(hello.report().facts().worker_role());
+  EXPECT_TRUE(hello.report().facts().credential_provider_installed());
+  EXPECT_EQ(hello.report().facts().credential_provider_install_dir(),
+            settings.worker.credential_provider_bin_dir);
+  const std::string binary =
+      StrCat(settings.worker.credential_provider_bin_dir, "/ecr-credential-provider");
+  absl::StatusOr<std::string> installed = fs.ReadFile(binary);
+  ASSERT_TRUE(installed.ok()) << installed.status();
+  ASSERT_TRUE(fs.RemoveFile(binary).ok());
+  EXPECT_FALSE((*agent)->Report().facts().credential_provider_installed());
+  FileInfo executable;
+  executable.mode = 0755;
+  ASSERT_TRUE(fs.WriteFile(binary, *installed, executable).ok());
 
   v1::CommandResult result = (*agent)->Execute(
       MoveCommand("r1-1", v1::NODE_STATE_IN_TREE, v1::NODE_STATE_EXTERNAL));

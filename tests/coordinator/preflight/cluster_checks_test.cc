@@ -217,9 +217,8 @@ TEST_F(ClusterChecksTest, AMissingControlPlanePodFails) {
   ExpectOnlyFails("control-plane", "no kube-scheduler pod on ip-10-0-1-10.ec2.internal");
 }
 
-TEST_F(ClusterChecksTest, EcrImagesNeedTheKubeletsCredentialProvider) {
-  ApplyRbac();
-  Seed(R"(kind: Pod
+// A running pod of an ECR image on ip-10-0-2-20.
+constexpr char kEcrPod[] = R"(kind: Pod
 apiVersion: v1
 metadata: {name: api-0, namespace: shop}
 spec:
@@ -227,7 +226,11 @@ spec:
   containers:
   - {name: api, image: "123456789012.dkr.ecr.us-east-1.amazonaws.com/shop/api:4.2"}
 status: {phase: Running}
-)");
+)";
+
+TEST_F(ClusterChecksTest, EcrImagesNeedTheKubeletsCredentialProvider) {
+  ApplyRbac();
+  Seed(kEcrPod);
   // The kubelet's flags unknown: a warning naming the pod.
   CheckResult ecr = Run().at("ecr-credentials");
   EXPECT_EQ(ecr.verdict, Verdict::kWarn);
@@ -235,10 +238,32 @@ status: {phase: Running}
                                                "(123456789012.dkr.ecr.us-east-1.amazonaws.com/"
                                                "shop/api:4.2) on ip-10-0-2-20.ec2.internal")));
   // Known without the flags: the check fails, and only it.
-  options_.kubelets["ip-10-0-2-20.ec2.internal"] = KubeletFacts{true, false};
+  KubeletFacts flags;
+  flags.credential_provider_config = true;
+  options_.kubelets["ip-10-0-2-20.ec2.internal"] = flags;
   ExpectOnlyFails("ecr-credentials", "the kubelet has no --image-credential-provider-bin-dir");
-  options_.kubelets["ip-10-0-2-20.ec2.internal"] = KubeletFacts{true, true};
+  flags.credential_provider_bin_dir = true;
+  options_.kubelets["ip-10-0-2-20.ec2.internal"] = flags;
   EXPECT_EQ(Run().at("ecr-credentials").verdict, Verdict::kOk);
+}
+
+TEST_F(ClusterChecksTest, AWorkerWhoseAgentMovesItNeedsOnlyTheProviderInstalled) {
+  ApplyRbac();
+  Seed(kEcrPod);
+  // In-tree, no flags yet: its agent's move writes them, once the binary is there.
+  KubeletFacts worker;
+  worker.move_writes_flags = true;
+  worker.provider_dir = "/usr/libexec/kubelet-image-credential-provider-plugins";
+  options_.kubelets["ip-10-0-2-20.ec2.internal"] = worker;
+  ExpectOnlyFails("ecr-credentials",
+                  "/usr/libexec/kubelet-image-credential-provider-plugins/ecr-credential-provider "
+                  "is not installed (the move refuses)");
+  worker.provider_installed = true;
+  options_.kubelets["ip-10-0-2-20.ec2.internal"] = worker;
+  const CheckResult ecr = Run().at("ecr-credentials");
+  EXPECT_EQ(ecr.verdict, Verdict::kOk);
+  EXPECT_THAT(ecr.evidence, Contains(HasSubstr("or whose agents' moves give it them (1 worker, "
+                                               "ecr-credential-provider installed)")));
 }
 
 TEST_F(ClusterChecksTest, WhatCannotBeReadWarnsAndSaysWhy) {

@@ -2,7 +2,7 @@
 
 // Package tools pins the Kubernetes v1.27 components: version N+1 of the control plane, which
 // tests/real/components.sh builds and packs into the kubeadm sandbox's images, kubeadm (it upgrades
-// and joins nodes after the move), and the kubelet, pinned but not built (the nodes keep 1.26's).
+// and joins nodes after the move), and the kubelet a moved worker runs.
 package tools
 
 import (

@@ -9,6 +9,7 @@ namespace handoff::sandbox::kubeadm {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 ClusterPlan Plan() {
   ClusterPlan plan;
@@ -153,6 +154,54 @@ TEST(NodeFilesTest, HostsAndHaproxyNameEveryNode) {
   EXPECT_THAT(haproxy, HasSubstr("http-check send meth GET uri /healthz"));
   EXPECT_THAT(haproxy, HasSubstr("server ip-172-31-250-10.ec2.internal 172.31.250.10:6443 check"));
   EXPECT_THAT(haproxy, HasSubstr("server ip-172-31-250-74.ec2.internal 172.31.250.74:6443 check"));
+}
+
+ClusterPlan PlanWithAWorker() {
+  ClusterPlan plan = Plan();
+  PlannedNode worker{"ip-172-31-250-40.ec2.internal", "172.31.250.40", "us-east-1a", "/hs-1-3",
+                     "10.244.3.0/24"};
+  worker.worker = true;
+  plan.nodes.push_back(worker);
+  plan.aws_https_ip = "172.31.250.1";
+  plan.aws_region = "us-east-1";
+  return plan;
+}
+
+TEST(NodeFilesTest, AWorkerIsNamedInHostsButIsNoBackendOfTheLoadBalancer) {
+  const ClusterPlan plan = PlanWithAWorker();
+  EXPECT_THAT(HostsFile(plan), HasSubstr("172.31.250.40 ip-172-31-250-40.ec2.internal\n"));
+  // ecr-credential-provider's endpoint is the fake AWS's HTTPS one.
+  EXPECT_THAT(HostsFile(plan), HasSubstr("172.31.250.1 api.ecr.us-east-1.amazonaws.com\n"));
+  EXPECT_THAT(HostsFile(Plan()), Not(HasSubstr("amazonaws.com")));
+  const std::string haproxy = HaproxyConfig(plan);
+  EXPECT_THAT(haproxy, HasSubstr("server ip-172-31-250-74.ec2.internal"));
+  EXPECT_THAT(haproxy, Not(HasSubstr("172.31.250.40")));
+}
+
+TEST(NodeFilesTest, AWorkerJoinsWithoutTheControlPlaneSection) {
+  const std::vector<YAML::Node> docs = Documents(WorkerJoinConfiguration(
+      PlanWithAWorker(), 2, "sha256:" + std::string(64, 'b'), KubeletCloud::kInTree));
+  ASSERT_EQ(docs.size(), 1u);
+  EXPECT_EQ(docs[0]["kind"].as<std::string>(), "JoinConfiguration");
+  EXPECT_FALSE(docs[0]["controlPlane"]);
+  EXPECT_EQ(docs[0]["discovery"]["bootstrapToken"]["apiServerEndpoint"].as<std::string>(),
+            "172.31.250.2:6443");
+  const YAML::Node registration = docs[0]["nodeRegistration"];
+  EXPECT_EQ(registration["name"].as<std::string>(), "ip-172-31-250-40.ec2.internal");
+  EXPECT_EQ(registration["kubeletExtraArgs"]["cloud-provider"].as<std::string>(), "aws");
+  EXPECT_EQ(registration["kubeletExtraArgs"]["cgroup-root"].as<std::string>(), "/hs-1-3");
+}
+
+TEST(NodeFilesTest, TheWorkloadIsAStaticPodOfTheEcrImageNeverPulled) {
+  const YAML::Node pod = YAML::Load(
+      WorkloadManifest("123456789012.dkr.ecr.us-east-1.amazonaws.com/handoff-sandbox/workload:v1"));
+  EXPECT_EQ(pod["kind"].as<std::string>(), "Pod");
+  EXPECT_EQ(pod["metadata"]["name"].as<std::string>(), kWorkloadName);
+  const YAML::Node container = pod["spec"]["containers"][0];
+  EXPECT_EQ(container["name"].as<std::string>(), kWorkloadName);
+  EXPECT_EQ(container["image"].as<std::string>(),
+            "123456789012.dkr.ecr.us-east-1.amazonaws.com/handoff-sandbox/workload:v1");
+  EXPECT_EQ(container["imagePullPolicy"].as<std::string>(), "IfNotPresent");
 }
 
 }  // namespace

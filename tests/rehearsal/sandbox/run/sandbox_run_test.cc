@@ -241,6 +241,21 @@ TEST(SandboxRunTest, AnUnknownStrategyIsRefused) {
   EXPECT_THAT(run.output, HasSubstr("--strategy"));
 }
 
+// Workers where a cluster has none, or where a run rehearses the control plane alone, are refused
+// before anything is made, saying why.
+TEST(SandboxRunTest, WorkersWhereTheRunHasNoneAreRefused) {
+  SandboxOutcome real = Sandbox({"--cluster", "real", "--workers", "1"}, 2);
+  EXPECT_EQ(real.exit_code, 2) << real.output;
+  EXPECT_THAT(real.output, HasSubstr("--workers needs --cluster model or kubeadm"));
+  SandboxOutcome replace =
+      Sandbox({"--cluster", "kubeadm", "--strategy", "replace", "--workers", "2"}, 2);
+  EXPECT_EQ(replace.exit_code, 2) << replace.output;
+  EXPECT_THAT(replace.output, HasSubstr("rehearse the control plane only (give --workers 0)"));
+  SandboxOutcome many = Sandbox({"--workers", "21"}, 2);
+  EXPECT_EQ(many.exit_code, 2) << many.output;
+  EXPECT_THAT(many.output, HasSubstr("--workers must be between 0 and 20"));
+}
+
 TEST(SandboxRunTest, FiveNodes) {
   SandboxOutcome run = Sandbox({"--nodes", "5", "--workers", "0"});
   ExpectCompletedAndHeld(run);
