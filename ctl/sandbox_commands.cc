@@ -25,7 +25,8 @@ int Run(CommandContext& context, SandboxFlags& flags) {
   if (!sandbox::ParseFaults(flags.fault, &flags.options.faults)) {
     context.err() << "handoffctl sandbox: --fault \"" << flags.fault
                   << "\" is not a list of distinct faults of agent-kill, coordinator-kill, "
-                     "unhealthy, stray-backup, kubelet-kill, kubelet-unsynced, preflight\n";
+                     "unhealthy, stray-backup, kubelet-kill, kubelet-unsynced, preflight, "
+                     "worker-agent-kill, worker-kubelet-kill, credential-provider\n";
     return kExitRefused;
   }
   if (std::find(flags.options.faults.begin(), flags.options.faults.end(),
@@ -152,7 +153,15 @@ void AddSandboxCommands(CLI::App& app, CommandContext& context) {
       "renamed, its instance's cluster tag removed in the fake AWS, a pod from ECR, an in-tree "
       "EBS volume, leader election off in the settings, a .bak in a manifest directory, the "
       "cloud-controller-manager's RoleBinding deleted — and must fail exactly its check, naming "
-      "the object, and pass again once removed; then the rollout)");
+      "the object, and pass again once removed; then the rollout). On a worker, together in one "
+      "rollout, each on a worker of its own (they need as many workers and a goal that takes "
+      "them external): worker-agent-kill (kill -9 a worker's "
+      "agent mid-move, restart it: it puts the node back and the move is sent again), "
+      "worker-kubelet-kill (--cluster kubeadm: a worker's real kubelet killed mid-move), "
+      "credential-provider (a worker's ecr-credential-provider answers the agent's check "
+      "before the move and fails after the kubelet's restart: the agent rolls the node back "
+      "by itself, the failure budget pauses the rollout, the sandbox puts the provider back "
+      "and resumes); each worker ends wholly moved or wholly as it was");
   command->add_option("--cluster", flags->cluster,
                       "The cluster under the rehearsal: model (default: the fake API server and "
                       "stand-in controller-managers, nothing to install), real (the upstream "

@@ -173,8 +173,9 @@ class SandboxCluster {
         StrCat(node.spec.name, "'s kubelet is a simulated one: only --cluster kubeadm stops it"));
   }
   virtual absl::Status KillKubelet(const ClusterNode& node) {
-    return absl::UnimplementedError(StrCat("--fault kubelet-kill needs --cluster kubeadm: ",
-                                           node.spec.name, "'s kubelet is a simulated one"));
+    return absl::UnimplementedError(
+        StrCat("--fault kubelet-kill and worker-kubelet-kill need --cluster kubeadm: ",
+               node.spec.name, "'s kubelet is a simulated one"));
   }
 
   // --fault kubelet-unsynced: `cut` takes the node's route to the API endpoint away, !`cut` gives
@@ -206,6 +207,13 @@ class SandboxCluster {
   virtual absl::Status ResetWithKubeadm(const ClusterNode& member) {
     return absl::UnimplementedError(
         StrCat("resetting ", member.spec.name, " needs --cluster kubeadm"));
+  }
+  // --fault credential-provider: `failing` makes the worker's ecr-credential-provider answer one
+  // more request as it did and fail every one after it (as when ECR stops answering mid-move);
+  // !`failing` puts the provider back as it was.
+  virtual absl::Status SetCredentialProviderFailing(const ClusterNode& worker, bool /*failing*/) {
+    return absl::UnimplementedError(
+        StrCat("--fault credential-provider needs workers: ", worker.spec.name, " is none"));
   }
   // The worker's kubelet and workload as the node shows them now.
   virtual absl::StatusOr<WorkerKubeletLook> LookAtWorker(const ClusterNode& worker) {

@@ -215,11 +215,19 @@ const std::map<std::string, Fault>& Faults() {
       {"stray-backup", Fault::kStrayBackup},
       {"kubelet-kill", Fault::kKubeletKill},
       {"kubelet-unsynced", Fault::kKubeletUnsynced},
-      {"preflight", Fault::kPreflight}};
+      {"preflight", Fault::kPreflight},
+      {"worker-agent-kill", Fault::kWorkerAgentKill},
+      {"worker-kubelet-kill", Fault::kWorkerKubeletKill},
+      {"credential-provider", Fault::kCredentialProvider}};
   return kFaults;
 }
 
 }  // namespace
+
+bool IsWorkerFault(Fault fault) {
+  return fault == Fault::kWorkerAgentKill || fault == Fault::kWorkerKubeletKill ||
+         fault == Fault::kCredentialProvider;
+}
 
 bool ParseFault(const std::string& name, Fault* fault) {
   auto found = Faults().find(name);
@@ -300,6 +308,21 @@ int RunSandbox(const SandboxOptions& options, std::ostream& out, std::ostream& e
            "--strategy replace and --unsafe-order-for-tests rehearse the control plane only "
            "(give --workers 0)\n";
     return kSandboxSetupFailed;
+  }
+  // The worker faults strike together in one rollout, each on a worker of its own.
+  int on_workers = 0;
+  for (Fault fault : resolved.faults) {
+    if (!IsWorkerFault(fault)) continue;
+    ++on_workers;
+    if (resolved.workers < on_workers || resolved.goal == SandboxGoal::kPrepared) {
+      err << "handoffctl sandbox: --fault " << FaultName(fault)
+          << " strikes a worker while its kubelet goes external: it needs workers (each worker "
+             "fault one of its own: --workers "
+          << on_workers
+          << " or more, --cluster model or kubeadm) and a goal that takes them external (not "
+             "--goal prepared)\n";
+      return kSandboxSetupFailed;
+    }
   }
   SandboxRun run(resolved, out, err, interrupted);
   return run.Run();

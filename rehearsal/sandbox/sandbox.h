@@ -34,6 +34,17 @@ namespace handoff::sandbox {
 //                     before the rollout: it never reads all its pod sources, so it drops every
 //                     manifest change (kubernetes#112814) and the agent must stop the old
 //                     process and restart the kubelet itself; reconnected once the move is done
+// On a worker (each needs workers and a goal that takes them external: not --goal prepared):
+//   worker-agent-kill    kill -9 a worker's agent while its kubelet's move is under way; restart
+//                        it: the agent puts the node back and the batch sends the move again
+//   worker-kubelet-kill  (kubeadm) kill -9 a worker's kubelet mid-move; its service manager starts
+//                        it again
+//   credential-provider  a worker's credential provider answers the agent's check before the move
+//                        and fails from then on: the agent's proof after the kubelet's restart
+//                        fails, it rolls the node back by itself, the failure budget pauses the
+//                        rollout; the operator (the sandbox) puts the provider back and resumes
+// They strike together in one rollout, each on a worker of its own in the order given. Each ends
+// with its worker wholly moved or wholly as it was, never between.
 enum class Fault {
   kNone,
   kAgentKill,
@@ -42,8 +53,14 @@ enum class Fault {
   kStrayBackup,
   kKubeletKill,
   kKubeletUnsynced,
-  kPreflight
+  kPreflight,
+  kWorkerAgentKill,
+  kWorkerKubeletKill,
+  kCredentialProvider
 };
+
+// Whether the fault strikes a worker.
+bool IsWorkerFault(Fault fault);
 
 // How far each rollout of a Leader Migration rehearsal goes before it is rolled back: migrated
 // (every node on the cloud-controller-manager), or prepared (every kube-controller-manager with
@@ -60,7 +77,8 @@ struct SandboxOptions {
   std::string dir;  // "" = a new directory under $TMPDIR (or /tmp)
   bool keep = false;
   // The scenarios, one after another on the same cluster, each a rollout with its fault and the
-  // rollback to in-tree; none = one rollout without a fault.
+  // rollback to in-tree (the worker faults in one rollout together); none = one rollout without
+  // a fault.
   std::vector<Fault> faults;
   SandboxGoal goal = SandboxGoal::kMigrated;
   ClusterKind cluster = ClusterKind::kModel;

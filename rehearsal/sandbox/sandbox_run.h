@@ -221,6 +221,20 @@ class SandboxRun {
   // elsewhere.
   absl::Status TryNextKubelet(bool moved);
 
+  // --- worker_faults.cc
+  // The scenario of the worker faults (sandbox.h), together in one rollout, each on a worker of
+  // its own in the order given: the preflight on the real clusters, the rollout with each fault
+  // striking its worker, each pause for a failed worker checked (CheckFailedWorkersAsTheyWere),
+  // its fault lifted and the rollout resumed; the 1.27 kubelet on a moved worker, the rollback.
+  absl::Status RunWorkerScenario(const std::vector<Fault>& faults);
+  // Waits until `worker`'s agent has recorded a move to external that is not among `before`
+  // (the ids it had recorded) and not finished; its id.
+  absl::StatusOr<std::string> AwaitWorkerMoveUnderWay(NodeRun& worker,
+                                                      const std::set<std::string>& before);
+  // Every worker a paused rollout names as failed runs its kubelet as before the rollout: aws,
+  // the same Node, its workload never restarted.
+  absl::Status CheckFailedWorkersAsTheyWere(const v1::RolloutStatus& paused);
+
   // --- sandbox.cc (report.h does the text)
   void Say(const std::string& line);
   void ShowProgress(const v1::RolloutStatus& status);

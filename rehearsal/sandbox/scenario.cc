@@ -431,15 +431,33 @@ absl::Status SandboxRun::ReconnectKubelet(NodeRun& target) {
 }
 
 int SandboxRun::RunRollout() {
-  std::vector<Fault> scenarios = options_.faults;
-  if (scenarios.empty()) scenarios.push_back(Fault::kNone);
-  std::vector<std::string> done;
-  for (Fault fault : scenarios) {
-    if (scenarios.size() > 1) {
-      Say(StrCat("== scenario ", done.size() + 1, " of ", scenarios.size(), ": ",
-                 fault == Fault::kNone ? "no fault" : FaultName(fault)));
+  // Each fault in a rollout of its own; the worker faults together in one, each on its worker.
+  std::vector<std::vector<Fault>> scenarios;
+  std::vector<Fault> on_workers;
+  for (Fault fault : options_.faults) {
+    if (!IsWorkerFault(fault)) {
+      scenarios.push_back({fault});
+      continue;
     }
-    absl::Status status = RunScenario(fault);
+    if (on_workers.empty()) scenarios.push_back({});  // its place among the scenarios
+    on_workers.push_back(fault);
+  }
+  for (std::vector<Fault>& scenario : scenarios) {
+    if (scenario.empty()) scenario = on_workers;
+  }
+  if (scenarios.empty()) scenarios.push_back({Fault::kNone});
+  std::vector<std::string> done;
+  for (const std::vector<Fault>& scenario : scenarios) {
+    std::vector<std::string> names;
+    for (Fault fault : scenario) {
+      names.push_back(fault == Fault::kNone ? "no fault" : FaultName(fault));
+    }
+    const std::string name = StrJoin(names, "+");
+    if (scenarios.size() > 1) {
+      Say(StrCat("== scenario ", done.size() + 1, " of ", scenarios.size(), ": ", name));
+    }
+    absl::Status status = IsWorkerFault(scenario.front()) ? RunWorkerScenario(scenario)
+                                                          : RunScenario(scenario.front());
     if (!status.ok()) {
       err_ << "handoffctl sandbox: " << status.message() << "\n";
       return Summarise(false, StrCat("did not complete",
@@ -447,10 +465,9 @@ int SandboxRun::RunRollout() {
                                      done.empty() ? "" : ")", ": ", status.message()));
     }
     const bool held = cluster_->Poll(absl::Now()).invariant_held;
-    done.push_back(fault == Fault::kNone ? "no fault" : FaultName(fault));
-    if (scenarios.size() > 1) {
-      Say(StrCat("scenario ", FaultName(fault), " completed; invariant ",
-                 held ? "held so far" : "BROKEN"));
+    done.push_back(name);
+    if (scenarios.size() > 1 || IsWorkerFault(scenario.front())) {
+      Say(StrCat("scenario ", name, " completed; invariant ", held ? "held so far" : "BROKEN"));
     }
   }
   const std::string to = options_.downtime ? "1.27 by the downtime strategy"

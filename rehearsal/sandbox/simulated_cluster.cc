@@ -118,8 +118,37 @@ absl::Status SimulatedCluster::StartKubelet(const ClusterNode& node,
   return absl::OkStatus();
 }
 
-std::string SimulatedCluster::CredentialProviderDir() const {
-  return StrCat(setup_.dir, "/credential-provider");
+std::string SimulatedCluster::CredentialProviderDir(const ClusterNode& worker) const {
+  return StrCat(setup_.dir, "/credential-provider/", worker.spec.name);
+}
+
+std::string SimulatedCluster::CredentialProviderScript(const ClusterNode& worker,
+                                                       bool failing) const {
+  const std::string run = StrCat("exec -a ecr-credential-provider '", setup_.bin_dir,
+                                 "/handoff-standin' \"$@\"\n");
+  if (!failing) {
+    return StrCat("#!/bin/bash\n# The sandbox's ecr-credential-provider: the stand-in under that "
+                  "name.\n", run);
+  }
+  const std::string answered = StrCat(CredentialProviderDir(worker), "/.answered");
+  return StrCat("#!/bin/bash\n# The sandbox's --fault credential-provider: one answer, then none.\n"
+                "if [ ! -e '", answered, "' ]; then\n  : > '", answered, "'\n  ", run, "fi\n"
+                "echo 'error getting credentials: AccessDeniedException: ECR refuses this node "
+                "(the sandbox: --fault credential-provider)' >&2\nexit 1\n");
+}
+
+absl::Status SimulatedCluster::SetCredentialProviderFailing(const ClusterNode& worker,
+                                                            bool failing) {
+  absl::Status removed = fs_->RemoveFile(StrCat(CredentialProviderDir(worker), "/.answered"));
+  if (!removed.ok() && !absl::IsNotFound(removed)) return removed;
+  // The agent runs the host's copy and finds the node's (sandbox_run.h AgentHost).
+  for (const std::string& root : {std::string(), worker.root}) {
+    absl::Status written =
+        WriteFile(StrCat(root, CredentialProviderDir(worker), "/ecr-credential-provider"),
+                  CredentialProviderScript(worker, failing), 0755);
+    if (!written.ok()) return written;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SimulatedCluster::StartWorker(const ClusterNode& worker, const std::string& url,
@@ -143,12 +172,10 @@ absl::Status SimulatedCluster::StartWorker(const ClusterNode& worker, const std:
   // The agent finds the binary through its --root and runs it on the host, as the kubelet
   // would: the model's nodes share the host's processes, so the node has it at the host's path
   // and the host has it too.
-  layout.credential_provider_dir = CredentialProviderDir();
-  layout.credential_provider_script =
-      StrCat("#!/bin/bash\n# The sandbox's ecr-credential-provider: the stand-in under that name.\n"
-             "exec -a ecr-credential-provider '", setup_.bin_dir, "/handoff-standin' \"$@\"\n");
+  layout.credential_provider_dir = CredentialProviderDir(worker);
+  layout.credential_provider_script = CredentialProviderScript(worker, /*failing=*/false);
   absl::Status written =
-      WriteFile(StrCat(CredentialProviderDir(), "/ecr-credential-provider"),
+      WriteFile(StrCat(CredentialProviderDir(worker), "/ecr-credential-provider"),
                 layout.credential_provider_script, 0755);
   if (!written.ok()) return written;
   std::unique_ptr<FileSystem> node_fs = NewPosixFileSystem(worker.root);
@@ -194,8 +221,8 @@ AgentHost SimulatedCluster::AgentHostOf(const ClusterNode& node) const {
     // Its Node's name and ECR registry come from its instance metadata, as on EC2; its
     // containers from the simulated kubelet's record of them.
     StrAppend(&host.local_settings, "role: worker\nworker:\n  credentialProviderBinDir: ",
-              CredentialProviderDir(), "\n  crictl: [", Kubelet(), ", crictl, --root, ", node.root,
-              "]\n");
+              CredentialProviderDir(node), "\n  crictl: [", Kubelet(), ", crictl, --root, ",
+              node.root, "]\n");
   }
   return host;
 }

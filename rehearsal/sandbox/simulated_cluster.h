@@ -37,6 +37,8 @@ class SimulatedCluster : public SandboxCluster {
   // The cloud provider its kubeadm-flags.env gives, the workload's pid from the simulated
   // kubelet's record of its pods.
   absl::StatusOr<WorkerKubeletLook> LookAtWorker(const ClusterNode& worker) override;
+  // The worker's provider script rewritten: one more run of the stand-in, then failures.
+  absl::Status SetCredentialProviderFailing(const ClusterNode& worker, bool failing) override;
 
  protected:
   explicit SimulatedCluster(const ClusterSetup& setup);
@@ -70,8 +72,12 @@ class SimulatedCluster : public SandboxCluster {
   // A worker's files, its instance metadata and its kubelet (ClusterSetup::workers).
   absl::Status StartWorker(const ClusterNode& worker, const std::string& url,
                            const ApiServerCertificates& certificates);
-  // Where the workers' ecr-credential-provider is (worker.credentialProviderBinDir).
-  std::string CredentialProviderDir() const;
+  // Where the worker's ecr-credential-provider is (its worker.credentialProviderBinDir), on the
+  // host and at the same path under the worker's root.
+  std::string CredentialProviderDir(const ClusterNode& worker) const;
+  // That provider: a script running the stand-in under its name, or (`failing`) one that runs it
+  // once more and fails from then on.
+  std::string CredentialProviderScript(const ClusterNode& worker, bool failing) const;
 
   std::map<std::string, std::unique_ptr<FakeImds>> imds_;  // by node name
   bool kubelets_started_ = false;

@@ -217,15 +217,24 @@ KubeadmOutcome Sandbox(int network, const std::vector<std::string>& flags, absl:
   return outcome;
 }
 
+// The whole move on real kubelets, the workers' included, with a fault on each worker on the way
+// (one rollout: the worker faults strike together): a credential provider that fails after the
+// agent's check, the agent killed mid-move, the kubelet killed mid-move.
 TEST(KubeadmRunTest, ThreeNodesMoveToTheCloudControllerManagerAndBackOnRealKubelets) {
   if (!CanRunKubeadmCluster()) GTEST_SKIP() << "the kubeadm cluster cannot run here (why: above)";
   const HostSnapshot before = Capture();
-  KubeadmOutcome run = Sandbox(250, {}, absl::Minutes(25));
+  KubeadmOutcome run =
+      Sandbox(250,
+              {"--workers", "3", "--fault",
+               "credential-provider,worker-agent-kill,worker-kubelet-kill"},
+              absl::Minutes(25));
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("kubeadm init on ip-172-31-250-10.ec2.internal"));
   EXPECT_THAT(run.output,
               HasSubstr("kubeadm join --control-plane on ip-172-31-250-138.ec2.internal"));
-  EXPECT_THAT(run.output, HasSubstr("rollout to 1.27 and rollback to 1.26 completed"));
+  EXPECT_THAT(run.output, HasSubstr("rollout to 1.27 and rollback to 1.26 completed with each "
+                                    "fault: credential-provider+worker-agent-kill+"
+                                    "worker-kubelet-kill"));
   EXPECT_THAT(run.output, HasSubstr("DONE:  ip-172-31-250-10.ec2.internal migrated  "
                                     "ip-172-31-250-74.ec2.internal migrated  "
                                     "ip-172-31-250-138.ec2.internal migrated"));
@@ -233,21 +242,42 @@ TEST(KubeadmRunTest, ThreeNodesMoveToTheCloudControllerManagerAndBackOnRealKubel
                                     "ip-172-31-250-74.ec2.internal in-tree  "
                                     "ip-172-31-250-138.ec2.internal in-tree"));
   EXPECT_THAT(run.output, HasSubstr("node providerIDs: all 3 control-plane nodes"));
-  // 12 moves of the control-plane nodes, 2 of each worker.
-  EXPECT_THAT(run.output, HasSubstr("steps: 16 moves carried out by the agents"));
-  // Two real workers, each joined by kubeadm, moved forward and back.
+  // 12 moves of the control-plane nodes, 2 of each worker, and the moves the faults failed or
+  // cut short, each sent again.
+  EXPECT_THAT(run.output, ContainsRegex("steps: (1[89]|2[0-9]) moves carried out by the agents"));
+  // Three real workers, each joined by kubeadm, moved forward and back.
   const std::string first_worker = NodeName(250, 40);
   const std::string second_worker = NodeName(250, 104);
-  EXPECT_THAT(run.output, HasSubstr("kubeadm join (worker) on " + first_worker));
-  EXPECT_THAT(run.output, HasSubstr("kubeadm join (worker) on " + second_worker));
-  EXPECT_THAT(run.output, HasSubstr("2 workers Ready, each running its workload"));
-  EXPECT_THAT(run.output, HasSubstr("workers: all 2 kubelets --cloud-provider=external "
+  const std::string third_worker = NodeName(250, 168);
+  for (const std::string& worker : {first_worker, second_worker, third_worker}) {
+    EXPECT_THAT(run.output, HasSubstr("kubeadm join (worker) on " + worker));
+  }
+  EXPECT_THAT(run.output, HasSubstr("3 workers Ready, each running its workload"));
+  // The first worker (its cloud provider in /etc/default/kubelet): the real
+  // ecr-credential-provider answered the agent's check, then failed its proof after the
+  // kubelet's restart; the agent put the node back by itself and the rollout paused on it.
+  EXPECT_THAT(run.output, HasSubstr("fault: " + first_worker + "'s ecr-credential-provider "
+                                    "answers the agent's check before the move, then fails"));
+  EXPECT_THAT(run.output, HasSubstr("rollout paused: 1 failed of a failure budget of 1"));
+  EXPECT_THAT(run.output, ContainsRegex("   failed: " + first_worker +
+                                        ": [^\n]*the kubelet's credential provider [^\n]* did "
+                                        "not answer a request for "));
+  EXPECT_THAT(run.output, HasSubstr(first_worker + " is wholly as it was: its kubelet runs "
+                                                   "--cloud-provider=aws"));
+  EXPECT_THAT(run.output, HasSubstr(first_worker + "'s ecr-credential-provider put back as it was"));
+  EXPECT_THAT(run.output, HasSubstr("handoffctl resume\n"));
+  EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the agent of " + second_worker +
+                                    " during its kubelet's move"));
+  EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the kubelet of " + third_worker +
+                                    " during its move"));
+  // Whatever the faults did, every worker ended wholly moved, then wholly back.
+  EXPECT_THAT(run.output, HasSubstr("workers: all 3 kubelets --cloud-provider=external "
                                     "(with ecr-credential-provider), each the same Node (uid) "
                                     "with its providerID, its workload never restarted"));
-  EXPECT_THAT(run.output, HasSubstr("workers: all 2 kubelets --cloud-provider=aws again"));
+  EXPECT_THAT(run.output, HasSubstr("workers: all 3 kubelets --cloud-provider=aws again"));
   // Why every kubelet must move: the 1.27 kubelet refuses the in-tree provider on an unmoved
   // worker, and keeps a moved worker's Node Ready.
-  EXPECT_THAT(run.output, ContainsRegex("kubelet v1\\.27\\.16 on " + second_worker +
+  EXPECT_THAT(run.output, ContainsRegex("kubelet v1\\.27\\.16 on " + third_worker +
                                         " \\(not moved, --cloud-provider=aws\\) exits, as it "
                                         "must: [^\n]*unknown cloud provider"));
   EXPECT_THAT(run.output, HasSubstr("kubelet v1.27.16 on " + first_worker +

@@ -45,6 +45,7 @@
 #include "rehearsal/real/control_plane.h"
 #include "rehearsal/real/fake_aws.h"
 #include "rehearsal/sandbox/kubeadm/host_changes.h"
+#include "rehearsal/sandbox/kubeadm/kubeadm_cluster_internal.h"
 #include "rehearsal/sandbox/kubeadm/node_files.h"
 #include "rehearsal/sandbox/manager_monitor.h"
 
@@ -63,10 +64,7 @@ constexpr char kImdsIp[] = "169.254.169.254";
 constexpr char kCaBundle[] = "/etc/ssl/certs/ca-certificates.crt";
 // Where the fake AWS serves its API over HTTPS, on the bridge: AWS's own port.
 constexpr int kAwsHttpsPort = 443;
-// The versions the rehearsal moves between, and the cloud-controller-manager it starts: the
-// images are named so in the components' archive (tests/real/components.sh).
-constexpr const char* kVersionN = kKubeadmVersionN;
-constexpr const char* kVersionNext = kKubeadmVersionNext;
+// The images, as the components' archive names them (tests/real/components.sh).
 constexpr char kPauseImage[] = "registry.k8s.io/pause:3.9";
 // kubeadm v1.26.13's etcd, pinned in the ClusterConfiguration (kubeadm v1.27.16 would move to
 // 3.5.12-0, which the components do not build).
@@ -132,7 +130,10 @@ std::string OnPath(const std::string& name) {
   return "";
 }
 
-// Whether `object` has the condition `type` with status True.
+}  // namespace
+
+namespace kubeadm {
+
 bool ConditionTrue(const kube::Json& object, std::string_view type) {
   const kube::Json* conditions = nullptr;
   if (object.contains("status") && object["status"].contains("conditions")) {
@@ -145,364 +146,145 @@ bool ConditionTrue(const kube::Json& object, std::string_view type) {
   return false;
 }
 
-struct Node {
-  std::string name;
-  std::string ip;
-  std::string dir;  // on the host
-  std::unique_ptr<Process> boot;
-  int64_t init_pid = 0;  // the host pid of the node's first process
-  std::string netns;     // readlink /proc/<init>/ns/net
-  node::BootSpec spec;
-};
+KubeadmCluster::KubeadmCluster(const ClusterSetup& setup, real::Components components)
+    : setup_(setup),
+      components_(std::move(components)),
+      fs_(NewPosixFileSystem("/")),
+      clock_(NewRealClock()),
+      monitor_(*fs_, StrCat(setup.dir, "/records"), setup.timing) {
+  // The sandbox parsed --network before it made the nodes.
+  network_ = ParseKubeadmNetwork(setup.network).value_or(KubeadmNetwork{"172.31.250."});
+  plan_.kubernetes_version = kVersionN;
+  plan_.endpoint_ip = network_.EndpointIp();
+  plan_.pause_image = kPauseImage;
+  plan_.etcd_image_tag = kEtcdImageTag;
+  // kubeadm's formats: a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}, a certificate key of 32
+  // random bytes in hex (it encrypts the uploaded certificates for the joining nodes).
+  constexpr std::string_view kTokenAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+  plan_.bootstrap_token =
+      StrCat(RandomText(6, kTokenAlphabet), ".", RandomText(16, kTokenAlphabet));
+  plan_.certificate_key = RandomText(64, "0123456789abcdef");
+  run_id_ = std::to_string(::getpid());
+  // The spares are machines like the others (instances, addresses, the load balancer's
+  // backends), only not joined yet.
+  // The workers come last: machines_[first_worker_] on.
+  machines_ = setup.nodes;
+  machines_.insert(machines_.end(), setup.spares.begin(), setup.spares.end());
+  first_worker_ = machines_.size();
+  machines_.insert(machines_.end(), setup.workers.begin(), setup.workers.end());
+  for (size_t i = 0; i < machines_.size(); ++i) {
+    kubeadm::PlannedNode planned;
+    planned.name = machines_[i].spec.name;
+    planned.ip = machines_[i].spec.ip;
+    planned.zone = machines_[i].spec.zone;
+    planned.cgroup_root = StrCat("/handoff-sandbox-", run_id_, "-", i + 1);
+    planned.pod_cidr = StrCat("10.244.", i + 1, ".0/24");
+    planned.worker = machines_[i].worker;
+    plan_.nodes.push_back(planned);
+  }
+  if (!setup.workers.empty()) {
+    plan_.aws_https_ip = network_.BridgeIp();
+    plan_.aws_region = kRegion;
+  }
+}
 
-class KubeadmCluster : public SandboxCluster {
- public:
-  KubeadmCluster(const ClusterSetup& setup, real::Components components)
-      : setup_(setup),
-        components_(std::move(components)),
-        fs_(NewPosixFileSystem("/")),
-        clock_(NewRealClock()),
-        monitor_(*fs_, StrCat(setup.dir, "/records"), setup.timing) {
-    // The sandbox parsed --network before it made the nodes.
-    network_ = ParseKubeadmNetwork(setup.network).value_or(KubeadmNetwork{"172.31.250."});
-    plan_.kubernetes_version = kVersionN;
-    plan_.endpoint_ip = network_.EndpointIp();
-    plan_.pause_image = kPauseImage;
-    plan_.etcd_image_tag = kEtcdImageTag;
-    // kubeadm's formats: a bootstrap token [a-z0-9]{6}.[a-z0-9]{16}, a certificate key of 32
-    // random bytes in hex (it encrypts the uploaded certificates for the joining nodes).
-    constexpr std::string_view kTokenAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
-    plan_.bootstrap_token =
-        StrCat(RandomText(6, kTokenAlphabet), ".", RandomText(16, kTokenAlphabet));
-    plan_.certificate_key = RandomText(64, "0123456789abcdef");
-    run_id_ = std::to_string(::getpid());
-    // The spares are machines like the others (instances, addresses, the load balancer's
-    // backends), only not joined yet.
-    // The workers come last: machines_[first_worker_] on.
-    machines_ = setup.nodes;
-    machines_.insert(machines_.end(), setup.spares.begin(), setup.spares.end());
-    first_worker_ = machines_.size();
-    machines_.insert(machines_.end(), setup.workers.begin(), setup.workers.end());
-    for (size_t i = 0; i < machines_.size(); ++i) {
-      kubeadm::PlannedNode planned;
-      planned.name = machines_[i].spec.name;
-      planned.ip = machines_[i].spec.ip;
-      planned.zone = machines_[i].spec.zone;
-      planned.cgroup_root = StrCat("/handoff-sandbox-", run_id_, "-", i + 1);
-      planned.pod_cidr = StrCat("10.244.", i + 1, ".0/24");
-      planned.worker = machines_[i].worker;
-      plan_.nodes.push_back(planned);
+absl::Status KubeadmCluster::SetCloudControllerManagerUnhealthy(const ClusterNode& cluster_node,
+                                                                bool unhealthy) {
+  const Node* node = Find(cluster_node.spec.name);
+  if (node == nullptr) return absl::NotFoundError(cluster_node.spec.name);
+  // The image kept under another name while it is away, so that it comes back at once.
+  const std::vector<std::vector<std::string>> steps =
+      unhealthy ? std::vector<std::vector<std::string>>{{"ctr", "-n", "k8s.io", "images", "tag",
+                                                         kCcmImage, kHeldCcmImage},
+                                                        {"ctr", "-n", "k8s.io", "images", "rm",
+                                                         kCcmImage}}
+                : std::vector<std::vector<std::string>>{
+                      {"ctr", "-n", "k8s.io", "images", "tag", kHeldCcmImage, kCcmImage}};
+  for (const std::vector<std::string>& step : steps) {
+    absl::Status ran = RunOnNode(*node, step, StrCat("ctr-", node->name), absl::Seconds(30));
+    if (!ran.ok()) return ran;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KubeadmCluster::CutKubeletOff(const ClusterNode& cluster_node, bool cut) {
+  const Node* node = Find(cluster_node.spec.name);
+  if (node == nullptr) return absl::NotFoundError(cluster_node.spec.name);
+  // Only the kubelet opens connections to the endpoint (kubelet.conf); the node's managers use
+  // its own API server (controller-manager.conf, scheduler.conf), its agent the bridge. A rule
+  // for the endpoint's port alone, not a route to its address: the load balancer's own
+  // connections to this node's API server come from that address, and their replies must
+  // still reach it.
+  absl::Status routed = RunOnNode(
+      *node,
+      {"ip", "rule", cut ? "add" : "del", "to", StrCat(network_.EndpointIp(), "/32"), "ipproto",
+       "tcp", "dport", std::to_string(kubeadm::kApiServerPort), "unreachable"},
+      StrCat("route-", node->name), absl::Seconds(30));
+  if (!routed.ok()) return routed;
+  // Restarted either way: cut off, it reads its manifests at once and then waits for the API
+  // server for good; given its route back, it syncs at once rather than after its reflectors'
+  // back-off (up to 30 s). Its main sync loop starting says it has read its manifests.
+  const std::string log = Log(StrCat("kubelet-", node->name));
+  const auto loops = [&log] {
+    std::optional<std::string> text = ReadText(log);
+    size_t count = 0;
+    for (size_t at = 0; text && (at = text->find(kSyncLoopStarted, at)) != std::string::npos;
+         at += sizeof(kSyncLoopStarted) - 1) {
+      ++count;
     }
-    if (!setup.workers.empty()) {
-      plan_.aws_https_ip = network_.BridgeIp();
-      plan_.aws_region = kRegion;
+    return count;
+  };
+  const size_t before = loops();
+  absl::Status restarted = ControlNode(*node, "restart-kubelet", absl::Seconds(30));
+  if (!restarted.ok()) return restarted;
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (loops() == before) {
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(StrCat(node->name,
+                                                "'s kubelet did not start its sync "
+                                                "loop within 30 s; its log is ",
+                                                log));
     }
+    // The kubelet's log is the only sign, and a file says nothing when it grows.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  ~KubeadmCluster() override { Stop(); }
+  return absl::OkStatus();
+}
 
-  absl::Status Start(const ApiServerCertificates& certificates) override;
-
-  std::string CoordinatorHost() const override { return network_.BridgeIp(); }
-  std::string CoordinatorAltIp() const override { return network_.BridgeIp(); }
-
-  AgentHost AgentHostOf(const ClusterNode& cluster_node) const override {
-    AgentHost host;
-    const Node* node = Find(cluster_node.spec.name);
-    const int64_t pid = node != nullptr ? node->init_pid : 0;
-    host.prefix = EnterPrefix(pid);
-    host.files = StrCat("/proc/", pid, "/root");
-    host.agent_prefix = "";
-    host.kubelet_restart_command = StrCat(NodeBinary(), " restart-kubelet");
-    host.metrics_host = cluster_node.spec.ip;
-    // A real kube-apiserver restart leaves its node without one for up to 45 s; the kubelet
-    // restarts every other pod 11-15 s after its manifest changed, but holds back one whose pod
-    // comes back unchanged within minutes (the same manifest, so the same pod UID, with its old
-    // exited container still there) under a CrashLoopBackOff that doubles each time up to 5 min:
-    // the fifth rollback to in-tree in one run waited 2m13s. The agent's own default covers it.
-    host.timeout = "6m";
-    // A worker's agent takes every other setting's default: the Node's name and the ECR registry
-    // from the instance metadata, crictl as /etc/crictl.yaml sets it up, the credential
-    // provider where it is installed (InstallCredentialProvider).
-    if (cluster_node.worker) host.local_settings = "role: worker\n";
-    return host;
-  }
-
-  absl::Status AwaitControlPlaneSettled() override {
-    absl::StatusOr<std::unique_ptr<kube::KubeClient>> admin = AdminClient();
-    if (!admin.ok()) return admin.status();
-    return AwaitControlPlaneReady(**admin, joined_);
-  }
-
-  absl::Status SetInstanceTagged(const ClusterNode& node, bool tagged) override {
-    return real::TagInstance(aws_, node.spec.name, tagged);
-  }
-
-  absl::Status SetCloudControllerManagerUnhealthy(const ClusterNode& cluster_node,
-                                                  bool unhealthy) override {
-    const Node* node = Find(cluster_node.spec.name);
-    if (node == nullptr) return absl::NotFoundError(cluster_node.spec.name);
-    // The image kept under another name while it is away, so that it comes back at once.
-    const std::vector<std::vector<std::string>> steps =
-        unhealthy ? std::vector<std::vector<std::string>>{{"ctr", "-n", "k8s.io", "images", "tag",
-                                                           kCcmImage, kHeldCcmImage},
-                                                          {"ctr", "-n", "k8s.io", "images", "rm",
-                                                           kCcmImage}}
-                  : std::vector<std::vector<std::string>>{
-                        {"ctr", "-n", "k8s.io", "images", "tag", kHeldCcmImage, kCcmImage}};
-    for (const std::vector<std::string>& step : steps) {
-      absl::Status ran = RunOnNode(*node, step, StrCat("ctr-", node->name), absl::Seconds(30));
-      if (!ran.ok()) return ran;
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status KillKubelet(const ClusterNode& cluster_node) override {
-    return ControlNode(cluster_node, "kill-kubelet", absl::Seconds(10));
-  }
-
-  absl::Status StopKubelet(const ClusterNode& cluster_node) override {
-    return ControlNode(cluster_node, "stop-kubelet", absl::Seconds(30));
-  }
-
-  absl::Status CutKubeletOff(const ClusterNode& cluster_node, bool cut) override {
-    const Node* node = Find(cluster_node.spec.name);
-    if (node == nullptr) return absl::NotFoundError(cluster_node.spec.name);
-    // Only the kubelet opens connections to the endpoint (kubelet.conf); the node's managers use
-    // its own API server (controller-manager.conf, scheduler.conf), its agent the bridge. A rule
-    // for the endpoint's port alone, not a route to its address: the load balancer's own
-    // connections to this node's API server come from that address, and their replies must
-    // still reach it.
-    absl::Status routed = RunOnNode(
-        *node,
-        {"ip", "rule", cut ? "add" : "del", "to", StrCat(network_.EndpointIp(), "/32"), "ipproto",
-         "tcp", "dport", std::to_string(kubeadm::kApiServerPort), "unreachable"},
-        StrCat("route-", node->name), absl::Seconds(30));
-    if (!routed.ok()) return routed;
-    // Restarted either way: cut off, it reads its manifests at once and then waits for the API
-    // server for good; given its route back, it syncs at once rather than after its reflectors'
-    // back-off (up to 30 s). Its main sync loop starting says it has read its manifests.
-    const std::string log = Log(StrCat("kubelet-", node->name));
-    const auto loops = [&log] {
-      std::optional<std::string> text = ReadText(log);
-      size_t count = 0;
-      for (size_t at = 0; text && (at = text->find(kSyncLoopStarted, at)) != std::string::npos;
-           at += sizeof(kSyncLoopStarted) - 1) {
-        ++count;
-      }
-      return count;
-    };
-    const size_t before = loops();
-    absl::Status restarted = ControlNode(*node, "restart-kubelet", absl::Seconds(30));
-    if (!restarted.ok()) return restarted;
-    const absl::Time deadline = absl::Now() + absl::Seconds(30);
-    while (loops() == before) {
-      if (absl::Now() >= deadline) {
-        return absl::DeadlineExceededError(StrCat(node->name,
-                                                  "'s kubelet did not start its sync "
-                                                  "loop within 30 s; its log is ",
-                                                  log));
-      }
-      // The kubelet's log is the only sign, and a file says nothing when it grows.
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return absl::OkStatus();
-  }
-
-  const MonitorReport& Poll(absl::Time now) override {
-    // The watcher looks at /proc on its own thread.
-    if (watcher_) FollowNewPodLogs(now);
-    return monitor_.Poll(now);
-  }
-
-  void CountGapsFrom(absl::Time t) override { monitor_.CountGapsFrom(t); }
-  // A move that restarts the kube-apiserver (up to 45 s without one), three other components
-  // (11-15 s each: the kubelet's backoff) and the kubelet (with its settle).
-  // A move may wait out the kubelet's CrashLoopBackOff (AgentHostOf).
-  absl::Duration MoveBudget() const override { return absl::Minutes(7); }
-
-  std::vector<LeaseHolderChange> LeaseHolders() const override { return monitor_.LeaseHolders(); }
-
-  absl::StatusOr<WorkerKubeletLook> LookAtWorker(const ClusterNode& worker) override;
-  absl::StatusOr<std::string> TryNextKubelet(const ClusterNode& worker, bool moved) override;
-
-  absl::Status UpgradeWithKubeadm(const std::vector<ClusterNode>& members) override;
-  absl::Status JoinWithKubeadm(const ClusterNode& spare, KubeadmJoin join) override;
-  absl::Status ResetWithKubeadm(const ClusterNode& member) override;
-  std::optional<EtcdAccess> Etcd() const override { return etcd_; }
-
-  void StartedOnHost(pid_t pid) override {
-    if (changes_) (void)changes_->Started(kubeadm::CurrentProcess(pid));
-  }
-
-  std::vector<std::string> ComponentLines() const override;
-  std::vector<std::string> SummaryLines() const override;
-
-  void Stop() override;
-
- private:
-  const Node* Find(const std::string& name) const {
-    for (const Node& node : nodes_) {
-      if (node.name == name) return &node;
-    }
-    return nullptr;
-  }
-  // Sends `command` to the node's service manager (node_init.h); an error unless it answers "ok".
-  absl::Status ControlNode(const ClusterNode& cluster_node, const std::string& command,
-                           absl::Duration timeout) const {
-    const Node* node = Find(cluster_node.spec.name);
-    if (node == nullptr) return absl::NotFoundError(cluster_node.spec.name);
-    return ControlNode(*node, command, timeout);
-  }
-  absl::Status ControlNode(const Node& node, const std::string& command,
-                           absl::Duration timeout) const {
-    absl::StatusOr<std::string> answer = AskNode(node, command, timeout);
-    if (!answer.ok()) return answer.status();
-    if (!StartsWith(*answer, "ok")) return absl::UnavailableError(*answer);
-    return absl::OkStatus();
-  }
-  // The service manager's answer to `command`, whatever it is.
-  absl::StatusOr<std::string> AskNode(const Node& node, const std::string& command,
-                                      absl::Duration timeout) const {
-    return node::SendControl(StrCat("/proc/", node.init_pid, "/root", node::kControlSocket),
-                             command, timeout);
-  }
-  std::string NodeBinary() const { return StrCat(setup_.bin_dir, "/handoff-sandbox-node"); }
-  std::string NodePath() const {
-    return StrCat(components_.dir,
-                  "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-  }
-  std::vector<std::string> EnterPrefix(int64_t pid) const {
-    return {
-        NodeBinary(), "enter", "--pid", std::to_string(pid), "--env", StrCat("PATH=", NodePath()),
-        "--"};
-  }
-  std::string Log(const std::string& name) const {
-    return StrCat(setup_.dir, "/logs/", name, ".log");
-  }
-  // Runs `argv` on `node` to its end; an error with the log's last lines unless it exits 0.
-  absl::Status RunOnNode(const Node& node, const std::vector<std::string>& argv,
-                         const std::string& log_name, absl::Duration timeout);
-  // Runs `command` on the host to its end (ip); an error naming it unless it exits 0.
-  absl::Status RunOnHost(const std::vector<std::string>& argv);
-  absl::Status WriteNodeFile(const Node& node, const std::string& path, const std::string& text,
-                             unsigned mode = 0644);
-
-  absl::Status CheckHost();
-  absl::Status MakeBridge();
-  absl::StatusOr<Node> BootNode(const std::string& name, const std::string& dir, bool services);
-  absl::Status Connect(Node& node, const std::string& ip, int index);
-  absl::Status StartFakeAws();
-  absl::Status StartLoadBalancer();
-  absl::Status ImportImages();
-  // The fake AWS's HTTPS certificate, from a CA of the run's own (pki/aws-https-*.pem).
-  absl::Status MakeAwsHttpsCertificate();
-  absl::Status RunKubeadm();
-  // `kubeadm join` of every worker, its workload, its credential provider; waits until each
-  // worker's Node is Ready and its workload runs.
-  absl::Status JoinWorkers(kube::KubeClient& client);
-  // ecr-credential-provider (the components') where the agent's settings look for it: the
-  // operator's install.
-  absl::Status InstallCredentialProvider(const Node& node);
-  // The node's kubelet unit starting `program` from now on (as a package upgrade replaces the
-  // binary), and the kubelet restarted.
-  absl::Status RestartKubeletAs(const Node& node, const std::string& program);
-  // The pid (in the node) of its kubelet now, 0 when none runs.
-  int64_t KubeletPid(const Node& node) const;
-  // Waits until the worker's Node reports `version` of the kubelet, Ready, with a heartbeat and
-  // `renewals` renewals of its Lease after `since`; a line of what was seen.
-  absl::StatusOr<std::string> AwaitKubeletServing(kube::KubeClient& client, const Node& node,
-                                                  const std::string& version, absl::Time since,
-                                                  int renewals, absl::Duration timeout);
-  // Cancelled once the operator interrupted the run.
-  absl::Status Interrupted() const;
-  // Asks `waiting` every half second (the API server's objects change without telling) until it
-  // names nothing: DeadlineExceeded after 3 minutes, naming what `waiting` named last and `what`.
-  absl::Status AwaitNothingWaiting(const std::string& what,
-                                   const std::function<std::vector<std::string>()>& waiting) const;
-  // A client of the API server as the cluster's admin (admin.conf, once kubeadm init wrote it).
-  absl::StatusOr<std::unique_ptr<kube::KubeClient>> AdminClient() const;
-  // Waits until the etcd mirror pods of `nodes` carry their client URL.
-  absl::Status AwaitEtcdMirrorPods(kube::KubeClient& client,
-                                   const std::vector<std::string>& nodes) const;
-  // Waits until every one of `nodes` is Ready and its static pods (etcd, kube-apiserver,
-  // kube-controller-manager, kube-scheduler) are Running and Ready, as the preflight's
-  // control-plane check wants them before a start: a node just joined is neither for seconds.
-  absl::Status AwaitControlPlaneReady(kube::KubeClient& client,
-                                      const std::vector<std::string>& nodes) const;
-  absl::Status WriteSettings();
-  // Follows each manager's pod log that appeared since the last poll, once the process that
-  // wrote it is known.
-  void FollowNewPodLogs(absl::Time now);
-
-  // Runs kubeadm of version N+1 (`next`) or N with `args` on the node named `name`.
-  absl::Status RunKubeadmOn(const std::string& name, bool next,
-                            const std::vector<std::string>& args, absl::Duration timeout);
-  // The etcd client files kubeadm made on the first node, copied beside the run (etcd_).
-  absl::Status KeepEtcdAccess();
-
-  const ClusterSetup setup_;
-  // setup_.nodes, then setup_.spares, then setup_.workers: nodes_[i] and plan_.nodes[i] are
-  // machines_[i].
-  std::vector<ClusterNode> machines_;
-  size_t first_worker_ = 0;
-  // "sha256:<hex>" of the cluster CA's public key, once kubeadm init made it.
-  std::string ca_pin_;
-  // The nodes joined and not reset, in the order they joined, and whether each joined with
-  // version N+1's kubeadm (which then also resets it).
-  std::vector<std::string> joined_;
-  std::map<std::string, bool> joined_next_;
-  std::optional<EtcdAccess> etcd_;
-  const real::Components components_;
-  std::unique_ptr<FileSystem> fs_;  // rooted at "/"
-  std::unique_ptr<Clock> clock_;
-  // FailedPrecondition: `user` ("name (address)") has an address in the run's network.
-  absl::Status NetworkInUse(const std::string& user) const {
-    return absl::FailedPreconditionError(
-        StrCat("the kubeadm sandbox's network ", network_.Cidr(), " is in use here (", user,
-               "): another kubeadm sandbox runs on it, or it is someone else's; give another "
-               "with --network"));
-  }
-
-  KubeadmNetwork network_;
-  kubeadm::ClusterPlan plan_;
-  std::string run_id_;
-  std::string bridge_;
-  std::optional<kubeadm::HostChanges> changes_;
-  Node lb_;
-  std::vector<Node> nodes_;
-  std::unique_ptr<Process> haproxy_;
-  std::unique_ptr<Process> fake_aws_;
-  real::FakeAws aws_;
-  std::unique_ptr<ManagerProcessWatcher> watcher_;
-  ManagerMonitor monitor_;
-  std::set<std::string> followed_logs_;  // the managers' pod logs the pump follows
-  int64_t unknown_pids_ = 0;
-  std::vector<std::string> versions_;  // containerd, runc, haproxy
-  bool stopped_ = false;
-};
 
 absl::Status KubeadmCluster::RunOnNode(const Node& node, const std::vector<std::string>& argv,
                                        const std::string& log_name, absl::Duration timeout) {
+  absl::StatusOr<std::unique_ptr<Process>> run = StartOnNode(node, argv, log_name);
+  if (!run.ok()) return run.status();
+  return AwaitOnNode(**run, node, argv, log_name, timeout);
+}
+
+absl::StatusOr<std::unique_ptr<Process>> KubeadmCluster::StartOnNode(
+    const Node& node, const std::vector<std::string>& argv, const std::string& log_name) {
   std::vector<std::string> full = EnterPrefix(node.init_pid);
   full.insert(full.end(), argv.begin(), argv.end());
+  return setup_.spawn(full, Log(log_name));
+}
+
+absl::Status KubeadmCluster::AwaitOnNode(Process& run, const Node& node,
+                                         const std::vector<std::string>& argv,
+                                         const std::string& log_name, absl::Duration timeout) {
   const std::string log = Log(log_name);
-  absl::StatusOr<std::unique_ptr<Process>> run = setup_.spawn(full, log);
-  if (!run.ok()) return run.status();
   int status = 0;
   // In slices, so that an interrupt stops a command that waits minutes (kubeadm join waits up to
   // 4 minutes for its node's static pods) at once.
   const absl::Time deadline = absl::Now() + timeout;
   bool exited = false;
   while (!exited && absl::Now() < deadline) {
-    exited = (*run)->WaitFor(std::min(absl::Milliseconds(200), deadline - absl::Now()), &status);
+    exited = run.WaitFor(std::min(absl::Milliseconds(200), deadline - absl::Now()), &status);
     if (!exited && setup_.interrupted()) {
-      (*run)->Stop(SIGTERM, absl::Seconds(5));
+      run.Stop(SIGTERM, absl::Seconds(5));
       return absl::CancelledError(StrCat("interrupted while ", StrJoin(argv, " "), " ran on ",
                                          node.name, "; its log is ", log));
     }
   }
   if (!exited) {
-    (*run)->Stop(SIGTERM, absl::Seconds(5));
+    run.Stop(SIGTERM, absl::Seconds(5));
     return absl::DeadlineExceededError(StrCat(StrJoin(argv, " "), " on ", node.name,
                                               " did not finish within ",
                                               absl::FormatDuration(timeout), "; its log is ", log,
@@ -939,327 +721,6 @@ absl::Status KubeadmCluster::ResetWithKubeadm(const ClusterNode& member) {
   return ran;
 }
 
-absl::Status KubeadmCluster::MakeAwsHttpsCertificate() {
-  const absl::Time now = absl::Now();
-  absl::StatusOr<pki::KeyPair> ca =
-      pki::CreateCertificateAuthority("handoff-sandbox-aws-https-ca", now, absl::Hours(24));
-  if (!ca.ok()) return ca.status();
-  pki::CertificateRequest request;
-  request.common_name = kubeadm::AwsHttpsNames(plan_).front();
-  request.dns_names = kubeadm::AwsHttpsNames(plan_);
-  request.ip_addresses = {plan_.aws_https_ip};
-  request.server = true;
-  request.validity = absl::Hours(24);
-  absl::StatusOr<pki::KeyPair> server = pki::IssueCertificate(*ca, request, now);
-  if (!server.ok()) return server.status();
-  for (const auto& [name, text, mode] :
-       {std::tuple{"aws-https-ca.crt", ca->certificate_pem, 0644u},
-        std::tuple{"aws-https.crt", server->certificate_pem, 0644u},
-        std::tuple{"aws-https.key", server->private_key_pem, 0600u}}) {
-    FileInfo info;
-    info.mode = mode;
-    absl::Status written = AtomicReplace(*fs_, StrCat(setup_.dir, "/pki/", name), text, info);
-    if (!written.ok()) return written;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status KubeadmCluster::InstallCredentialProvider(const Node& node) {
-  // The agent's default worker.credentialProviderBinDir, as the operator installs it there.
-  const std::string dir = StrCat("/proc/", node.init_pid,
-                                 "/root/usr/libexec/kubelet-image-credential-provider-plugins");
-  std::error_code error;
-  std::filesystem::create_directories(dir, error);
-  if (!error) {
-    std::filesystem::create_symlink(components_.Binary(real::kEcrCredentialProvider),
-                                    StrCat(dir, "/", real::kEcrCredentialProvider), error);
-  }
-  if (error) {
-    return absl::InternalError(StrCat("cannot install ecr-credential-provider on ", node.name,
-                                      " (", dir, "): ", error.message()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status KubeadmCluster::JoinWorkers(kube::KubeClient& client) {
-  std::vector<std::string> names;
-  for (size_t i = first_worker_; i < machines_.size(); ++i) {
-    if (absl::Status interrupted = Interrupted(); !interrupted.ok()) return interrupted;
-    const Node& node = nodes_[i];
-    // The first worker's kubelet has its cloud provider where an operator adds it beside kubeadm
-    // (/etc/default/kubelet), as one control-plane node's has.
-    const bool defaults = i == first_worker_;
-    if (defaults) {
-      absl::Status written =
-          WriteNodeFile(node, kubeadm::kKubeletDefaultsPath, kubeadm::KubeletDefaults(), 0644);
-      if (!written.ok()) return written;
-    }
-    absl::Status written = WriteNodeFile(
-        node, kubeadm::kKubeadmConfigPath,
-        kubeadm::WorkerJoinConfiguration(plan_, i, ca_pin_,
-                                         defaults ? kubeadm::KubeletCloud::kInTreeExtraArgs
-                                                  : kubeadm::KubeletCloud::kInTree),
-        0600);
-    if (!written.ok()) return written;
-    const absl::Time join_started = absl::Now();
-    absl::Status ran = RunOnNode(
-        node, {components_.Binary(real::kKubeadm), "join", "--config", kubeadm::kKubeadmConfigPath},
-        StrCat("kubeadm-", node.name), absl::Minutes(5));
-    if (!ran.ok()) return ran;
-    // After the join: its preflight wants /etc/kubernetes/manifests empty.
-    written = WriteNodeFile(node, kubeadm::kWorkloadManifestPath,
-                            kubeadm::WorkloadManifest(std::string(real::kWorkloadImage)));
-    if (!written.ok()) return written;
-    absl::Status installed = InstallCredentialProvider(node);
-    if (!installed.ok()) return installed;
-    setup_.say(StrCat(
-        "kubeadm join (worker) on ", node.name, ": ",
-        absl::FormatDuration(absl::Trunc(absl::Now() - join_started, absl::Milliseconds(100))),
-        defaults ? StrCat("; its kubelet's --cloud-provider=aws is in ",
-                          kubeadm::kKubeletDefaultsPath)
-                 : std::string()));
-    names.push_back(node.name);
-  }
-  if (names.empty()) return absl::OkStatus();
-  absl::Status up = AwaitNothingWaiting("the workers are not up", [&] {
-    std::vector<std::string> waiting;
-    for (const std::string& name : names) {
-      absl::StatusOr<kube::Json> object = client.Get(kube::ObjectRef{&kube::kNodes, "", name});
-      if (!object.ok() || !ConditionTrue(*object, "Ready")) waiting.push_back(StrCat("Node ", name));
-      absl::StatusOr<kube::Json> pod = client.Get(
-          kube::ObjectRef{&kube::kPods, "default", StrCat(kubeadm::kWorkloadName, "-", name)});
-      if (!pod.ok() || kube::StringAt(*pod, {"status", "phase"}) != "Running") {
-        waiting.push_back(StrCat("default/", kubeadm::kWorkloadName, "-", name));
-      }
-    }
-    return waiting;
-  });
-  if (!up.ok()) return up;
-  setup_.say(StrCat(names.size(), " workers Ready, each running its workload (",
-                    real::kWorkloadImage, ", imported, never pulled)"));
-  return absl::OkStatus();
-}
-
-int64_t KubeadmCluster::KubeletPid(const Node& node) const {
-  absl::StatusOr<std::string> answer = AskNode(node, "status", absl::Seconds(10));
-  // "kubelet <pid|-> containerd <pid|->"
-  if (!answer.ok()) return 0;
-  std::vector<std::string_view> words = StrSplit(*answer, " ", true);
-  if (words.size() < 2 || words[0] != "kubelet") return 0;
-  return std::strtoll(std::string(words[1]).c_str(), nullptr, 10);
-}
-
-absl::StatusOr<WorkerKubeletLook> KubeadmCluster::LookAtWorker(const ClusterNode& worker) {
-  const Node* node = Find(worker.spec.name);
-  if (node == nullptr) return absl::NotFoundError(worker.spec.name);
-  WorkerKubeletLook look;
-  // The running kubelet's own command line, whichever files gave it.
-  const int64_t pid = KubeletPid(*node);
-  look.source = StrCat(node->name, "'s kubelet process (pid ", pid, " in the node)");
-  if (pid > 0) {
-    absl::StatusOr<std::string> cmdline =
-        fs_->ReadFile(StrCat("/proc/", node->init_pid, "/root/proc/", pid, "/cmdline"));
-    if (!cmdline.ok()) return cmdline.status();
-    for (std::string_view arg : StrSplit(*cmdline, std::string_view("\0", 1), true)) {
-      if (StartsWith(arg, "--cloud-provider=")) {
-        look.cloud_provider = std::string(arg.substr(sizeof("--cloud-provider=") - 1));
-      }
-    }
-  }
-  // The workload's container as containerd has it: its id and start.
-  const std::string output = Log(StrCat("crictl-", node->name));
-  std::filesystem::remove(output);
-  absl::Status listed = RunOnNode(*node,
-                                  {"crictl", "ps", "-o", "json", "--state", "running", "--name",
-                                   StrCat("^", kubeadm::kWorkloadName, "$")},
-                                  StrCat("crictl-", node->name), absl::Seconds(30));
-  if (!listed.ok()) return listed;
-  std::optional<std::string> text = ReadText(output);
-  const kube::Json listing =
-      kube::Json::parse(text ? *text : std::string(), nullptr, /*allow_exceptions=*/false);
-  if (listing.is_object() && listing.contains("containers") && listing["containers"].is_array()) {
-    std::vector<std::string> running;
-    for (const kube::Json& container : listing["containers"]) {
-      running.push_back(StrCat("container ", container.value("id", "").substr(0, 13), " created ",
-                               container.value("createdAt", "")));
-    }
-    // One workload: two at once (a pod being replaced) is no state to compare.
-    look.workload = running.size() <= 1 ? StrJoin(running, "")
-                                        : StrCat(running.size(), " running: ",
-                                                 StrJoin(running, ", "));
-  }
-  return look;
-}
-
-absl::Status KubeadmCluster::RestartKubeletAs(const Node& node, const std::string& program) {
-  for (const auto& [path, text] : node::KubeletPackageFiles(program)) {
-    absl::Status written = WriteNodeFile(node, path, text);
-    if (!written.ok()) return written;
-  }
-  return ControlNode(node, "restart-kubelet", absl::Seconds(30));
-}
-
-absl::StatusOr<std::string> KubeadmCluster::AwaitKubeletServing(kube::KubeClient& client,
-                                                                const Node& node,
-                                                                const std::string& version,
-                                                                absl::Time since, int renewals,
-                                                                absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  std::set<std::string> renew_times;
-  std::string seen = "nothing yet";
-  while (true) {
-    absl::StatusOr<kube::Json> object = client.Get(kube::ObjectRef{&kube::kNodes, "", node.name});
-    absl::StatusOr<kube::Json> lease =
-        client.Get(kube::ObjectRef{&kube::kLeases, "kube-node-lease", node.name});
-    if (object.ok() && lease.ok()) {
-      const std::string reported = kube::StringAt(*object, {"status", "nodeInfo", "kubeletVersion"});
-      std::string heartbeat;
-      if (ConditionTrue(*object, "Ready")) {
-        for (const kube::Json& condition : (*object)["status"]["conditions"]) {
-          if (condition.value("type", "") == "Ready") {
-            heartbeat = condition.value("lastHeartbeatTime", "");
-          }
-        }
-      }
-      absl::Time beat = absl::InfinitePast();
-      std::string error;
-      if (!heartbeat.empty()) absl::ParseTime(absl::RFC3339_full, heartbeat, &beat, &error);
-      absl::Time renewed = absl::InfinitePast();
-      const std::string renew_time = kube::StringAt(*lease, {"spec", "renewTime"});
-      absl::ParseTime(absl::RFC3339_full, renew_time, &renewed, &error);
-      // The API's times are whole seconds (heartbeats) or microseconds (the Lease).
-      if (renewed >= since) renew_times.insert(renew_time);
-      seen = StrCat("kubelet ", reported.empty() ? "?" : reported,
-                    heartbeat.empty() ? ", not Ready" : StrCat(", Ready (heartbeat ", heartbeat, ")"),
-                    ", Lease renewed ", renew_times.size(), " time(s) since");
-      if (reported == version && beat >= absl::FromUnixSeconds(absl::ToUnixSeconds(since)) &&
-          static_cast<int>(renew_times.size()) >= renewals) {
-        return StrCat("Node ", node.name, " (uid ", kube::StringAt(*object, {"metadata", "uid"}),
-                      ") Ready under kubelet ", reported, ", its Lease renewed ",
-                      renew_times.size(), " times in ",
-                      absl::FormatDuration(absl::Trunc(absl::Now() - since, absl::Seconds(1))));
-      }
-    }
-    if (absl::Status interrupted = Interrupted(); !interrupted.ok()) return interrupted;
-    if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(
-          StrCat(node.name, "'s Node did not serve under kubelet ", version, " within ",
-                 absl::FormatDuration(timeout), ": ", seen, " (its kubelet's log: ",
-                 Log(StrCat("kubelet-", node.name)), ")"));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-}
-
-absl::StatusOr<std::string> KubeadmCluster::TryNextKubelet(const ClusterNode& worker, bool moved) {
-  const Node* node = Find(worker.spec.name);
-  if (node == nullptr || !worker.worker) return absl::NotFoundError(worker.spec.name);
-  absl::StatusOr<std::unique_ptr<kube::KubeClient>> client = AdminClient();
-  if (!client.ok()) return client.status();
-  absl::StatusOr<kube::Json> before = (*client)->Get(kube::ObjectRef{&kube::kNodes, "", node->name});
-  if (!before.ok()) return before.status();
-  const std::string uid = kube::StringAt(*before, {"metadata", "uid"});
-  // The kubelet names a static pod by a hash of its defaulted manifest (the mirror pod's
-  // kubernetes.io/config.hash): version N's hash, to know its workload back once it is.
-  const kube::ObjectRef workload{&kube::kPods, "default",
-                                 StrCat(kubeadm::kWorkloadName, "-", node->name)};
-  absl::StatusOr<kube::Json> pod = (*client)->Get(workload);
-  if (!pod.ok()) return pod.status();
-  const std::string hash =
-      kube::StringAt(*pod, {"metadata", "annotations", "kubernetes.io/config.hash"});
-  const std::string log = Log(StrCat("kubelet-", node->name));
-  std::error_code error;
-  const uintmax_t log_size = std::filesystem::file_size(log, error);
-  const absl::Time started = absl::Now();
-  absl::Status restarted = RestartKubeletAs(*node, components_.File(real::kNextKubelet));
-  if (!restarted.ok()) return restarted;
-  std::string line;
-  if (moved) {
-    // Three renewals: the kubelet runs its Node for half a minute (renewInterval 10 s).
-    absl::StatusOr<std::string> serving =
-        AwaitKubeletServing(**client, *node, kVersionNext, started, 3, absl::Minutes(2));
-    if (!serving.ok()) return serving.status();
-    line = StrCat("kubelet ", kVersionNext, " on ", node->name, " (moved, --cloud-provider=external): ",
-                  *serving);
-  } else {
-    // The refusal is in the kubelet's log ("failed to run Kubelet: unknown cloud provider").
-    constexpr char kRefusal[] = "unknown cloud provider";
-    const absl::Time deadline = absl::Now() + absl::Minutes(1);
-    std::string refusal;
-    while (refusal.empty()) {
-      std::optional<std::string> text = ReadText(log);
-      if (text && text->size() > log_size) {
-        const std::string_view added = std::string_view(*text).substr(log_size);
-        const size_t at = added.find(kRefusal);
-        if (at != std::string_view::npos) {
-          // The whole line that says it.
-          const size_t newline = added.rfind('\n', at);
-          const size_t begin = newline == std::string_view::npos ? 0 : newline + 1;
-          const size_t end = added.find('\n', at);
-          refusal = std::string(StripWhitespace(
-              added.substr(begin, end == std::string_view::npos ? end : end - begin)));
-        }
-      }
-      if (!refusal.empty()) break;
-      if (absl::Status interrupted = Interrupted(); !interrupted.ok()) return interrupted;
-      if (absl::Now() >= deadline) {
-        return absl::FailedPreconditionError(
-            StrCat("kubelet ", kVersionNext, " on ", node->name,
-                   " (not moved, --cloud-provider=aws) did not refuse its cloud provider within a "
-                   "minute: the negative control failed (its log: ",
-                   log, ")"));
-      }
-      // The kubelet's log is the only sign, and a file says nothing when it grows.
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    line = StrCat("kubelet ", kVersionNext, " on ", node->name,
-                  " (not moved, --cloud-provider=aws) exits, as it must: ", refusal);
-  }
-  // Version N back, as the operator would put it back.
-  const absl::Time back = absl::Now();
-  restarted = RestartKubeletAs(*node, components_.Binary(real::kKubelet));
-  if (!restarted.ok()) return restarted;
-  absl::StatusOr<std::string> again =
-      AwaitKubeletServing(**client, *node, kVersionN, back, 1, absl::Minutes(2));
-  if (!again.ok()) return again.status();
-  // Until version N's kubelet has its own workload pod again, running one container: a restart
-  // of the kubelet meanwhile (the next move's) would find the pod half replaced.
-  absl::Status settled = AwaitNothingWaiting(
-      StrCat(node->name, "'s workload is not back under kubelet ", kVersionN), [&] {
-        absl::StatusOr<kube::Json> now = (*client)->Get(workload);
-        const std::string now_hash =
-            now.ok() ? kube::StringAt(*now, {"metadata", "annotations", "kubernetes.io/config.hash"})
-                     : std::string();
-        std::string container;
-        if (now.ok() && (*now)["status"].contains("containerStatuses") &&
-            (*now)["status"]["containerStatuses"].is_array() &&
-            !(*now)["status"]["containerStatuses"].empty()) {
-          container = (*now)["status"]["containerStatuses"][0].value("containerID", "");
-        }
-        constexpr std::string_view kScheme = "containerd://";
-        if (StartsWith(container, kScheme)) container = container.substr(kScheme.size(), 13);
-        absl::StatusOr<WorkerKubeletLook> look = LookAtWorker(worker);
-        if (now_hash == hash && !container.empty() && ConditionTrue(*now, "Ready") && look.ok() &&
-            StartsWith(look->workload, StrCat("container ", container, " "))) {
-          return std::vector<std::string>{};
-        }
-        return std::vector<std::string>{
-            StrCat(workload.ToString(), " (config hash ",
-                   now_hash.empty() ? "?" : now_hash, ", want ", hash, "; container ",
-                   container.empty() ? "?" : container, "; on the node ",
-                   look.ok() ? look->workload : std::string(look.status().message()), ")")};
-      });
-  if (!settled.ok()) return settled;
-  absl::StatusOr<kube::Json> after = (*client)->Get(kube::ObjectRef{&kube::kNodes, "", node->name});
-  if (!after.ok()) return after.status();
-  if (kube::StringAt(*after, {"metadata", "uid"}) != uid) {
-    return absl::FailedPreconditionError(StrCat(node->name, "'s Node is another object (uid ", uid,
-                                                " then ",
-                                                kube::StringAt(*after, {"metadata", "uid"}), ")"));
-  }
-  return StrCat(line, "; ", kVersionN, " put back, Ready again");
-}
-
 absl::Status KubeadmCluster::WriteSettings() {
   FileInfo info;
   info.mode = 0644;
@@ -1609,7 +1070,7 @@ void KubeadmCluster::Stop() {
   }
 }
 
-}  // namespace
+}  // namespace kubeadm
 
 absl::StatusOr<KubeadmNetwork> ParseKubeadmNetwork(std::string_view cidr) {
   if (cidr.empty()) cidr = kDefaultKubeadmNetwork;
@@ -1686,7 +1147,7 @@ absl::StatusOr<std::unique_ptr<SandboxCluster>> NewKubeadmCluster(const ClusterS
       real::FindComponents(real::ProcessEnvironment(), required);
   if (!components.ok()) return components.status();
   return std::unique_ptr<SandboxCluster>(
-      std::make_unique<KubeadmCluster>(setup, *std::move(components)));
+      std::make_unique<kubeadm::KubeadmCluster>(setup, *std::move(components)));
 }
 
 }  // namespace handoff::sandbox

@@ -70,9 +70,11 @@ class LoopbackCluster {
   std::unique_ptr<pb::OperatorService::Stub> Operator(const std::string& identity = "operator");
 
   // Watches the rollout until `done` holds for a status (reconnecting across coordinator
-  // restarts), or `timeout` passes (then the last status seen, and the test fails).
+  // restarts), or `timeout` passes (then the last status seen, and the test fails). The timeout
+  // only ends a wait that would never end: a loaded CI machine (both cores busy, the sanitizers
+  // on) has taken 14 s for one agent's move and over a minute for five nodes' moves.
   pb::RolloutStatus WaitFor(const std::function<bool(const pb::RolloutStatus&)>& done,
-                            absl::Duration timeout = absl::Seconds(60));
+                            absl::Duration timeout = absl::Minutes(5));
 
   // Transactions the node's agent committed, read from its state dir (one per applied move).
   int Transactions(const std::string& node) const;

@@ -271,6 +271,47 @@ TEST(SandboxRunTest, AnAgentKilledMidMove) {
   EXPECT_THAT(run.output, HasSubstr("fault: kill -9 the agent of cp-2 during move"));
 }
 
+// A worker's agent killed mid-move and another worker whose credential provider fails after the
+// agent's check, in one rollout: each worker ends wholly moved or wholly as it was, and the failed
+// one pauses the rollout until the operator (the sandbox) lifts the fault and resumes.
+TEST(SandboxRunTest, FaultsOnWorkersLeaveEachWhollyMovedOrWhollyAsItWas) {
+  SandboxOutcome run = Sandbox({"--fault", "worker-agent-kill,credential-provider"});
+  ExpectCompletedAndHeld(run);
+  const std::string killed = "ip-127-0-2-1.ec2.internal", failing = "ip-127-0-2-2.ec2.internal";
+  EXPECT_THAT(run.output,
+              HasSubstr("fault: kill -9 the agent of " + killed + " during its kubelet's move"));
+  EXPECT_THAT(run.output, HasSubstr("fault: " + failing + "'s ecr-credential-provider answers "
+                                    "the agent's check before the move, then fails"));
+  // The agent's proof after the kubelet's restart failed and it rolled the worker back.
+  EXPECT_THAT(run.output, HasSubstr("rollout paused: 1 failed of a failure budget of 1"));
+  EXPECT_THAT(run.output, ::testing::ContainsRegex(
+                              "\\]   failed: " + failing +
+                              ": [^\n]*the kubelet's credential provider [^\n]* did not answer "
+                              "a request for "));
+  EXPECT_THAT(run.output, HasSubstr(failing + " is wholly as it was: its kubelet runs "
+                                              "--cloud-provider=aws"));
+  EXPECT_THAT(run.output, Not(HasSubstr("failed: " + killed)));
+  EXPECT_THAT(run.output, HasSubstr(failing + "'s ecr-credential-provider put back as it was"));
+  EXPECT_THAT(run.output, HasSubstr("handoffctl resume\n"));
+  EXPECT_THAT(run.output, HasSubstr("workers: all 2 kubelets --cloud-provider=external"));
+  EXPECT_THAT(run.output, HasSubstr("scenario worker-agent-kill+credential-provider completed; "
+                                    "invariant held so far"));
+}
+
+// A worker fault needs a worker, and a goal that takes the workers external.
+TEST(SandboxRunTest, AWorkerFaultWithoutWorkersOrBeforeTheyMoveIsRefused) {
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--fault", "worker-agent-kill", "--workers", "0"},
+        std::vector<std::string>{"--fault", "credential-provider", "--goal", "prepared"},
+        std::vector<std::string>{"--fault", "worker-agent-kill,credential-provider", "--workers",
+                                 "1"}}) {
+    SandboxOutcome run = Sandbox(flags, 2);
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("strikes a worker while its kubelet goes external: it "
+                                      "needs workers"));
+  }
+}
+
 TEST(SandboxRunTest, TheCoordinatorKilledMidRollout) {
   SandboxOutcome run = Sandbox({"--fault", "coordinator-kill"});
   ExpectCompletedAndHeld(run);
