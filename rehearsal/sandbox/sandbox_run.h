@@ -209,6 +209,11 @@ class SandboxRun {
     WorkerKubeletLook kubelet;
   };
   absl::StatusOr<WorkerLook> LookAtWorker(kube::KubeClient& client, const NodeRun& worker);
+  // How `look` differs from `worker`'s baseline for a kubelet that should take
+  // --cloud-provider=`cloud_provider`: its flag, its Node's uid and providerID, its workload; one
+  // line each, none when it is as it should be.
+  std::vector<std::string> WorkerDifferences(const NodeRun& worker, const WorkerLook& look,
+                                             const std::string& cloud_provider);
   // Before the first rollout: each worker as it is (its workload running).
   absl::Status RecordWorkerBaseline();
   // After a rollout (`external`: its goal takes the workers external) or a rollback: every

@@ -3,6 +3,7 @@
 // kubelet takes (cluster.h LookAtWorker), after every rollout and rollback.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "common/base/strings.h"
 #include "common/kube/resource.h"
@@ -40,6 +41,30 @@ absl::Status SandboxRun::RecordWorkerBaseline() {
   return absl::OkStatus();
 }
 
+std::vector<std::string> SandboxRun::WorkerDifferences(const NodeRun& worker,
+                                                       const WorkerLook& look,
+                                                       const std::string& cloud_provider) {
+  const WorkerLook& before = worker_baseline_[worker.spec().name];
+  std::vector<std::string> differences;
+  if (look.kubelet.cloud_provider != cloud_provider) {
+    differences.push_back(StrCat("its kubelet takes --cloud-provider=", look.kubelet.cloud_provider,
+                                 ", not ", cloud_provider, " (", look.kubelet.source, ")"));
+  }
+  if (look.uid != before.uid) {
+    differences.push_back(
+        StrCat("its Node is another object (uid ", before.uid, " then ", look.uid, ")"));
+  }
+  if (look.provider_id != before.provider_id) {
+    differences.push_back(
+        StrCat("providerID ", before.provider_id, " became ", look.provider_id));
+  }
+  if (look.kubelet.workload != before.kubelet.workload) {
+    differences.push_back(StrCat("its workload was restarted (", before.kubelet.workload, " then ",
+                                 look.kubelet.workload, ")"));
+  }
+  return differences;
+}
+
 absl::Status SandboxRun::CheckWorkers(bool external) {
   if (workers_.empty()) return absl::OkStatus();
   absl::StatusOr<std::unique_ptr<kube::KubeClient>> client = AdminClient();
@@ -52,24 +77,9 @@ absl::Status SandboxRun::CheckWorkers(bool external) {
       problems.push_back(StrCat(name, ": ", look.status().message()));
       continue;
     }
-    const WorkerLook& before = worker_baseline_[name];
-    const std::string want = external ? "external" : "aws";
-    if (look->kubelet.cloud_provider != want) {
-      problems.push_back(StrCat(name, ": its kubelet takes --cloud-provider=",
-                                look->kubelet.cloud_provider, ", not ", want, " (",
-                                look->kubelet.source, ")"));
-    }
-    if (look->uid != before.uid) {
-      problems.push_back(StrCat(name, ": its Node is another object (uid ", before.uid, " then ",
-                                look->uid, ")"));
-    }
-    if (look->provider_id != before.provider_id) {
-      problems.push_back(StrCat(name, ": providerID ", before.provider_id, " became ",
-                                look->provider_id));
-    }
-    if (look->kubelet.workload != before.kubelet.workload) {
-      problems.push_back(StrCat(name, ": its workload was restarted (", before.kubelet.workload,
-                                " then ", look->kubelet.workload, ")"));
+    for (const std::string& difference :
+         WorkerDifferences(worker, *look, external ? "external" : "aws")) {
+      problems.push_back(StrCat(name, ": ", difference));
     }
   }
   if (!problems.empty()) {

@@ -73,14 +73,11 @@ absl::Status SandboxRun::CheckFailedWorkersAsTheyWere(const v1::RolloutStatus& p
     }
     absl::StatusOr<WorkerLook> look = LookAtWorker(**client, *worker);
     if (!look.ok()) return look.status();
-    const WorkerLook& before = worker_baseline_[name];
-    if (look->kubelet.cloud_provider != "aws" || look->uid != before.uid ||
-        look->kubelet.workload != before.kubelet.workload) {
-      return absl::FailedPreconditionError(StrCat(
-          name, " failed (", failure, ") but is not as it was: its kubelet takes --cloud-provider=",
-          look->kubelet.cloud_provider, " (", look->kubelet.source, "), its Node uid ", look->uid,
-          " (", before.uid, " before), its workload ", look->kubelet.workload, " (",
-          before.kubelet.workload, " before)"));
+    const std::vector<std::string> differences = WorkerDifferences(*worker, *look, "aws");
+    if (!differences.empty()) {
+      return absl::FailedPreconditionError(StrCat(name, " failed (", failure,
+                                                  ") but is not as it was: ",
+                                                  StrJoin(differences, "; ")));
     }
     // The agent's reason may quote a command's output over several lines: one line here.
     std::string shown = failure;
